@@ -1,0 +1,147 @@
+/** Command-line options of `npm run bench` (run.ts), with defaults and the `--smoke` preset. */
+import { availableParallelism } from 'node:os';
+import { parseArgs } from 'node:util';
+import type { ScenarioSettings } from './scenarios/types.js';
+
+export const HELP = `Usage: npm run bench -- [options]
+
+Scenarios (default: all): --scenarios hello,read,content,agent-fleet,hot-repo,mixed,webhooks,sync
+  A variant alone: --scenarios read:fresh-token,content:raw
+
+Server:
+  (default)            start dist/src/cli/main.js serve on a temporary data directory
+  --workers N          server worker threads (default: CPU count)
+  --sweep-workers L    restart the server for each worker count, e.g. 1,2,4, and compare
+  --url URL --token T  use a running server instead (org = the token's iss)
+  --key-file F         with --url: the \`key create --json\` output, for fresh tokens
+
+Load:
+  --duration S         measured seconds per phase (default 10)
+  --warmup S           unmeasured seconds before each phase (default 2)
+  --connections N      connections for hello/read/content (default 64)
+  --agents N           agents for the write scenarios, one connection each (default 200)
+  --open-fraction F    open-loop rate as a fraction of the closed-loop max (default 0.8)
+  --read-open-loop     also run an open-loop phase for hello/read/content
+  --webhook-targets N  webhook targets (default 10)
+  --sync-commits N     commits in the upstream repository for sync (default 2000)
+  --smoke              tiny and short: 1 s phases, 4 agents, 8 connections (the tests use it)
+
+Output:
+  --out-dir DIR        where <timestamp>.json goes (default bench/results)
+  --no-progress        no progress bars
+  --keep-data          keep the temporary directory (server data, logs)
+`;
+
+export interface BenchOptions {
+  scenarios: string[];
+  workers: number;
+  sweepWorkers: number[] | null;
+  url: string | null;
+  token: string | null;
+  keyFile: string | null;
+  outDir: string | null;
+  progress: boolean;
+  keepData: boolean;
+  smoke: boolean;
+  help: boolean;
+  settings: ScenarioSettings;
+}
+
+function positiveNumber(name: string, raw: string | undefined, fallback: number, integer = true): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || (integer && !Number.isInteger(n))) {
+    throw new Error(`--${name} expects a ${integer ? 'non-negative integer' : 'non-negative number'}, got "${raw}"`);
+  }
+  return n;
+}
+
+export function parseOptions(argv: string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      scenarios: { type: 'string' },
+      workers: { type: 'string' },
+      'sweep-workers': { type: 'string' },
+      url: { type: 'string' },
+      token: { type: 'string' },
+      'key-file': { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      agents: { type: 'string' },
+      'open-fraction': { type: 'string' },
+      'read-open-loop': { type: 'boolean' },
+      'webhook-targets': { type: 'string' },
+      'sync-commits': { type: 'string' },
+      'out-dir': { type: 'string' },
+      'no-progress': { type: 'boolean' },
+      'keep-data': { type: 'boolean' },
+      smoke: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const smoke = values.smoke === true;
+  // The smoke preset exists so the bench cannot rot: every code path, about a second each.
+  const d = smoke
+    ? { duration: 1, warmup: 0.2, connections: 8, agents: 4, targets: 2, syncCommits: 50, drainMs: 10_000, hookDrainMs: 30_000, syncTimeoutMs: 60_000 }
+    : { duration: 10, warmup: 2, connections: 64, agents: 200, targets: 10, syncCommits: 2000, drainMs: 15_000, hookDrainMs: 120_000, syncTimeoutMs: 600_000 };
+
+  const openFraction = positiveNumber('open-fraction', values['open-fraction'], 0.8, false);
+  if (openFraction <= 0 || openFraction > 1) throw new Error('--open-fraction must be in (0, 1]');
+  const sweep = values['sweep-workers']
+    ? values['sweep-workers'].split(',').map((w) => positiveNumber('sweep-workers', w.trim(), 1))
+    : null;
+  if (sweep?.some((w) => w < 1)) throw new Error('--sweep-workers needs counts ≥ 1');
+  if (values.url && !values.token) throw new Error('--url needs --token');
+  if (values.url && sweep) throw new Error('--sweep-workers restarts the server: it cannot be used with --url');
+
+  const settings: ScenarioSettings = {
+    durationMs: positiveNumber('duration', values.duration, d.duration, false) * 1000,
+    warmupMs: positiveNumber('warmup', values.warmup, d.warmup, false) * 1000,
+    drainMs: d.drainMs,
+    requestTimeoutMs: 30_000,
+    connections: Math.max(1, positiveNumber('connections', values.connections, d.connections)),
+    agents: Math.max(1, positiveNumber('agents', values.agents, d.agents)),
+    openFraction,
+    readOpenLoop: values['read-open-loop'] === true,
+    writeFiles: 3,
+    writeFileBytes: 2048,
+    contentFiles: 16,
+    contentFileBytes: 4096,
+    mixedReadRatio: 0.9,
+    webhookTargets: Math.max(1, positiveNumber('webhook-targets', values['webhook-targets'], d.targets)),
+    webhookDrainMs: d.hookDrainMs,
+    syncCommits: Math.max(1, positiveNumber('sync-commits', values['sync-commits'], d.syncCommits)),
+    syncFilesPerCommit: 4,
+    syncTimeoutMs: d.syncTimeoutMs,
+  };
+  return {
+    scenarios: (values.scenarios ?? 'all').split(',').map((s) => s.trim()).filter(Boolean),
+    workers: Math.max(1, positiveNumber('workers', values.workers, availableParallelism())),
+    sweepWorkers: sweep,
+    url: values.url ?? null,
+    token: values.token ?? null,
+    keyFile: values['key-file'] ?? null,
+    outDir: values['out-dir'] ?? null,
+    progress: values['no-progress'] !== true,
+    keepData: values['keep-data'] === true,
+    smoke,
+    help: values.help === true,
+    settings,
+  };
+}
+
+/** The options as recorded in the report (flat, JSON-friendly). */
+export function optionsForReport(o: BenchOptions): Record<string, string | number | boolean | number[] | string[] | null> {
+  return {
+    scenarios: o.scenarios,
+    workers: o.url ? null : o.workers,
+    sweepWorkers: o.sweepWorkers,
+    url: o.url,
+    smoke: o.smoke,
+    ...o.settings,
+  };
+}

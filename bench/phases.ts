@@ -1,0 +1,104 @@
+/**
+ * Runs one generator phase with a progress bar and turns the generator's raw result into the
+ * report's PhaseResult.
+ */
+import type { GeneratorJob, GeneratorResult, WorkloadSpec } from './generator-protocol.js';
+import { summarizeEncoded } from './histogram.js';
+import { startGenerator } from './load-client.js';
+import type { GeneratorRun } from './load-client.js';
+import type { KindResult, PhaseMode, PhaseResult } from './report-types.js';
+import type { ScenarioContext } from './scenarios/types.js';
+
+export interface PhaseRequest {
+  label: string;
+  host: string;
+  port: number;
+  mode: PhaseMode;
+  rate?: number;
+  /** Overrides the run's `--duration` (the sync scenario runs until the sync ends). */
+  durationMs?: number;
+  warmupMs?: number;
+  workload: WorkloadSpec;
+}
+
+export interface PhaseOutcome {
+  phase: PhaseResult;
+  raw: GeneratorResult;
+}
+
+export interface RunningPhase {
+  /** Ends the window early (the generator then drains and reports). */
+  stop(): void;
+  outcome: Promise<PhaseOutcome>;
+}
+
+export function startPhase(ctx: ScenarioContext, req: PhaseRequest): RunningPhase {
+  const s = ctx.settings;
+  const job: GeneratorJob = {
+    host: req.host,
+    port: req.port,
+    mode: req.mode,
+    rate: req.mode === 'open' ? (req.rate ?? null) : null,
+    warmupMs: req.warmupMs ?? s.warmupMs,
+    durationMs: req.durationMs ?? s.durationMs,
+    drainMs: s.drainMs,
+    requestTimeoutMs: s.requestTimeoutMs,
+    workload: req.workload,
+  };
+  const bar = ctx.progress.phase(req.label);
+  const run: GeneratorRun = startGenerator(job, (p) => bar.update(p));
+  const outcome = run.result.then(
+    (raw) => {
+      const phase = toPhaseResult(raw);
+      bar.done(
+        `${Math.round(phase.throughput).toLocaleString('en-US')} req/s, p99 ${phase.latency.p99} ms` +
+          (phase.errors > 0 ? `, ${phase.errors} errors ${JSON.stringify(phase.errorsByStatus)}` : ''),
+      );
+      return { phase, raw };
+    },
+    (err: unknown) => {
+      bar.done(`failed: ${err instanceof Error ? err.message : String(err)}`);
+      throw err;
+    },
+  );
+  return { stop: () => run.stop(), outcome };
+}
+
+export function runPhase(ctx: ScenarioContext, req: PhaseRequest): Promise<PhaseOutcome> {
+  return startPhase(ctx, req).outcome;
+}
+
+export function toPhaseResult(raw: GeneratorResult): PhaseResult {
+  const windowSec = raw.windowMs / 1000;
+  const byKind: Record<string, KindResult> = {};
+  for (const [kind, k] of Object.entries(raw.byKind)) {
+    byKind[kind] = {
+      requests: k.requests,
+      throughput: k.requests / windowSec,
+      errors: k.errors,
+      latency: summarizeEncoded(k.latency),
+    };
+  }
+  return {
+    phase: raw.mode,
+    connections: raw.connections,
+    durationSec: round(windowSec, 3),
+    warmupSec: raw.warmupMs / 1000,
+    targetRate: raw.rate === null ? null : round(raw.rate, 1),
+    requests: raw.requests,
+    throughput: round(raw.requests / windowSec, 1),
+    errors: raw.errors,
+    errorsByStatus: raw.errorsByStatus,
+    errorSamples: raw.errorSamples,
+    unsent: raw.unsent,
+    latency: summarizeEncoded(raw.latency),
+    serviceTime: raw.service ? summarizeEncoded(raw.service) : null,
+    byKind,
+    histogram: raw.latency,
+  };
+}
+
+export function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}

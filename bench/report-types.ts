@@ -1,0 +1,132 @@
+/**
+ * Shape of a benchmark report (`bench/results/<timestamp>.json`). The HTML renderer reads only
+ * this, so a result file from an older run keeps rendering as long as `schema` matches.
+ * All latencies are milliseconds; all rates are per second.
+ */
+
+export const REPORT_SCHEMA = 1;
+
+export interface LatencySummary {
+  count: number;
+  min: number;
+  mean: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+}
+
+/** Per request kind (e.g. `read` / `write` in the mixed scenario). */
+export interface KindResult {
+  requests: number;
+  throughput: number;
+  errors: number;
+  latency: LatencySummary;
+}
+
+export type PhaseMode = 'closed' | 'open';
+
+export interface PhaseResult {
+  phase: PhaseMode;
+  /** Concurrent connections (closed loop: each loops send → wait → send). */
+  connections: number;
+  /** Length of the measured window (after warm-up). */
+  durationSec: number;
+  warmupSec: number;
+  /** Open loop: the fixed arrival rate; null in closed loop. */
+  targetRate: number | null;
+  /** Requests completed inside the measured window. */
+  requests: number;
+  throughput: number;
+  errors: number;
+  errorsByStatus: Record<string, number>;
+  /** A few error responses, trimmed, to say why without digging through logs. */
+  errorSamples: string[];
+  /** Open loop: arrivals still unsent when the drain timeout hit (counted as failures). */
+  unsent: number;
+  /**
+   * Closed loop: from send to last byte. Open loop: from the *intended* send time, so that a
+   * stalled server shows up in the tail instead of silently lowering the send rate.
+   */
+  latency: LatencySummary;
+  /** Open loop only: from the actual send (what a coordinated-omission-prone tool reports). */
+  serviceTime: LatencySummary | null;
+  byKind: Record<string, KindResult>;
+  /** HDR histogram of `latency` in microseconds, compressed base64 (hdr-histogram-js). */
+  histogram: string;
+}
+
+export interface Verification {
+  ok: boolean;
+  method: string;
+  checked: number;
+  failures: string[];
+}
+
+export type ScenarioStatus = 'ok' | 'failed' | 'skipped';
+
+export interface ScenarioResult {
+  scenario: string;
+  variant: string | null;
+  description: string;
+  status: ScenarioStatus;
+  note: string | null;
+  parameters: Record<string, string | number | boolean>;
+  phases: PhaseResult[];
+  /** Scenario-specific figures (e.g. webhook deliveries/s, sync seconds). */
+  metrics: Record<string, number>;
+  verification: Verification | null;
+}
+
+export interface WorkerRun {
+  /** Server worker count; null when targeting an external server (`--url`). */
+  workers: number | null;
+  results: ScenarioResult[];
+}
+
+export interface ComparisonRow {
+  scenario: string;
+  variant: string | null;
+  phase: PhaseMode;
+  /** Keyed by worker count. */
+  throughput: Record<string, number>;
+  p99: Record<string, number>;
+}
+
+export interface MachineInfo {
+  cpus: number;
+  model: string;
+  memoryBytes: number;
+  platform: string;
+  arch: string;
+  release: string;
+  loadAverageAtStart: number[];
+}
+
+export interface MethodInfo {
+  generator: string;
+  connectionReuse: string;
+  closedLoop: string;
+  openLoop: string;
+  histogram: string;
+  placement: string;
+}
+
+export interface BenchReport {
+  schema: typeof REPORT_SCHEMA;
+  date: string;
+  wallTimeSec: number;
+  machine: MachineInfo;
+  node: { version: string; v8: string };
+  gitCommit: string | null;
+  method: MethodInfo;
+  target: { kind: 'spawned' | 'external'; url: string | null };
+  /** Every option the run used, defaults included, so two runs can be compared. */
+  options: Record<string, string | number | boolean | number[] | string[] | null>;
+  /** The raw uWS hello-world baseline, measured in the same run. */
+  baseline: ScenarioResult[];
+  runs: WorkerRun[];
+  comparison: ComparisonRow[];
+  ok: boolean;
+}

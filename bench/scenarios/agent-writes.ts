@@ -1,0 +1,170 @@
+/**
+ * What the write scenarios share: creating agents (repositories and bookmarks), the closed loop
+ * followed by an open loop at a fraction of its maximum, and the check that no acknowledged write
+ * was lost — every bookmark must point at its agent's last acknowledged change, and that change
+ * must serve the bytes the agent last wrote.
+ */
+import { agentFileContent, agentFilePath } from '../agent-files.js';
+import { mapLimit } from '../api-client.js';
+import type { AgentState, AgentWorkloadSpec } from '../generator-protocol.js';
+import { ROOT_CHANGE_ID } from '../generator-protocol.js';
+import { runPhase } from '../phases.js';
+import type { PhaseResult, Verification } from '../report-types.js';
+import type { ScenarioContext } from './types.js';
+import { requireTarget } from './types.js';
+
+const SETUP_CONCURRENCY = 16;
+
+export interface AgentSetup {
+  count: number;
+  /** One shared repository (hot-repo) or one per agent (null). */
+  sharedRepo: string | null;
+  repoPrefix: string;
+  /** A file committed on each repository's default bookmark (for readers). */
+  seedFile: string | null;
+}
+
+export interface CreatedAgents {
+  agents: AgentState[];
+  /** Repository ids, for webhook targets restricted to them. */
+  repoIds: string[];
+}
+
+export async function createAgents(ctx: ScenarioContext, setup: AgentSetup): Promise<CreatedAgents> {
+  const { target, api } = requireTarget(ctx);
+  const repos = setup.sharedRepo
+    ? [setup.sharedRepo]
+    : Array.from({ length: setup.count }, (_, i) => `${setup.repoPrefix}-${i}`);
+  const repoIds = await mapLimit(repos, SETUP_CONCURRENCY, async (name) => {
+    const repo = await api.expect<{ id: string; default_bookmark: string }>(201, 'POST', `/v1/${target.org}/repos`, { name });
+    if (setup.seedFile) {
+      await api.expect(201, 'POST', api.repoPath(name, '/apply-ops'), {
+        base_change_id: ROOT_CHANGE_ID,
+        message: 'bench seed',
+        ops: [{ op: 'write', path: setup.seedFile, content: agentFileContent(0, 0, 0, 4096), encoding: 'utf-8' }],
+        bookmarks: [{ name: repo.default_bookmark }],
+      });
+    }
+    return repo.id;
+  });
+  const agents: AgentState[] = Array.from({ length: setup.count }, (_, index) => ({
+    index,
+    repo: setup.sharedRepo ?? (repos[index] as string),
+    bookmark: `agent-${index}`,
+    lastChangeId: ROOT_CHANGE_ID,
+    writes: 0,
+  }));
+  return { agents, repoIds };
+}
+
+export interface WritePhasesOptions {
+  label: string;
+  agents: AgentState[];
+  readRatio: number;
+  readPaths: string[];
+  recordAcked: boolean;
+}
+
+export interface WritePhasesOutcome {
+  phases: PhaseResult[];
+  agents: AgentState[];
+  ackedChangeIds: string[];
+}
+
+/**
+ * Closed loop (maximum throughput), then open loop at `openFraction` of it, continuing each
+ * agent's chain from where the closed loop left it.
+ */
+export async function runWritePhases(ctx: ScenarioContext, opts: WritePhasesOptions): Promise<WritePhasesOutcome> {
+  const { target } = requireTarget(ctx);
+  const s = ctx.settings;
+  const workload = async (agents: AgentState[]): Promise<AgentWorkloadSpec> => ({
+    kind: 'agents',
+    org: target.org,
+    token: await ctx.token(),
+    agents,
+    files: s.writeFiles,
+    fileBytes: s.writeFileBytes,
+    readRatio: opts.readRatio,
+    readPaths: opts.readPaths,
+    recordAcked: opts.recordAcked,
+  });
+  const endpoint = { host: target.host, port: target.port };
+  const closed = await runPhase(ctx, {
+    label: `${opts.label} closed`,
+    ...endpoint,
+    mode: 'closed',
+    workload: await workload(opts.agents),
+  });
+  let agents = closed.raw.agents ?? opts.agents;
+  const acked = [...closed.raw.ackedChangeIds];
+  const phases = [closed.phase];
+  if (closed.phase.throughput > 0) {
+    const open = await runPhase(ctx, {
+      label: `${opts.label} open`,
+      ...endpoint,
+      mode: 'open',
+      rate: closed.phase.throughput * s.openFraction,
+      workload: await workload(agents),
+    });
+    agents = open.raw.agents ?? agents;
+    acked.push(...open.raw.ackedChangeIds);
+    phases.push(open.phase);
+  }
+  return { phases, agents, ackedChangeIds: acked };
+}
+
+/** Every bookmark at its agent's last acknowledged change, serving that write's bytes. */
+export async function verifyAgents(ctx: ScenarioContext, agents: AgentState[]): Promise<Verification> {
+  const { api } = requireTarget(ctx);
+  const s = ctx.settings;
+  const failures: string[] = [];
+  await mapLimit(agents, SETUP_CONCURRENCY, async (agent) => {
+    if (agent.writes === 0) {
+      failures.push(`agent ${agent.index}: no acknowledged write in the whole run`);
+      return;
+    }
+    const bm = await api.call<{ change_id?: string }>('GET', api.repoPath(agent.repo, `/bookmarks/${encodeURIComponent(agent.bookmark)}`));
+    const at = typeof bm.body === 'object' && bm.body ? bm.body.change_id : undefined;
+    if (bm.status !== 200 || at !== agent.lastChangeId) {
+      failures.push(
+        `agent ${agent.index}: bookmark ${agent.repo}/${agent.bookmark} → ${bm.status} ${at ?? bm.text.slice(0, 120)}, ` +
+          `expected last acknowledged change ${agent.lastChangeId} (${agent.writes} writes)`,
+      );
+      return;
+    }
+    const path = agentFilePath(agent.index, 0);
+    const file = await api.call(
+      'GET',
+      api.repoPath(agent.repo, `/content?path=${encodeURIComponent(path)}&change_id=${agent.lastChangeId}`),
+      undefined,
+      'application/octet-stream',
+    );
+    const expected = agentFileContent(agent.index, agent.writes, 0, s.writeFileBytes);
+    if (file.status !== 200 || file.text !== expected) {
+      failures.push(`agent ${agent.index}: ${path} at ${agent.lastChangeId} → ${file.status}, not the bytes of write ${agent.writes}`);
+    }
+  });
+  return {
+    ok: failures.length === 0,
+    method: 'GET …/bookmarks/{name} equals the last acknowledged change id; GET …/content of file 0 at it equals the last written bytes',
+    checked: agents.length,
+    failures: failures.length > 50 ? [...failures.slice(0, 50), `… and ${failures.length - 50} more`] : failures,
+  };
+}
+
+export function writeParameters(ctx: ScenarioContext, agents: number): Record<string, number> {
+  const s = ctx.settings;
+  return {
+    durationSec: s.durationMs / 1000,
+    warmupSec: s.warmupMs / 1000,
+    agents,
+    filesPerWrite: s.writeFiles,
+    fileBytes: s.writeFileBytes,
+    openFraction: s.openFraction,
+  };
+}
+
+export function totalWrites(agents: AgentState[]): number {
+  return agents.reduce((sum, a) => sum + a.writes, 0);
+}

@@ -1,0 +1,138 @@
+/**
+ * `sync`: pull a large repository from a local git smart-HTTP server while agents keep writing to
+ * other repositories. Reports how long the pull took and what it cost the writers (their
+ * throughput and latency during the sync). Skipped with a note when the server answers 404/405
+ * on the upstream routes (not implemented yet).
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLargeRepo, gitAvailable, startGitServer } from '../git-server.js';
+import { round, startPhase } from '../phases.js';
+import type { RunningPhase } from '../phases.js';
+import type { Verification } from '../report-types.js';
+import { createAgents, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
+import { finishResult, skippedResult } from './result.js';
+import type { Scenario } from './types.js';
+import { requireTarget } from './types.js';
+
+const NOT_AVAILABLE = new Set([404, 405]);
+
+export const sync: Scenario = {
+  name: 'sync',
+  description: 'upstream pull of a large repository while agents keep writing',
+  variants: [],
+  needsServer: true,
+  async run(ctx) {
+    const { target, api } = requireTarget(ctx);
+    const s = ctx.settings;
+    const base = {
+      scenario: 'sync',
+      variant: null,
+      description: this.description,
+      parameters: {
+        ...writeParameters(ctx, s.agents),
+        upstreamCommits: s.syncCommits,
+        filesPerCommit: s.syncFilesPerCommit,
+        syncTimeoutSec: s.syncTimeoutMs / 1000,
+      },
+    };
+    if (!(await gitAvailable())) return skippedResult(base, 'not available: git is not installed');
+
+    const gitRoot = join(ctx.workDir, 'git');
+    await mkdir(gitRoot, { recursive: true });
+    const upstream = await createLargeRepo(gitRoot, 'large.git', { commits: s.syncCommits, filesPerCommit: s.syncFilesPerCommit });
+    const git = await startGitServer(gitRoot);
+    let writers: RunningPhase | null = null;
+    try {
+      const repo = `${ctx.prefix}-sync`;
+      await api.expect(201, 'POST', `/v1/${target.org}/repos`, { name: repo });
+      const patched = await api.call('PATCH', api.repoPath(repo), { upstream: { url: `${git.url}/${upstream.name}` } });
+      if (NOT_AVAILABLE.has(patched.status)) {
+        return skippedResult(base, `not available: PATCH …/{repo} with upstream answered ${patched.status}`);
+      }
+      if (patched.status !== 200) throw new Error(`PATCH upstream → ${patched.status} ${patched.text.slice(0, 200)}`);
+
+      const { agents } = await createAgents(ctx, { count: s.agents, sharedRepo: null, repoPrefix: `${ctx.prefix}-syncw`, seedFile: null });
+      writers = startPhase(ctx, {
+        label: 'sync: writes during pull',
+        host: target.host,
+        port: target.port,
+        mode: 'closed',
+        durationMs: s.syncTimeoutMs,
+        workload: {
+          kind: 'agents',
+          org: target.org,
+          token: await ctx.token(),
+          agents,
+          files: s.writeFiles,
+          fileBytes: s.writeFileBytes,
+          readRatio: 0,
+          readPaths: [],
+          recordAcked: false,
+        },
+      });
+      // Let the writers reach steady state (the warm-up) before the pull starts.
+      await sleep(s.warmupMs + 200);
+      const started = Date.now();
+      const created = await api.call<{ id?: string }>('POST', api.repoPath(repo, '/upstream/syncs'), { direction: 'pull' });
+      if (created.status !== 201 || typeof created.body !== 'object' || !created.body?.id) {
+        if (NOT_AVAILABLE.has(created.status)) {
+          return skippedResult(base, `not available: POST …/upstream/syncs answered ${created.status}`);
+        }
+        throw new Error(`POST upstream/syncs → ${created.status} ${created.text.slice(0, 200)}`);
+      }
+      const syncId = created.body.id;
+      let status = 'queued';
+      let error: unknown = null;
+      while (Date.now() - started < s.syncTimeoutMs) {
+        const got = await api.call<{ status?: string; error?: unknown }>('GET', api.repoPath(repo, `/upstream/syncs/${syncId}`));
+        if (got.status === 200 && typeof got.body === 'object' && got.body) {
+          status = got.body.status ?? status;
+          error = got.body.error ?? null;
+          if (status === 'completed' || status === 'failed') break;
+        }
+        await sleep(100);
+      }
+      const syncSec = (Date.now() - started) / 1000;
+      writers.stop();
+      const out = await writers.outcome;
+      writers = null;
+
+      const failures: string[] = [];
+      if (status !== 'completed') failures.push(`sync ${syncId} ended ${status} after ${round(syncSec, 1)} s: ${JSON.stringify(error)}`);
+      else {
+        const bm = await api.call<{ change_id?: string }>('GET', api.repoPath(repo, `/bookmarks/${upstream.branch}`));
+        const changeId = typeof bm.body === 'object' && bm.body ? bm.body.change_id : undefined;
+        const change = changeId
+          ? await api.call<{ current_commit_oid?: string }>('GET', api.repoPath(repo, `/changes/${changeId}`))
+          : null;
+        const oid = change && typeof change.body === 'object' && change.body ? change.body.current_commit_oid : undefined;
+        if (oid !== upstream.head) {
+          failures.push(`bookmark ${upstream.branch} → ${changeId ?? bm.status}, commit ${oid ?? 'none'}; upstream head is ${upstream.head}`);
+        }
+      }
+      const agentCheck = await verifyAgents(ctx, out.raw.agents ?? agents);
+      const verification: Verification = {
+        ok: failures.length === 0 && agentCheck.ok,
+        method: `sync completed and bookmark ${upstream.branch} is at the upstream head commit; ${agentCheck.method}`,
+        checked: agentCheck.checked + 1,
+        failures: [...failures, ...agentCheck.failures],
+      };
+      return finishResult(base, [out.phase], verification, {
+        syncSec: round(syncSec, 3),
+        upstreamCommits: upstream.commits,
+        upstreamFiles: upstream.files,
+        commitsPerSec: round(upstream.commits / syncSec, 1),
+        acknowledgedWrites: totalWrites(out.raw.agents ?? agents),
+      });
+    } finally {
+      if (writers) {
+        // Failed half-way: do not leave the generator writing for the rest of the timeout.
+        writers.stop();
+        await writers.outcome.catch(() => undefined);
+      }
+      await git.close();
+    }
+  },
+};

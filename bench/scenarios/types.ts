@@ -1,0 +1,76 @@
+/**
+ * The contract between the orchestrator and a scenario. A scenario sets up its data through the
+ * API, runs one or more generator phases, verifies what it wrote and returns a ScenarioResult;
+ * the orchestrator owns processes, tokens and the report.
+ */
+import type { ApiClient } from '../api-client.js';
+import type { ProgressReporter } from '../progress.js';
+import type { ScenarioResult } from '../report-types.js';
+import type { SigningKey } from '../tokens.js';
+
+/** Resolved numeric settings every scenario reads (all in the report's `options`). */
+export interface ScenarioSettings {
+  durationMs: number;
+  warmupMs: number;
+  drainMs: number;
+  requestTimeoutMs: number;
+  /** Connections for read scenarios and the hello baseline. */
+  connections: number;
+  /** Agents for the write scenarios (one connection each). */
+  agents: number;
+  /** Open-loop rate as a fraction of the closed-loop maximum. */
+  openFraction: number;
+  /** Also run an open-loop phase for the read scenarios. */
+  readOpenLoop: boolean;
+  writeFiles: number;
+  writeFileBytes: number;
+  contentFiles: number;
+  contentFileBytes: number;
+  mixedReadRatio: number;
+  webhookTargets: number;
+  webhookDrainMs: number;
+  syncCommits: number;
+  syncFilesPerCommit: number;
+  syncTimeoutMs: number;
+}
+
+/** The server under test. */
+export interface Target {
+  url: string;
+  host: string;
+  port: number;
+  org: string;
+  workers: number | null;
+}
+
+export interface ScenarioContext {
+  settings: ScenarioSettings;
+  /** Null only while running scenarios that bring their own server (hello). */
+  target: Target | null;
+  api: ApiClient | null;
+  /** Signing key when known (spawned server, or `--key-file`): needed by `read/fresh-token`. */
+  key: SigningKey | null;
+  /** A token valid for the next hour (fresh for every call when a key is known). */
+  token(): Promise<string>;
+  progress: ProgressReporter;
+  /** Unique per run: repository names start with it, so reruns on one server never collide. */
+  prefix: string;
+  /** Scratch directory for the run (logs, git fixtures). */
+  workDir: string;
+}
+
+export interface Scenario {
+  name: string;
+  description: string;
+  /** Variants run as separate results (`--scenarios read:fresh-token` picks one). */
+  variants: readonly string[];
+  /** Whether the scenario needs the repohost server (everything but hello). */
+  needsServer: boolean;
+  run(ctx: ScenarioContext, variant: string | null): Promise<ScenarioResult>;
+}
+
+/** The pieces of a scenario's context that must be there when it needs the server. */
+export function requireTarget(ctx: ScenarioContext): { target: Target; api: ApiClient } {
+  if (!ctx.target || !ctx.api) throw new Error('scenario needs a server but none is running');
+  return { target: ctx.target, api: ctx.api };
+}

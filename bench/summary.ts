@@ -1,0 +1,57 @@
+/** The plain-text summary printed on stdout at the end of `npm run bench`. */
+import { allResults, helloThroughput } from './report-data.js';
+import { resultLabel } from './report-data.js';
+import type { BenchReport } from './report-types.js';
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+const num = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+export function formatSummary(report: BenchReport): string {
+  const hello = helloThroughput(report);
+  const rows: string[][] = [];
+  const notes: string[] = [];
+  for (const { workers, result } of allResults(report)) {
+    const label = resultLabel(result);
+    if (result.phases.length === 0) {
+      rows.push([label, '-', workers === null ? '-' : String(workers), '', '', '', '', '', '', '', '', result.status.toUpperCase(), '']);
+    }
+    for (const p of result.phases) {
+      rows.push([
+        label,
+        p.phase,
+        workers === null ? '-' : String(workers),
+        String(p.connections),
+        p.targetRate === null ? '' : num(p.targetRate),
+        num(p.throughput),
+        num(p.latency.p50, 2),
+        num(p.latency.p90, 2),
+        num(p.latency.p99, 2),
+        num(p.latency.p999, 2),
+        num(p.latency.max, 2),
+        result.status === 'ok' ? (result.verification ? 'ok ✓' : 'ok') : result.status.toUpperCase(),
+        hello && p.phase === 'closed' ? `${num(p.throughput / hello, 2)}×` : '',
+      ]);
+    }
+    if (result.note) notes.push(`${label}${workers === null ? '' : ` (workers ${workers})`}: ${result.note}`);
+    const metrics = Object.entries(result.metrics);
+    if (metrics.length > 0) notes.push(`${label}: ${metrics.map(([k, v]) => `${k}=${num(v, 2)}`).join(', ')}`);
+  }
+  const out = [
+    table(['scenario', 'phase', 'workers', 'conns', 'rate', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9', 'max', 'status', 'vs hello'], rows),
+  ];
+  if (report.runs.length > 1) {
+    const ws = report.runs.map((r) => String(r.workers));
+    const cmp = report.comparison
+      .filter((c) => c.phase === 'closed')
+      .map((c) => [resultLabel(c), c.phase, ...ws.map((w) => (c.throughput[w] === undefined ? '-' : num(c.throughput[w] ?? 0)))]);
+    out.push('', 'Throughput (req/s) by worker count', table(['scenario', 'phase', ...ws.map((w) => `w=${w}`)], cmp));
+  }
+  if (notes.length > 0) out.push('', ...notes);
+  return out.join('\n');
+}

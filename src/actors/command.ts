@@ -1,0 +1,39 @@
+import type { Storage } from '../storage/database.js';
+import type { SecretBox } from '../storage/secret-box.js';
+import type { PrincipalMsg } from '../protocol/messages.js';
+import type { ActorSettings } from './settings.js';
+import type { Mutation } from './mutation.js';
+
+/**
+ * A command is what an actor does with one message. Handlers are synchronous on purpose: they
+ * run inside the batch's LMDB write transaction (each in its own child transaction, so a failing
+ * command rolls back alone) and must never await the network or the disk.
+ */
+export interface CommandContext {
+  storage: Storage;
+  secrets: SecretBox;
+  settings: ActorSettings;
+  principal: PrincipalMsg;
+  traceId: string;
+  /** Arrival order of the message in this worker; later arrivals have larger numbers. */
+  seq: number;
+  now: Date;
+  /** Records the operation log entry and outbox events of this command's transaction. */
+  mutation: Mutation;
+}
+
+export interface CommandResult {
+  status: number;
+  body: unknown;
+  /** Name of the response schema (src/protocol/schemas) whose compiled serializer writes `body`. */
+  schema: string;
+}
+
+export interface Command<I = unknown> {
+  name: string;
+  handle(input: I, ctx: CommandContext): CommandResult;
+}
+
+export function defineCommand<I>(name: string, handle: (input: I, ctx: CommandContext) => CommandResult): Command<I> {
+  return { name, handle };
+}

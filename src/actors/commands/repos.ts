@@ -1,0 +1,157 @@
+import { randomInt } from 'node:crypto';
+import { ServiceError, invalid } from '../../errors.js';
+import { K, under } from '../../storage/keys.js';
+import { newId } from '../../storage/ids.js';
+import type { BookmarkRecord, OrgRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
+import { getBookmark, getOrg, getRepo, getRepoByName, ROOT_CHANGE_ID } from '../../storage/repo-store.js';
+import { repoEventView, repositoryView } from '../../protocol/views/repository.js';
+import { defineCommand, type CommandContext } from '../command.js';
+
+/**
+ * Repository lifecycle commands. They run in the org's actor so that name uniqueness holds under
+ * any concurrency: the name check and the insert are one step of a single writer.
+ */
+export type UpstreamAuthInput =
+  | { kind: 'token'; token: string; token_username?: string }
+  | { kind: 'username_password'; username: string; password: string };
+
+export interface UpstreamInput {
+  url: string;
+  auth?: UpstreamAuthInput | null;
+}
+
+export interface CreateRepoInput {
+  org_id: string;
+  name: string | null;
+  default_bookmark: string;
+  tags: Record<string, string>;
+  upstream: UpstreamInput | null;
+}
+
+export interface UpdateRepoInput {
+  repo_id: string;
+  name?: string;
+  default_bookmark?: string;
+  tags?: Record<string, string | null>;
+  /** Absent: unchanged; null: removed; object: replaced (auth omitted keeps the credential). */
+  upstream?: UpstreamInput | null;
+}
+
+export interface DeleteRepoInput {
+  repo_id: string;
+}
+
+function orgOf(ctx: CommandContext, orgId: string): OrgRecord {
+  const org = getOrg(ctx.storage.meta, orgId);
+  if (!org) throw new ServiceError('NOT_FOUND', 'organization not found');
+  return org;
+}
+
+function generatedName(ctx: CommandContext, orgId: string): string {
+  for (;;) {
+    let name = 'repo-';
+    for (let i = 0; i < 8; i++) name += String.fromCharCode(97 + randomInt(26));
+    if (!ctx.storage.meta.get(K.repoName(orgId, name))) return name;
+  }
+}
+
+function sealUpstream(ctx: CommandContext, input: UpstreamInput, previous: UpstreamRecord | null): UpstreamRecord {
+  if (input.auth === undefined) {
+    return { url: input.url, auth_kind: previous?.auth_kind ?? null, sealed_auth: previous?.sealed_auth ?? null };
+  }
+  if (input.auth === null) return { url: input.url, auth_kind: null, sealed_auth: null };
+  return { url: input.url, auth_kind: input.auth.kind, sealed_auth: ctx.secrets.seal(JSON.stringify(input.auth)) };
+}
+
+export const createRepo = defineCommand<CreateRepoInput>('repo.create', (input, ctx) => {
+  const { meta } = ctx.storage;
+  const org = orgOf(ctx, input.org_id);
+  const name = input.name ?? generatedName(ctx, org.id);
+  const existing = getRepoByName(meta, org.id, name);
+  if (existing) throw new ServiceError('REPO_EXISTS', `a repository named "${existing.name}" already exists`);
+  const now = ctx.now.toISOString();
+  const repo: RepoRecord = {
+    id: newId('repo'),
+    org_id: org.id,
+    name,
+    default_bookmark: input.default_bookmark,
+    created_at: now,
+    updated_at: now,
+    tags: input.tags,
+    upstream: input.upstream ? sealUpstream(ctx, input.upstream, null) : null,
+    last_op_id: null,
+  };
+  const bookmark: BookmarkRecord = { name: repo.default_bookmark, change_id: ROOT_CHANGE_ID, created_at: now, updated_at: now };
+  meta.putSync(K.bookmark(repo.id, bookmark.name), bookmark);
+  meta.putSync(K.repoName(org.id, name), repo.id);
+  meta.putSync(K.orgRepo(org.id, repo.id), true);
+  ctx.mutation.operation(repo, 'repo.create', { name, default_bookmark: repo.default_bookmark });
+  meta.putSync(K.repo(repo.id), repo);
+  ctx.mutation.emit('repo.created', org, repo, { repo: repoEventView(meta, repo) });
+  ctx.mutation.emit('bookmark.created', org, repo, {
+    bookmark: { name: bookmark.name, is_default: true, change_id: ROOT_CHANGE_ID, commit_oid: null },
+  });
+  return { status: 201, body: repositoryView(meta, repo, org), schema: 'repository' };
+});
+
+export const updateRepo = defineCommand<UpdateRepoInput>('repo.update', (input, ctx) => {
+  const { meta } = ctx.storage;
+  const repo = getRepo(meta, input.repo_id);
+  if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
+  const org = orgOf(ctx, repo.org_id);
+  const before = { name: repo.name, default_bookmark: repo.default_bookmark, tags: { ...repo.tags } };
+
+  if (input.name !== undefined && input.name !== repo.name) {
+    const clash = getRepoByName(meta, org.id, input.name);
+    if (clash && clash.id !== repo.id) throw new ServiceError('REPO_EXISTS', `a repository named "${clash.name}" already exists`);
+    meta.removeSync(K.repoName(org.id, repo.name));
+    meta.putSync(K.repoName(org.id, input.name), repo.id);
+    repo.name = input.name;
+  }
+  if (input.default_bookmark !== undefined && input.default_bookmark !== repo.default_bookmark) {
+    if (!getBookmark(meta, repo.id, input.default_bookmark)) {
+      throw invalid(`default_bookmark "${input.default_bookmark}" does not name an existing bookmark`);
+    }
+    repo.default_bookmark = input.default_bookmark;
+  }
+  if (input.tags) {
+    const tags = { ...repo.tags };
+    for (const [k, v] of Object.entries(input.tags)) {
+      if (v === null) delete tags[k];
+      else tags[k] = v;
+    }
+    repo.tags = tags;
+  }
+  if (input.upstream !== undefined) {
+    repo.upstream = input.upstream === null ? null : sealUpstream(ctx, input.upstream, repo.upstream);
+  }
+  repo.updated_at = ctx.now.toISOString();
+  ctx.mutation.operation(repo, 'repo.update', { fields: Object.keys(input).filter((k) => k !== 'repo_id') });
+  meta.putSync(K.repo(repo.id), repo);
+  const after = { name: repo.name, default_bookmark: repo.default_bookmark, tags: repo.tags };
+  ctx.mutation.emit('repo.updated', org, repo, { repo: repoEventView(meta, repo), before, after });
+  return { status: 200, body: repositoryView(meta, repo, org), schema: 'repository' };
+});
+
+/** Hooks that clean up what other features keep about a repository outside its own key range. */
+export type RepoDeletionHook = (ctx: CommandContext, repo: RepoRecord) => void;
+const deletionHooks: RepoDeletionHook[] = [];
+export function onRepoDeleted(hook: RepoDeletionHook): void {
+  deletionHooks.push(hook);
+}
+
+export const deleteRepo = defineCommand<DeleteRepoInput>('repo.delete', (input, ctx) => {
+  const { meta, objects } = ctx.storage;
+  const repo = getRepo(meta, input.repo_id);
+  if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
+  const org = orgOf(ctx, repo.org_id);
+  const view = repoEventView(meta, repo);
+  for (const key of meta.getKeys(under(['r', repo.id]))) meta.removeSync(key);
+  for (const key of objects.getKeys(under([repo.id]))) objects.removeSync(key);
+  meta.removeSync(K.repo(repo.id));
+  meta.removeSync(K.repoName(org.id, repo.name));
+  meta.removeSync(K.orgRepo(org.id, repo.id));
+  for (const hook of deletionHooks) hook(ctx, repo);
+  ctx.mutation.emit('repo.deleted', org, repo, { repo: view });
+  return { status: 200, body: { success: true }, schema: 'success' };
+});

@@ -1,0 +1,54 @@
+import type { Storage } from '../storage/database.js';
+import { K } from '../storage/keys.js';
+import { newId } from '../storage/ids.js';
+import type { EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../storage/records.js';
+
+/**
+ * The bookkeeping every mutation writes in its own transaction: one operation-log entry per
+ * repository it touched and the outbox events it caused. Writing them here, inside the command's
+ * transaction, is what makes "an acknowledged write always yields its events, exactly once" hold.
+ */
+export class Mutation {
+  readonly events: EventEnvelope[] = [];
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly publicUrl: string,
+    private readonly keyId: string | null,
+    private readonly now: Date,
+  ) {}
+
+  /** Appends an operation to the repository's chain and returns its id; updates `repo.last_op_id`. */
+  operation(repo: RepoRecord, kind: string, summary: Record<string, unknown>): string {
+    const op: OperationRecord = {
+      id: newId('op'),
+      repo_id: repo.id,
+      parent: repo.last_op_id,
+      kind,
+      key_id: this.keyId,
+      at: this.now.toISOString(),
+      summary,
+    };
+    this.storage.meta.putSync(K.operation(repo.id, op.id), op);
+    repo.last_op_id = op.id;
+    return op.id;
+  }
+
+  emit(type: string, org: OrgRecord, repo: Pick<RepoRecord, 'id' | 'name'> | null, data: Record<string, unknown>): EventEnvelope {
+    const event: EventEnvelope = {
+      id: newId('evt'),
+      type,
+      occurred_at: this.now.toISOString(),
+      organization: { id: org.id, slug: org.slug, name: org.name },
+      repository: repo && {
+        id: repo.id,
+        name: repo.name,
+        url: `${this.publicUrl}/v1/${org.slug}/${encodeURIComponent(repo.name)}`,
+      },
+      data,
+    };
+    this.storage.meta.putSync(K.outbox(event.id), event);
+    this.events.push(event);
+    return event;
+  }
+}

@@ -1,0 +1,142 @@
+import { Piscina } from 'piscina';
+import type { PiscinaTask } from 'piscina';
+import { fileURLToPath } from 'node:url';
+import { ServiceError } from '../errors.js';
+import { decodeReply, encodeRequest, type IdempotencyMsg, type PrincipalMsg } from '../protocol/messages.js';
+import { shardOf, slotOf } from './shard-map.js';
+import type { ActorSettings } from './settings.js';
+
+export interface ActorCall {
+  actor: string;
+  command: string;
+  input: unknown;
+  principal: PrincipalMsg;
+  traceId: string;
+  idempotency?: IdempotencyMsg;
+}
+
+export interface ActorResponse {
+  status: number;
+  /** The serialized JSON body. */
+  body: Uint8Array;
+}
+
+export interface BatchObserver {
+  (stats: { command: string; batchSize: number; commitMs: number; flushMs: number; queueMs: number }): void;
+}
+
+export interface RuntimeOptions {
+  workers: number;
+  settings: ActorSettings;
+  mailboxLimit: number;
+  /** Module (file URL or path) exporting `commands: Command[]`. */
+  commandsModule: string;
+  onBatch?: BatchObserver;
+}
+
+type PiscinaWorker = Parameters<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer'] & {}>[1][number];
+
+const queueOptions = Piscina.queueOptionsSymbol;
+
+/**
+ * The front end's handle on the actors. `call` addresses an actor by key; the runtime finds its
+ * shard, the worker slot that owns the shard and posts a protobuf message there. Piscina hosts
+ * the threads; a custom load balancer keeps affinity through a stable slot table (a replacement
+ * worker takes the dead one's slot, so no other shard moves). Mailbox depth is counted here so
+ * that a full mailbox is refused (429) before any work is queued.
+ */
+export class ActorRuntime {
+  private readonly pool: Piscina;
+  private readonly slots: Array<number | null>;
+  private readonly depth = new Map<string, number>();
+  private readonly slotDepth: number[];
+  private closing = false;
+
+  constructor(private readonly options: RuntimeOptions) {
+    this.slots = new Array(options.workers).fill(null);
+    this.slotDepth = new Array(options.workers).fill(0);
+    this.pool = new Piscina({
+      filename: fileURLToPath(new URL('./worker.js', import.meta.url)),
+      minThreads: options.workers,
+      maxThreads: options.workers,
+      idleTimeout: Infinity,
+      concurrentTasksPerWorker: 1 << 20,
+      maxQueue: Infinity,
+      atomics: 'disabled',
+      stricterFIFO: true,
+      workerData: { settings: options.settings, commandsModule: options.commandsModule },
+      loadBalancer: (task, workers) => this.pick(task, workers),
+    });
+    // A worker that dies fails its in-flight tasks (answered 503 below); Piscina replaces it.
+    this.pool.on('error', () => undefined);
+  }
+
+  get workerCount(): number {
+    return this.options.workers;
+  }
+
+  /** Messages queued or running per worker slot. */
+  mailboxDepths(): readonly number[] {
+    return this.slotDepth;
+  }
+
+  private pick(task: PiscinaTask, workers: PiscinaWorker[]): PiscinaWorker | null {
+    const slot = (task[queueOptions as keyof PiscinaTask] as unknown as { slot: number }).slot;
+    const owner = this.slots[slot];
+    const live = (w: PiscinaWorker): boolean => !w.destroyed && !w.terminating;
+    if (owner !== null) {
+      const w = workers.find((x) => x.id === owner && live(x));
+      if (w) return w;
+    }
+    const taken = new Set(this.slots.filter((id, i) => id !== null && i !== slot && workers.some((w) => w.id === id && live(w))));
+    const free = workers.find((w) => live(w) && !taken.has(w.id));
+    if (!free) return null;
+    this.slots[slot] = free.id;
+    return free;
+  }
+
+  async call(call: ActorCall): Promise<ActorResponse> {
+    if (this.closing) throw new ServiceError('UNAVAILABLE', 'server is shutting down', undefined, { retryAfter: 1 });
+    const depth = this.depth.get(call.actor) ?? 0;
+    if (depth >= this.options.mailboxLimit) {
+      throw new ServiceError('RATE_LIMITED', 'too many requests queued for this repository, retry later', undefined, { retryAfter: 1 });
+    }
+    const slot = slotOf(shardOf(call.actor), this.options.workers);
+    this.depth.set(call.actor, depth + 1);
+    this.slotDepth[slot]!++;
+    try {
+      const bytes = encodeRequest({
+        actor: call.actor,
+        command: call.command,
+        payload: Buffer.from(JSON.stringify(call.input ?? {})),
+        principal: call.principal,
+        traceId: call.traceId,
+        idempotency: call.idempotency,
+      });
+      let raw: Uint8Array;
+      try {
+        raw = await this.pool.run({ bytes, [queueOptions]: { slot } });
+      } catch {
+        throw new ServiceError('UNAVAILABLE', 'the worker serving this repository restarted; retry', undefined, { retryAfter: 1 });
+      }
+      const reply = decodeReply(raw);
+      this.options.onBatch?.({ command: call.command, batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs, queueMs: reply.queueMs });
+      if (reply.error) {
+        const details = reply.error.details.length ? JSON.parse(Buffer.from(reply.error.details).toString('utf8')) : undefined;
+        throw new ServiceError(reply.error.code as ServiceError['code'], reply.error.message, details, reply.error.retryAfter ? { retryAfter: reply.error.retryAfter } : {});
+      }
+      return { status: reply.status, body: reply.body };
+    } finally {
+      const d = this.depth.get(call.actor)! - 1;
+      if (d === 0) this.depth.delete(call.actor);
+      else this.depth.set(call.actor, d);
+      this.slotDepth[slot]!--;
+    }
+  }
+
+  /** Stops taking messages, lets queued ones finish (they reply after their flush), ends threads. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.pool.close();
+  }
+}

@@ -1,0 +1,24 @@
+import type { Config } from '../config.js';
+
+/** The part of the configuration actors need; passed to every worker as workerData. */
+export interface ActorSettings {
+  dataDir: string;
+  publicUrl: string;
+  brand: string;
+  allowPrivateWebhooks: boolean;
+  allowPrivateUpstreams: boolean;
+  orgQuotaBytes: number;
+  logLevel: string;
+}
+
+export function actorSettings(config: Config): ActorSettings {
+  return {
+    dataDir: config.dataDir,
+    publicUrl: config.publicUrl,
+    brand: config.brand,
+    allowPrivateWebhooks: config.allowPrivateWebhooks,
+    allowPrivateUpstreams: config.allowPrivateUpstreams,
+    orgQuotaBytes: config.orgQuotaBytes,
+    logLevel: config.logLevel,
+  };
+}

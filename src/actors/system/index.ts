@@ -1,0 +1,25 @@
+import type { Services } from '../../http/services.js';
+
+/**
+ * The system actors that run beside the repository actors (upstream sync, webhook fan-out,
+ * analytics). Each is started here and stopped on shutdown.
+ */
+export interface SystemActor {
+  stop(): Promise<void>;
+}
+
+export interface SystemActors {
+  stop(): Promise<void>;
+}
+
+type Starter = (services: Services) => Promise<SystemActor> | SystemActor;
+const starters: Starter[] = [];
+
+export async function startSystemActors(services: Services): Promise<SystemActors> {
+  const running = await Promise.all(starters.map((start) => start(services)));
+  return {
+    async stop() {
+      await Promise.all(running.map((a) => a.stop()));
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import { workerData } from 'node:worker_threads';
+import { openStorage } from '../storage/database.js';
+import { SecretBox } from '../storage/secret-box.js';
+import { decodeRequest, encodeReply } from '../protocol/messages.js';
+import { compileAll } from '../protocol/serializers.js';
+import { setLogLevel } from '../log.js';
+import type { Command } from './command.js';
+import { Mailboxes } from './mailbox.js';
+import type { ActorSettings } from './settings.js';
+
+/**
+ * Piscina worker entry: hosts the mailboxes of the shards this thread owns. The set of commands
+ * comes from a module named in workerData (`commands`), so the runtime itself knows no command.
+ */
+interface WorkerData {
+  settings: ActorSettings;
+  commandsModule: string;
+}
+
+const data = workerData as WorkerData;
+setLogLevel(data.settings.logLevel);
+const storage = openStorage(data.settings.dataDir);
+const secrets = SecretBox.forDataDir(data.settings.dataDir);
+const { commands } = (await import(data.commandsModule)) as { commands: Command[] };
+compileAll();
+const mailboxes = new Mailboxes(storage, secrets, data.settings, new Map(commands.map((c) => [c.name, c])));
+
+export default async function handle(task: { bytes: Uint8Array }): Promise<Uint8Array> {
+  const reply = await mailboxes.deliver(decodeRequest(task.bytes));
+  return encodeReply(reply);
+}

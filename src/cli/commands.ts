@@ -1,0 +1,190 @@
+import { readFileSync } from 'node:fs';
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { SignJWT } from 'jose';
+import type { Config } from '../config.js';
+import { invalid } from '../errors.js';
+import { log } from '../log.js';
+import { openStorage, type Storage } from '../storage/database.js';
+import { createOrg, createSigningKey, setKeyScopes, setKeyStatus, setKeyTags } from '../storage/admin-store.js';
+import { getOrg, getOrgBySlug, orgKeys } from '../storage/repo-store.js';
+import type { SigningKeyRecord } from '../storage/records.js';
+
+export interface CliContext {
+  config: Config;
+  args: string[];
+  values: Record<string, string | boolean | string[] | undefined>;
+  json: boolean;
+}
+
+/** Returns the exit code, or -1 for a command that keeps running (serve). */
+type Handler = (ctx: CliContext) => Promise<number> | number;
+
+function out(ctx: CliContext, value: unknown, human: string): void {
+  process.stdout.write(ctx.json ? JSON.stringify(value) + '\n' : human + '\n');
+}
+
+function withStorage<T>(ctx: CliContext, fn: (storage: Storage) => T): T {
+  const storage = openStorage(ctx.config.dataDir);
+  try {
+    return fn(storage);
+  } finally {
+    void storage.close();
+  }
+}
+
+const list = (v: unknown): string[] => (typeof v === 'string' && v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []);
+
+function keyView(storage: Storage, rec: SigningKeyRecord): Record<string, unknown> {
+  const org = getOrg(storage.meta, rec.org_id);
+  return { id: rec.id, org: org?.slug, name: rec.name, scopes: rec.scopes, repo_ids: rec.repo_ids, tags: rec.tags, status: rec.status, created_at: rec.created_at, revoked_at: rec.revoked_at };
+}
+
+function keyStatus(status: 'active' | 'disabled' | 'revoked'): Handler {
+  return (ctx) =>
+    withStorage(ctx, (storage) => {
+      const id = ctx.args[0];
+      if (!id) throw invalid('usage: repohost key disable|enable|revoke <key id>');
+      const rec = setKeyStatus(storage, id, status);
+      out(ctx, keyView(storage, rec), `${rec.id} ${rec.status}`);
+      return 0;
+    });
+}
+
+/** Reads a private key file: PKCS#8 PEM, a private JWK, or the JSON printed by `key create --json`. */
+function readPrivateKey(file: string): { key: KeyObject; kid: string | null } {
+  const text = readFileSync(file, 'utf8').trim();
+  if (text.startsWith('{')) {
+    const json = JSON.parse(text) as { id?: string; private_key_jwk?: Record<string, string>; d?: string };
+    const jwk = json.private_key_jwk ?? (json as Record<string, string>);
+    return { key: createPrivateKey({ key: jwk, format: 'jwk' }), kid: json.private_key_jwk && json.id ? json.id : null };
+  }
+  return { key: createPrivateKey(text), kid: null };
+}
+
+function parseAuthor(raw: string): [string, string | null] {
+  const m = /^(.*?)\s*<([^>]*)>\s*$/.exec(raw);
+  return m ? [m[1]!, m[2] || null] : [raw.trim(), null];
+}
+
+export const commandHandlers: Record<string, Handler> = {
+  async serve(ctx) {
+    const { startServer } = await import('../server.js');
+    process.on('unhandledRejection', (err) => log.error('unhandled rejection', { err }));
+    const server = await startServer(ctx.config);
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      log.info('shutting down', { signal });
+      server.stop().then(
+        () => process.exit(0),
+        (err) => {
+          log.error('shutdown failed', { err });
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    return -1;
+  },
+
+  'org create': (ctx) =>
+    withStorage(ctx, (storage) => {
+      const slug = ctx.args[0];
+      if (!slug) throw invalid('usage: repohost org create <slug> [--name NAME]');
+      const org = createOrg(storage, slug, ctx.values.name as string | undefined);
+      out(ctx, { id: org.id, slug: org.slug, name: org.name }, `created org ${org.slug} (${org.id})`);
+      return 0;
+    }),
+
+  'key create': (ctx) =>
+    withStorage(ctx, (storage) => {
+      const org = ctx.values.org as string | undefined;
+      if (!org) throw invalid('key create needs --org <slug>');
+      const created = createSigningKey(storage, org, { scopes: list(ctx.values.scopes), repos: list(ctx.values.repos), name: ctx.values.name as string | undefined });
+      const { record } = created;
+      out(
+        ctx,
+        {
+          id: record.id,
+          org,
+          name: record.name,
+          scopes: record.scopes,
+          repo_ids: record.repo_ids,
+          private_key_pem: created.privateKeyPem,
+          private_key_jwk: created.privateKeyJwk,
+          public_key_jwk: record.public_jwk,
+        },
+        `key ${record.id} (${record.name}) scopes=${record.scopes.join(',')}\n` +
+          `The server keeps only the public key. Store this private key now:\n${created.privateKeyPem.trim()}`,
+      );
+      return 0;
+    }),
+
+  'key list': (ctx) =>
+    withStorage(ctx, (storage) => {
+      const slug = ctx.values.org as string | undefined;
+      const org = slug ? getOrgBySlug(storage.meta, slug) : undefined;
+      if (!org) throw invalid('key list needs --org <existing slug>');
+      const keys = orgKeys(storage.meta, org.id).map((k) => keyView(storage, k));
+      out(ctx, { keys }, keys.map((k) => `${k.id}\t${k.status}\t${(k.scopes as string[]).join(',')}\t${k.name}`).join('\n'));
+      return 0;
+    }),
+
+  'key disable': keyStatus('disabled'),
+  'key enable': keyStatus('active'),
+  'key revoke': keyStatus('revoked'),
+
+  'key scopes': (ctx) =>
+    withStorage(ctx, (storage) => {
+      const [id, scopes] = ctx.args;
+      if (!id || !scopes) throw invalid('usage: repohost key scopes <key id> <scope,scope>');
+      const rec = setKeyScopes(storage, id, list(scopes));
+      out(ctx, keyView(storage, rec), `${rec.id} scopes=${rec.scopes.join(',')}`);
+      return 0;
+    }),
+
+  'key tags': (ctx) =>
+    withStorage(ctx, (storage) => {
+      const [id, ...pairs] = ctx.args;
+      if (!id) throw invalid('usage: repohost key tags <key id> k=v k2=');
+      const tags: Record<string, string> = {};
+      for (const p of pairs) {
+        const eq = p.indexOf('=');
+        if (eq <= 0) throw invalid(`tag "${p}" must be key=value (empty value removes)`);
+        tags[p.slice(0, eq)] = p.slice(eq + 1);
+      }
+      const rec = setKeyTags(storage, id, tags);
+      out(ctx, { id: rec.id, tags: rec.tags }, Object.entries(rec.tags).map(([k, v]) => `${k}=${v}`).join('\n'));
+      return 0;
+    }),
+
+  async token(ctx) {
+    const file = ctx.values.key as string | undefined;
+    const org = ctx.values.org as string | undefined;
+    if (!file || !org) throw invalid('token needs --key <private key file> and --org <slug>');
+    const { key, kid } = readPrivateKey(file);
+    const ttl = Number(ctx.values.ttl ?? 3600);
+    if (!Number.isInteger(ttl) || ttl <= 0) throw invalid('--ttl must be a positive number of seconds');
+    const scopes = list(ctx.values.scopes);
+    const claims: Record<string, unknown> = { scopes: scopes.length ? scopes : ['admin'] };
+    const repos = list(ctx.values.repos);
+    if (repos.length) claims.repos = repos.map((r) => (r.includes('/') ? r : `${org}/${r}`));
+    const authors = (ctx.values.author as string[] | undefined) ?? [];
+    if (authors.length) claims.author = authors.map(parseAuthor);
+    const header = (ctx.values.kid as string | undefined) ?? kid
+      ? { alg: 'EdDSA', kid: ((ctx.values.kid as string | undefined) ?? kid)! }
+      : { alg: 'EdDSA', jwk: { kty: 'OKP', crv: 'Ed25519', x: (createPublicKey(key).export({ format: 'jwk' }) as { x: string }).x } };
+    const now = Math.floor(Date.now() / 1000);
+    const token = await new SignJWT(claims)
+      .setProtectedHeader(header)
+      .setIssuer(org)
+      .setAudience((ctx.values.audience as string | undefined) ?? ctx.config.jwtAudiences[0]!)
+      .setIssuedAt(now)
+      .setExpirationTime(now + ttl)
+      .sign(key);
+    out(ctx, { token, expires_at: new Date((now + ttl) * 1000).toISOString() }, token);
+    return 0;
+  },
+};

@@ -1,0 +1,94 @@
+import { cpus } from 'node:os';
+import { resolve } from 'node:path';
+
+/**
+ * Every operator setting of API §13, read once at start-up. Each environment variable can also be
+ * given as a `serve` flag (`--workers 4` ≡ `REPOHOST_WORKERS=4`); flags win.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  workers: number;
+  metricsAddr: string;
+  publicUrl: string;
+  brand: string;
+  jwtAudiences: string[];
+  jwtMaxTtlS: number;
+  mailboxLimit: number;
+  keyRateLimit: number;
+  jsonContentLimit: number;
+  orgQuotaBytes: number;
+  allowPrivateWebhooks: boolean;
+  allowPrivateUpstreams: boolean;
+  webhookRetryBaseMs: number;
+  syncRetryBaseMs: number;
+  syncConcurrency: number;
+  agentTable: string;
+  logLevel: string;
+}
+
+const SETTINGS: Array<[keyof Config, string, string]> = [
+  ['port', 'PORT', 'port'],
+  ['host', 'HOST', 'host'],
+  ['dataDir', 'REPOHOST_DATA', 'data'],
+  ['workers', 'REPOHOST_WORKERS', 'workers'],
+  ['metricsAddr', 'REPOHOST_METRICS_ADDR', 'metrics-addr'],
+  ['publicUrl', 'REPOHOST_PUBLIC_URL', 'public-url'],
+  ['brand', 'REPOHOST_BRAND', 'brand'],
+  ['jwtAudiences', 'REPOHOST_JWT_AUDIENCES', 'jwt-audiences'],
+  ['jwtMaxTtlS', 'REPOHOST_JWT_MAX_TTL_S', 'jwt-max-ttl-s'],
+  ['mailboxLimit', 'REPOHOST_MAILBOX_LIMIT', 'mailbox-limit'],
+  ['keyRateLimit', 'REPOHOST_KEY_RATE_LIMIT', 'key-rate-limit'],
+  ['jsonContentLimit', 'REPOHOST_JSON_CONTENT_LIMIT', 'json-content-limit'],
+  ['orgQuotaBytes', 'REPOHOST_ORG_QUOTA_BYTES', 'org-quota-bytes'],
+  ['allowPrivateWebhooks', 'REPOHOST_ALLOW_PRIVATE_WEBHOOKS', 'allow-private-webhooks'],
+  ['allowPrivateUpstreams', 'REPOHOST_ALLOW_PRIVATE_UPSTREAMS', 'allow-private-upstreams'],
+  ['webhookRetryBaseMs', 'REPOHOST_WEBHOOK_RETRY_BASE_MS', 'webhook-retry-base-ms'],
+  ['syncRetryBaseMs', 'REPOHOST_SYNC_RETRY_BASE_MS', 'sync-retry-base-ms'],
+  ['syncConcurrency', 'REPOHOST_SYNC_CONCURRENCY', 'sync-concurrency'],
+  ['agentTable', 'REPOHOST_AGENT_TABLE', 'agent-table'],
+  ['logLevel', 'LOG_LEVEL', 'log-level'],
+];
+
+export const SETTING_FLAGS = SETTINGS.map(([, , flag]) => flag);
+
+function int(raw: string | undefined, fallback: number, name: string): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`setting ${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const bool = (raw: string | undefined): boolean => raw === '1' || raw === 'true';
+
+/** Builds the configuration from the environment overlaid with `--flag value` pairs. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<string, string> = {}): Config {
+  const raw = (key: keyof Config): string | undefined => {
+    const entry = SETTINGS.find(([k]) => k === key)!;
+    return flags[entry[2]] ?? env[entry[1]];
+  };
+  const port = int(raw('port'), 8080, 'PORT');
+  return {
+    port,
+    host: raw('host') || '0.0.0.0',
+    dataDir: resolve(raw('dataDir') || './data'),
+    workers: Math.max(1, int(raw('workers'), cpus().length, 'REPOHOST_WORKERS')),
+    metricsAddr: raw('metricsAddr') ?? '127.0.0.1:9464',
+    publicUrl: (raw('publicUrl') || `http://localhost:${port}`).replace(/\/+$/, ''),
+    brand: raw('brand') || 'Svc',
+    jwtAudiences: (raw('jwtAudiences') || 'repohost').split(',').map((s) => s.trim()).filter(Boolean),
+    jwtMaxTtlS: int(raw('jwtMaxTtlS'), 14400, 'REPOHOST_JWT_MAX_TTL_S'),
+    mailboxLimit: Math.max(1, int(raw('mailboxLimit'), 1000, 'REPOHOST_MAILBOX_LIMIT')),
+    keyRateLimit: int(raw('keyRateLimit'), 0, 'REPOHOST_KEY_RATE_LIMIT'),
+    jsonContentLimit: int(raw('jsonContentLimit'), 33554432, 'REPOHOST_JSON_CONTENT_LIMIT'),
+    orgQuotaBytes: int(raw('orgQuotaBytes'), 0, 'REPOHOST_ORG_QUOTA_BYTES'),
+    allowPrivateWebhooks: bool(raw('allowPrivateWebhooks')),
+    allowPrivateUpstreams: bool(raw('allowPrivateUpstreams')),
+    webhookRetryBaseMs: int(raw('webhookRetryBaseMs'), 10000, 'REPOHOST_WEBHOOK_RETRY_BASE_MS'),
+    syncRetryBaseMs: int(raw('syncRetryBaseMs'), 5000, 'REPOHOST_SYNC_RETRY_BASE_MS'),
+    syncConcurrency: Math.max(1, int(raw('syncConcurrency'), 4, 'REPOHOST_SYNC_CONCURRENCY')),
+    agentTable: raw('agentTable') || '',
+    logLevel: raw('logLevel') || 'info',
+  };
+}

@@ -1,0 +1,258 @@
+import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from '@trufflesuite/uws-js-unofficial';
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { ServiceError, isServiceError } from '../errors.js';
+import { log } from '../log.js';
+import { K } from '../storage/keys.js';
+import type { IdempotencyRecord } from '../storage/records.js';
+import { getRepoByName } from '../storage/repo-store.js';
+import { IDEMPOTENCY_TTL_MS, requestFingerprint } from '../actors/mailbox.js';
+import { canAccessRepo, mayNameRepo } from './auth/principal.js';
+import { compileBodyCheck, type BodyCheck } from './body-validator.js';
+import { DEFAULT_BODY_LIMIT, readBody, streamBody } from './body-reader.js';
+import { parseQuery } from './query.js';
+import { RequestState } from './request-state.js';
+import { send, sendError, sendStream } from './responder.js';
+import { serialize } from '../protocol/serializers.js';
+import type { Reply, RequestContext, RouteDef } from './route.js';
+import { Router } from './router.js';
+import type { Services } from './services.js';
+import { KeyRateLimiter } from './key-rate-limiter.js';
+
+if (!String(uWS.App).includes('[native code]')) {
+  // A JS fallback would silently cost most of the throughput; refuse to run on it.
+  throw new Error('uWebSockets.js did not load its native build (needs Node 20 on x86_64 glibc ≥ 2.36)');
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
+const API_PREFIXES = ['/api/v1/', '/v1/'];
+
+interface Prepared {
+  route: RouteDef;
+  check: BodyCheck | null;
+}
+
+export interface HttpFrontEnd {
+  listen(host: string, port: number): Promise<number>;
+  /** Stops accepting connections; `/healthz` answers `draining` until then. */
+  stopListening(): void;
+  /** Resolves once no request is in flight. */
+  idle(): Promise<void>;
+}
+
+/**
+ * The uWS front end: one handler for every path. It matches the route table, authenticates,
+ * checks scope and repository restriction, parses the query, reads and validates the body, and
+ * hands a typed context to the route's handler. Every failure becomes the error envelope through
+ * `sendError`, the single place where codes meet HTTP statuses.
+ */
+export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFrontEnd {
+  const router = new Router(routes);
+  const prepared = new Map<RouteDef, Prepared>(routes.map((r) => [r, { route: r, check: r.body ? compileBodyCheck(r.body) : null }]));
+  const limiter = new KeyRateLimiter(services.config.keyRateLimit);
+  const inFlightIdempotent = new Map<string, Promise<void>>();
+  let listenSocket: us_listen_socket | null = null;
+  let draining = false;
+  let inFlight = 0;
+  let idleWaiters: Array<() => void> = [];
+
+  const app: TemplatedApp = uWS.App();
+
+  app.any('/*', (res: HttpResponse, req: HttpRequest) => {
+    const started = performance.now();
+    const state = new RequestState();
+    res.onAborted(() => state.abort());
+    const url = req.getUrl();
+    const method = req.getMethod().toUpperCase();
+
+    if (url === '/healthz') {
+      send(res, state, 200, { 'Content-Type': 'text/plain' }, draining ? 'draining' : 'ok');
+      return;
+    }
+
+    const incomingId = req.getHeader('x-request-id');
+    const requestId = REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    const traceId = randomUUID().replace(/-/g, '');
+    const headers: Record<string, string> = {
+      authorization: req.getHeader('authorization'),
+      'content-type': req.getHeader('content-type'),
+      'content-length': req.getHeader('content-length'),
+      accept: req.getHeader('accept'),
+      'idempotency-key': req.getHeader('idempotency-key'),
+    };
+    const rawQuery = req.getQuery() ?? '';
+    const baseHeaders = { 'X-Request-Id': requestId };
+    let routeLabel = 'unmatched';
+
+    const finish = (status: number): void => {
+      services.metrics.requests.inc({ route: routeLabel, method, status: String(status) });
+      services.metrics.latency.observe({ route: routeLabel, method }, (performance.now() - started) / 1000);
+    };
+    const fail = (err: unknown, close = false): void => {
+      const e = isServiceError(err) ? err : new ServiceError('INTERNAL_ERROR', 'internal error');
+      if (!isServiceError(err)) log.error('request failed', { err, trace_id: traceId, request_id: requestId, route: routeLabel });
+      sendError(res, state, e, baseHeaders, traceId, close);
+      finish(e.status);
+    };
+
+    if (draining) {
+      fail(new ServiceError('UNAVAILABLE', 'server is shutting down', undefined, { retryAfter: 1 }), true);
+      return;
+    }
+    const prefix = API_PREFIXES.find((p) => url.startsWith(p));
+    let match;
+    try {
+      if (!prefix) throw new ServiceError('NOT_FOUND', 'no such route');
+      match = router.match(method, url.slice(prefix.length - 1));
+    } catch (err) {
+      fail(err);
+      return;
+    }
+    const { route, params } = match;
+    routeLabel = route.path;
+    const declared = headers['content-length'] ? Number(headers['content-length']) : 0;
+    const limit = route.bodyLimit ?? DEFAULT_BODY_LIMIT;
+    const hasBody = route.body !== undefined || route.streamBody === true;
+    // The body must be subscribed to synchronously, before this callback returns.
+    const bodyPromise = hasBody && !route.streamBody ? readBody(res, state, limit, declared) : null;
+    bodyPromise?.catch(() => undefined);
+    const bodyStream = route.streamBody ? streamBody(res, state, limit, declared) : null;
+
+    inFlight++;
+    void handle({ route, params, bodyPromise, bodyStream })
+      .then((reply) => write(reply))
+      .catch((err) => fail(err, isServiceError(err) && err.code === 'PAYLOAD_TOO_LARGE'))
+      .finally(() => {
+        if (--inFlight === 0 && idleWaiters.length) {
+          const waiters = idleWaiters;
+          idleWaiters = [];
+          for (const w of waiters) w();
+        }
+      });
+
+    async function handle(m: { route: RouteDef; params: Record<string, string>; bodyPromise: Promise<Buffer> | null; bodyStream: AsyncIterable<Uint8Array> | null }): Promise<Reply> {
+      const principal = await services.verifier.verify(headers.authorization);
+      limiter.take(principal.key.id);
+      const org = principal.org;
+      if (m.params.org !== undefined && m.params.org !== org.slug) throw new ServiceError('FORBIDDEN', 'this token is not valid for that organization');
+      if (!principal.permissions.has(m.route.permission)) throw new ServiceError('FORBIDDEN', `this token lacks the permission ${m.route.permission}`);
+      let repo = null;
+      if (m.params.repo !== undefined) {
+        repo = getRepoByName(services.storage.meta, org.id, m.params.repo) ?? null;
+        if (!repo) {
+          if (!mayNameRepo(principal, m.params.repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
+          throw new ServiceError('REPO_NOT_FOUND', `repository "${m.params.repo}" not found`);
+        }
+        if (!canAccessRepo(principal, repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
+      }
+      const query = parseQuery(rawQuery, m.route.query);
+
+      let body: unknown = undefined;
+      let rawBody: Buffer | null = null;
+      if (m.bodyPromise) {
+        rawBody = await m.bodyPromise;
+        const type = headers['content-type'];
+        if (rawBody.length === 0) body = {};
+        else {
+          if (!/^application\/json\s*(;|$)/i.test(type)) throw new ServiceError('INVALID_REQUEST', 'request body must be JSON with Content-Type: application/json');
+          try {
+            body = JSON.parse(rawBody.toString('utf8'));
+          } catch {
+            throw new ServiceError('INVALID_REQUEST', 'malformed JSON body');
+          }
+        }
+        prepared.get(m.route)!.check?.(body);
+      }
+
+      let idempotency: RequestContext['idempotency'] = null;
+      const idemKey = headers['idempotency-key'];
+      if (idemKey && (method === 'POST' || method === 'PATCH')) {
+        if (idemKey.length > 255) throw new ServiceError('INVALID_REQUEST', 'Idempotency-Key must be at most 255 characters');
+        idempotency = { key: idemKey, fingerprint: requestFingerprint(method, url.slice(prefix!.length - 1), rawBody ?? '') };
+        const slot = `${principal.key.id}\0${idemKey}`;
+        // A repeat that arrives while the first is still running waits for it, then replays.
+        while (inFlightIdempotent.has(slot)) await inFlightIdempotent.get(slot);
+        const prior = services.storage.meta.get(K.idempotency(principal.key.id, idemKey)) as IdempotencyRecord | undefined;
+        if (prior && Date.now() - prior.at < IDEMPOTENCY_TTL_MS) {
+          if (prior.fingerprint !== idempotency.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
+          return { status: prior.status, json: prior.body };
+        }
+        let release!: () => void;
+        inFlightIdempotent.set(slot, new Promise<void>((r) => (release = r)));
+        try {
+          return await m.route.handler(context(m, principal, repo, query, body, idempotency));
+        } finally {
+          inFlightIdempotent.delete(slot);
+          release();
+        }
+      }
+      return m.route.handler(context(m, principal, repo, query, body, idempotency));
+    }
+
+    function context(
+      m: { route: RouteDef; params: Record<string, string>; bodyStream: AsyncIterable<Uint8Array> | null },
+      principal: RequestContext['principal'],
+      repo: RequestContext['repo'],
+      query: ReturnType<typeof parseQuery>,
+      body: unknown,
+      idempotency: RequestContext['idempotency'],
+    ): RequestContext {
+      return {
+        method: method as RequestContext['method'],
+        path: url,
+        params: m.params,
+        query: query.values,
+        queryPairs: query.pairs,
+        headers,
+        body,
+        bodyStream: m.bodyStream,
+        principal,
+        org: principal.org,
+        repo,
+        traceId,
+        requestId,
+        idempotency,
+        services,
+      };
+    }
+
+    function write(reply: Reply): void {
+      const h: Record<string, string> = { ...baseHeaders, ...(reply.headers ?? {}) };
+      if ('schema' in reply) {
+        h['Content-Type'] = 'application/json';
+        send(res, state, reply.status, h, serialize(reply.schema, reply.value));
+      } else if ('json' in reply) {
+        h['Content-Type'] = 'application/json';
+        send(res, state, reply.status, h, reply.json);
+      } else if ('text' in reply) {
+        send(res, state, reply.status, h, reply.text);
+      } else {
+        void sendStream(res, state, reply.status, h, reply.stream, reply.length).catch((err) => {
+          log.error('stream failed', { err, trace_id: traceId });
+          if (!state.aborted) res.close();
+        });
+      }
+      finish(reply.status);
+    }
+  });
+
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        app.listen(host, port, (socket) => {
+          if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+          listenSocket = socket;
+          resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
+        });
+      });
+    },
+    stopListening() {
+      draining = true;
+      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+      listenSocket = null;
+    },
+    idle() {
+      return inFlight === 0 ? Promise.resolve() : new Promise((r) => idleWaiters.push(r));
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import type { OrgRecord, RepoRecord, SigningKeyRecord } from '../../storage/records.js';
+import type { PrincipalMsg } from '../../protocol/messages.js';
+import type { Permission } from './permissions.js';
+
+export interface AuthorClaim {
+  name: string;
+  email: string | null;
+}
+
+/** The verified caller of a request. */
+export interface Principal {
+  org: OrgRecord;
+  key: SigningKeyRecord;
+  permissions: ReadonlySet<Permission>;
+  /** The token's `repos` claim, lowercased `org/name`, or null. */
+  repoNames: string[] | null;
+  /** The token's `repo_ids` claim, or null. */
+  repoIds: string[] | null;
+  authors: AuthorClaim[] | null;
+  /** Token expiry, seconds since the epoch. */
+  exp: number;
+  /** The same principal as actor messages carry it. */
+  msg: PrincipalMsg;
+}
+
+export function isRestricted(p: Principal): boolean {
+  return p.key.repo_ids !== null || p.repoIds !== null || p.repoNames !== null;
+}
+
+/** Whether the token (and its key) may reach a repository (API §2, restrictions). */
+export function canAccessRepo(p: Principal, repo: Pick<RepoRecord, 'id' | 'name'>): boolean {
+  if (p.key.repo_ids && !p.key.repo_ids.includes(repo.id)) return false;
+  if (p.repoIds && !p.repoIds.includes(repo.id)) return false;
+  if (p.repoNames && !p.repoNames.includes(`${p.org.slug}/${repo.name}`.toLowerCase())) return false;
+  return true;
+}
+
+/**
+ * For a repository name that does not exist: whether the restriction would allow it, so that a
+ * restricted token gets 403 rather than learning which names exist.
+ */
+export function mayNameRepo(p: Principal, name: string): boolean {
+  if (p.key.repo_ids || p.repoIds) return false;
+  if (p.repoNames && !p.repoNames.includes(`${p.org.slug}/${name}`.toLowerCase())) return false;
+  return true;
+}

@@ -1,0 +1,167 @@
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
+import { ServiceError } from '../../errors.js';
+import type { Storage } from '../../storage/database.js';
+import { K, under } from '../../storage/keys.js';
+import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
+import { getOrg, getOrgBySlug } from '../../storage/repo-store.js';
+import { expandScopes, intersect } from './permissions.js';
+import type { AuthorClaim, Principal } from './principal.js';
+
+interface LoadedKey {
+  record: SigningKeyRecord;
+  org: OrgRecord;
+  publicKey: KeyObject;
+}
+
+export interface VerifierOptions {
+  audiences: string[];
+  maxTtlS: number;
+}
+
+const CLOCK_SKEW_S = 30;
+const CACHE_LIMIT = 100_000;
+
+const unauthorized = (): ServiceError => new ServiceError('UNAUTHORIZED', 'invalid access token');
+const unknownKey = (): ServiceError => new ServiceError('JWT_UNKNOWN_PUBLIC_KEY', 'the token is signed by a key that is not registered for its issuer');
+
+/**
+ * Verifies EdDSA access tokens against the signing-key table (API §2). The table is held in
+ * memory and reloaded whenever the key-version counter in LMDB moves — a ~1 µs read on every
+ * request — so a key disabled, revoked or narrowed by the CLI in another process takes effect on
+ * the very next request. Verified tokens are cached until `exp`; the cache is dropped with the
+ * table, so a cached token never outlives a change to its key.
+ */
+export class TokenVerifier {
+  private version = -1;
+  private byId = new Map<string, LoadedKey>();
+  private byX = new Map<string, LoadedKey>();
+  private cache = new Map<string, Principal>();
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly options: VerifierOptions,
+  ) {}
+
+  private refresh(): void {
+    const version = (this.storage.meta.get(K.keyVersion()) as number | undefined) ?? 0;
+    if (version === this.version) return;
+    const byId = new Map<string, LoadedKey>();
+    const byX = new Map<string, LoadedKey>();
+    for (const { value } of this.storage.meta.getRange(under(['key']))) {
+      const record = value as SigningKeyRecord;
+      const org = getOrg(this.storage.meta, record.org_id);
+      if (!org) continue;
+      const loaded = { record, org, publicKey: createPublicKey({ key: { ...record.public_jwk }, format: 'jwk' }) };
+      byId.set(record.id, loaded);
+      byX.set(`${org.id}:${record.public_jwk.x}`, loaded);
+    }
+    this.byId = byId;
+    this.byX = byX;
+    this.cache = new Map();
+    this.version = version;
+  }
+
+  async verify(authorization: string | undefined): Promise<Principal> {
+    if (!authorization || !authorization.startsWith('Bearer ')) throw unauthorized();
+    const token = authorization.slice(7).trim();
+    this.refresh();
+    const cached = this.cache.get(token);
+    if (cached) {
+      if (cached.exp + CLOCK_SKEW_S > Date.now() / 1000) return cached;
+      this.cache.delete(token);
+    }
+    const principal = await this.verifyUncached(token);
+    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+    this.cache.set(token, principal);
+    return principal;
+  }
+
+  private findKey(token: string): LoadedKey {
+    let header: ReturnType<typeof decodeProtectedHeader>;
+    let claims: JWTPayload;
+    try {
+      header = decodeProtectedHeader(token);
+      claims = decodeJwt(token);
+    } catch {
+      throw unauthorized();
+    }
+    if (header.alg !== 'EdDSA' && header.alg !== 'Ed25519') throw unauthorized();
+    if (typeof claims.iss !== 'string' || !claims.iss) throw unauthorized();
+    const org = getOrgBySlug(this.storage.meta, claims.iss);
+    if (!org) throw unknownKey();
+    let key: LoadedKey | undefined;
+    if (typeof header.kid === 'string') key = this.byId.get(header.kid);
+    else if (header.jwk && typeof header.jwk.x === 'string') key = this.byX.get(`${org.id}:${header.jwk.x}`);
+    else throw unauthorized();
+    if (!key || key.org.id !== org.id) throw unknownKey();
+    return key;
+  }
+
+  private async verifyUncached(token: string): Promise<Principal> {
+    const key = this.findKey(token);
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, key.publicKey, {
+        algorithms: ['EdDSA', 'Ed25519'],
+        issuer: key.org.slug,
+        audience: this.options.audiences,
+        clockTolerance: CLOCK_SKEW_S,
+        requiredClaims: ['exp', 'iat'],
+      }));
+    } catch {
+      throw unauthorized();
+    }
+    const exp = payload.exp!;
+    if (exp - payload.iat! > this.options.maxTtlS) throw unauthorized();
+    if (key.record.status !== 'active') throw unauthorized();
+    return this.principal(key, payload);
+  }
+
+  private principal(key: LoadedKey, claims: JWTPayload): Principal {
+    const scopes = claims.scopes ?? [];
+    if (!Array.isArray(scopes) || !scopes.every((s) => typeof s === 'string')) throw unauthorized();
+    const { repos, repo_ids: repoIds } = claims as { repos?: unknown; repo_ids?: unknown };
+    const hasRepos = repos !== undefined && repos !== null;
+    const hasIds = repoIds !== undefined && repoIds !== null;
+    if (hasRepos && hasIds) throw unauthorized();
+    if (hasRepos && (!Array.isArray(repos) || !repos.every((r) => typeof r === 'string'))) throw unauthorized();
+    if (hasIds && (!Array.isArray(repoIds) || repoIds.length > 250 || !repoIds.every((r) => typeof r === 'string'))) throw unauthorized();
+    const authors = parseAuthors(claims.author);
+    const permissions = intersect(expandScopes(scopes as string[]), expandScopes(key.record.scopes));
+    const repoNames = hasRepos
+      ? (repos as string[]).map((r) => (r.includes('/') ? r : `${key.org.slug}/${r}`).toLowerCase())
+      : null;
+    return {
+      org: key.org,
+      key: key.record,
+      permissions,
+      repoNames,
+      repoIds: hasIds ? (repoIds as string[]) : null,
+      authors,
+      exp: claims.exp!,
+      msg: {
+        orgId: key.org.id,
+        orgSlug: key.org.slug,
+        keyId: key.record.id,
+        keyName: key.record.name,
+        permissions: [...permissions],
+        authors: (authors ?? []).map((a) => ({ name: a.name, email: a.email ?? '', hasEmail: a.email !== null })),
+        restricted: false,
+        allowedRepoIds: [],
+      },
+    };
+  }
+}
+
+/** The `author` claim: 1–100 `[name, email|null]` pairs (API §2). */
+function parseAuthors(raw: unknown): AuthorClaim[] | null {
+  if (raw === undefined || raw === null) return null;
+  if (!Array.isArray(raw) || raw.length < 1 || raw.length > 100) throw unauthorized();
+  return raw.map((pair) => {
+    if (!Array.isArray(pair) || typeof pair[0] !== 'string' || !pair[0] || (pair[1] !== null && pair[1] !== undefined && typeof pair[1] !== 'string')) {
+      throw unauthorized();
+    }
+    return { name: pair[0], email: (pair[1] as string | null | undefined) ?? null };
+  });
+}

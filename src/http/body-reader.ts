@@ -1,0 +1,88 @@
+import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import { ServiceError } from '../errors.js';
+import type { RequestState } from './request-state.js';
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+const tooLarge = (limit: number): ServiceError =>
+  new ServiceError('PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`, { limit_bytes: limit });
+
+/**
+ * Collects a request body up to `limit` bytes. The running total is checked on every chunk, so a
+ * body over the limit is refused (413) while it streams in, never buffered whole. uWS reuses the
+ * chunk's memory after the callback: every chunk is copied.
+ */
+export function readBody(res: HttpResponse, state: RequestState, limit: number, declaredLength: number): Promise<Buffer> {
+  if (declaredLength > limit) return Promise.reject(tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let failed = false;
+    state.onAbort(() => reject(new ServiceError('INVALID_REQUEST', 'client went away')));
+    res.onData((chunk, isLast) => {
+      if (failed) return;
+      total += chunk.byteLength;
+      if (total > limit) {
+        failed = true;
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
+      if (isLast) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
+    });
+  });
+}
+
+/**
+ * The body as an async stream with back-pressure: uWS is paused while the consumer lags behind by
+ * more than a few chunks. Exceeding `limit` ends the stream with PAYLOAD_TOO_LARGE.
+ */
+export function streamBody(res: HttpResponse, state: RequestState, limit: number, declaredLength: number): AsyncIterable<Uint8Array> {
+  const queue: Uint8Array[] = [];
+  let done = false;
+  let error: unknown = declaredLength > limit ? tooLarge(limit) : null;
+  let wake: (() => void) | null = null;
+  let paused = false;
+  let total = 0;
+  const notify = (): void => {
+    const w = wake;
+    wake = null;
+    w?.();
+  };
+  state.onAbort(() => {
+    error ??= new ServiceError('INVALID_REQUEST', 'client went away');
+    notify();
+  });
+  if (!error) {
+    res.onData((chunk, isLast) => {
+      if (error) return;
+      total += chunk.byteLength;
+      if (total > limit) error = tooLarge(limit);
+      else queue.push(Buffer.from(new Uint8Array(chunk)));
+      if (isLast) done = true;
+      if (queue.length > 16 && !paused && !state.aborted) {
+        paused = true;
+        res.pause();
+      }
+      notify();
+    });
+  }
+  return {
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        if (error) throw error;
+        const next = queue.shift();
+        if (next) {
+          if (paused && queue.length < 4 && !state.aborted) {
+            paused = false;
+            res.resume();
+          }
+          yield next;
+          continue;
+        }
+        if (done) return;
+        await new Promise<void>((r) => (wake = r));
+      }
+    },
+  };
+}

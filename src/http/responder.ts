@@ -1,0 +1,86 @@
+import { STATUS_CODES } from 'node:http';
+import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import { ServiceError } from '../errors.js';
+import { serialize } from '../protocol/serializers.js';
+import type { RequestState } from './request-state.js';
+
+/** Writing responses to uWS: corked, once, never after the client aborted. */
+const STATUS_LINES = new Map<number, string>();
+function statusLine(status: number): string {
+  let line = STATUS_LINES.get(status);
+  if (!line) STATUS_LINES.set(status, (line = `${status} ${STATUS_CODES[status] ?? ''}`.trim()));
+  return line;
+}
+
+export interface BaseHeaders {
+  requestId: string;
+}
+
+export function send(
+  res: HttpResponse,
+  state: RequestState,
+  status: number,
+  headers: Record<string, string>,
+  body: string | Uint8Array,
+  closeConnection = false,
+): void {
+  if (state.aborted || state.finished) return;
+  state.finished = true;
+  res.cork(() => {
+    res.writeStatus(statusLine(status));
+    for (const name in headers) res.writeHeader(name, headers[name]!);
+    res.end(body, closeConnection);
+  });
+}
+
+export function sendError(res: HttpResponse, state: RequestState, err: ServiceError, headers: Record<string, string>, traceId: string, closeConnection = false): void {
+  const error: Record<string, unknown> = { code: err.code, message: err.message };
+  if (err.details !== undefined && err.code !== 'METHOD_NOT_ALLOWED') error.details = err.details;
+  if (err.status >= 500) error.trace_id = traceId;
+  const h: Record<string, string> = { ...headers, 'Content-Type': 'application/json' };
+  if (err.retryAfter !== undefined) h['Retry-After'] = String(err.retryAfter);
+  if (err.code === 'METHOD_NOT_ALLOWED') h['Allow'] = ((err.details?.allow as string[]) ?? []).join(', ');
+  send(res, state, err.status, h, serialize('error', { error }), closeConnection);
+}
+
+/**
+ * Streams a body of known length with back-pressure (uWS `tryEnd` + `onWritable`), so a large
+ * file moves through a bounded window instead of being copied into one buffer.
+ */
+export async function sendStream(
+  res: HttpResponse,
+  state: RequestState,
+  status: number,
+  headers: Record<string, string>,
+  chunks: AsyncIterable<Uint8Array>,
+  length: number,
+): Promise<void> {
+  if (state.aborted || state.finished) return;
+  state.finished = true;
+  res.cork(() => {
+    res.writeStatus(statusLine(status));
+    for (const name in headers) res.writeHeader(name, headers[name]!);
+  });
+  if (length === 0) {
+    res.cork(() => res.end());
+    return;
+  }
+  for await (const chunk of chunks) {
+    if (state.aborted) return;
+    const start = res.getWriteOffset();
+    let result: [boolean, boolean] = [false, false];
+    res.cork(() => (result = res.tryEnd(chunk, length)));
+    const [ok, done] = result;
+    if (done) return;
+    if (!ok) {
+      await new Promise<void>((resolve) => {
+        state.onAbort(resolve);
+        res.onWritable((offset) => {
+          const [ok2, done2] = res.tryEnd(chunk.subarray(offset - start), length);
+          if (ok2 || done2) resolve();
+          return ok2;
+        });
+      });
+    }
+  }
+}

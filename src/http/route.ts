@@ -1,0 +1,62 @@
+import type { JsonSchema } from '../protocol/schemas/common.js';
+import type { OrgRecord, RepoRecord } from '../storage/records.js';
+import type { Permission } from './auth/permissions.js';
+import type { Principal } from './auth/principal.js';
+import type { Services } from './services.js';
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/** How a route's query string is checked: declared keys only, or (content) any key. */
+export interface QuerySpec {
+  keys: Record<string, QueryParam>;
+  /** Unknown keys are passed through instead of refused (API §7 metadata filters). */
+  open?: boolean;
+}
+
+export type QueryParam =
+  | { type: 'int'; min: number; max: number; default?: number }
+  | { type: 'string'; enum?: readonly string[]; default?: string; maxLength?: number };
+
+export interface RequestContext {
+  method: Method;
+  /** The path after the API prefix, still percent-encoded. */
+  path: string;
+  params: Record<string, string>;
+  query: Record<string, string | number | undefined>;
+  /** Every query pair in order, decoded (for open query specs). */
+  queryPairs: Array<[string, string]>;
+  headers: Record<string, string>;
+  /** The parsed, schema-checked JSON body (undefined for routes without one). */
+  body: unknown;
+  /** For `streamBody` routes: the request body as it arrives. */
+  bodyStream: AsyncIterable<Uint8Array> | null;
+  principal: Principal;
+  org: OrgRecord;
+  /** Resolved for routes with `{repo}`: existence and the token's restriction already checked. */
+  repo: RepoRecord | null;
+  traceId: string;
+  requestId: string;
+  /** `Idempotency-Key` plus the request fingerprint, for commands that must not apply twice. */
+  idempotency: { key: string; fingerprint: string } | null;
+  services: Services;
+}
+
+export type Reply =
+  | { status: number; schema: string; value: unknown; headers?: Record<string, string> }
+  | { status: number; json: Uint8Array | string; headers?: Record<string, string> }
+  | { status: number; stream: AsyncIterable<Uint8Array>; length: number; headers: Record<string, string> }
+  | { status: number; text: string | Uint8Array; headers: Record<string, string> };
+
+export interface RouteDef {
+  method: Method;
+  /** Pattern after the API prefix, e.g. `/{org}/{repo}/bookmarks/{bookmark}`. */
+  path: string;
+  permission: Permission;
+  body?: JsonSchema;
+  /** Largest accepted body in bytes (default 1 MiB, API §1). */
+  bodyLimit?: number;
+  /** The handler reads the body itself, as a stream (large writes). */
+  streamBody?: boolean;
+  query?: QuerySpec;
+  handler(ctx: RequestContext): Promise<Reply> | Reply;
+}

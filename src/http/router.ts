@@ -1,0 +1,79 @@
+import { invalid, ServiceError } from '../errors.js';
+import type { Method, RouteDef } from './route.js';
+
+/**
+ * Matches request paths against the route table (data, not code). Literal segments win over
+ * parameters position by position, so `/{org}/repos` is chosen over `/{org}/{repo}`. A path that
+ * matches a pattern under another method gives 405 with the pattern's methods in `Allow`.
+ */
+interface Pattern {
+  segments: Array<{ literal: string } | { param: string }>;
+  score: number;
+  routes: Map<Method, RouteDef>;
+}
+
+export interface Match {
+  route: RouteDef;
+  params: Record<string, string>;
+}
+
+export class Router {
+  private readonly bySize = new Map<number, Pattern[]>();
+
+  constructor(routes: RouteDef[]) {
+    const patterns = new Map<string, Pattern>();
+    for (const route of routes) {
+      let pattern = patterns.get(route.path);
+      if (!pattern) {
+        const parts = route.path.split('/').slice(1);
+        const segments = parts.map((p) => (p.startsWith('{') ? { param: p.slice(1, -1) } : { literal: p }));
+        // Earlier literal segments weigh more: the most specific pattern sorts first.
+        const score = segments.reduce((s, seg, i) => s + ('literal' in seg ? 2 ** (16 - i) : 0), 0);
+        pattern = { segments, score, routes: new Map() };
+        patterns.set(route.path, pattern);
+        const list = this.bySize.get(segments.length) ?? [];
+        list.push(pattern);
+        this.bySize.set(segments.length, list);
+      }
+      if (pattern.routes.has(route.method)) throw new Error(`duplicate route ${route.method} ${route.path}`);
+      pattern.routes.set(route.method, route);
+    }
+    for (const list of this.bySize.values()) list.sort((a, b) => b.score - a.score);
+  }
+
+  /** Throws NOT_FOUND / METHOD_NOT_ALLOWED / INVALID_REQUEST (bad percent-encoding). */
+  match(method: string, path: string): Match {
+    const raw = path.split('/').slice(1);
+    if (raw.length && raw[raw.length - 1] === '') raw.pop(); // tolerate one trailing slash
+    const candidates = this.bySize.get(raw.length);
+    if (candidates) {
+      let segments: string[];
+      try {
+        segments = raw.map((s) => (s.includes('%') ? decodeURIComponent(s) : s));
+      } catch {
+        throw invalid('malformed percent-encoding in the path');
+      }
+      for (const pattern of candidates) {
+        const params: Record<string, string> = {};
+        let ok = true;
+        for (let i = 0; i < segments.length; i++) {
+          const seg = pattern.segments[i]!;
+          if ('literal' in seg) {
+            // Literal segments compare against the raw segment: an encoded `repos` is a name.
+            if (raw[i] !== seg.literal) { ok = false; break; }
+          } else {
+            if (segments[i] === '') { ok = false; break; }
+            params[seg.param] = segments[i]!;
+          }
+        }
+        if (!ok) continue;
+        const route = pattern.routes.get(method as Method);
+        if (!route) {
+          throw new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: [...pattern.routes.keys()] });
+        }
+        return { route, params };
+      }
+    }
+    throw new ServiceError('NOT_FOUND', 'no such route');
+  }
+}

@@ -1,0 +1,6 @@
+import type { RouteDef } from '../route.js';
+import { orgRoutes } from './orgs.js';
+import { repoRoutes } from './repos.js';
+
+/** The route table: every API route, each defined beside the feature it serves. */
+export const routes: RouteDef[] = [...orgRoutes, ...repoRoutes];

@@ -1,0 +1,162 @@
+import { checkBookmarkName, checkRepoName, checkTagKeys } from '../../protocol/names.js';
+import { createRepoBody, patchRepoBody } from '../../protocol/schemas/repos.js';
+import { repositoryListItem, repositoryView } from '../../protocol/views/repository.js';
+import { getRepo, orgRepoIds } from '../../storage/repo-store.js';
+import type { RepoRecord } from '../../storage/records.js';
+import type { CreateRepoInput, UpdateRepoInput, UpstreamInput } from '../../actors/commands/repos.js';
+import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
+import { canAccessRepo } from '../auth/principal.js';
+import { callActor, orgActor } from '../actor-call.js';
+import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
+import { parseTagFilter } from '../tag-filter.js';
+import type { RequestContext, RouteDef } from '../route.js';
+
+/** Repository routes (API §4). Reads are served here from an LMDB snapshot; writes go to the org actor. */
+
+interface RepoBody {
+  name?: string | null;
+  default_bookmark?: string | null;
+  tags?: Record<string, string | null> | null;
+  upstream?: UpstreamInput | null;
+}
+
+async function checkUpstream(ctx: RequestContext, upstream: UpstreamInput): Promise<void> {
+  const url = checkUrlForm(upstream.url, 'upstream url');
+  await checkUrlAddress(url, ctx.services.config.allowPrivateUpstreams, 'upstream url');
+}
+
+function* visibleRepos(ctx: RequestContext, afterId?: string): Generator<RepoRecord> {
+  const meta = ctx.services.storage.meta;
+  for (const id of orgRepoIds(meta, ctx.org.id, afterId)) {
+    const repo = getRepo(meta, id);
+    if (repo && canAccessRepo(ctx.principal, repo)) yield repo;
+  }
+}
+
+export const repoRoutes: RouteDef[] = [
+  {
+    method: 'POST',
+    path: '/{org}/repos',
+    permission: 'repo:create',
+    body: createRepoBody,
+    async handler(ctx) {
+      const body = ctx.body as RepoBody;
+      if (body.name != null) checkRepoName(body.name);
+      const defaultBookmark = body.default_bookmark ?? 'main';
+      checkBookmarkName(defaultBookmark);
+      if (body.tags) checkTagKeys(body.tags);
+      if (body.upstream) await checkUpstream(ctx, body.upstream);
+      const input: CreateRepoInput = {
+        org_id: ctx.org.id,
+        name: body.name ?? null,
+        default_bookmark: defaultBookmark,
+        tags: (body.tags ?? {}) as Record<string, string>,
+        upstream: body.upstream ?? null,
+      };
+      return callActor(ctx, orgActor(ctx.org.id), 'repo.create', input);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/{org}/repos',
+    permission: 'repo:read',
+    query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 100, default: 50 }, tags: { type: 'string' } } },
+    handler(ctx) {
+      const filter = parseTagFilter(ctx.query.tags as string | undefined, 'tags');
+      const cursor = decodeCursor(ctx.query.cursor, hasString('after'));
+      const limit = ctx.query.limit as number;
+      const meta = ctx.services.storage.meta;
+      const repos: unknown[] = [];
+      let last: string | null = null;
+      let hasMore = false;
+      for (const repo of visibleRepos(ctx, cursor?.after)) {
+        if (filter && !filter(repo.tags)) continue;
+        if (repos.length === limit) {
+          hasMore = true;
+          break;
+        }
+        repos.push(repositoryView(meta, repo, ctx.org));
+        last = repo.id;
+      }
+      return {
+        status: 200,
+        schema: 'repositoryPage',
+        value: { repos, next_cursor: hasMore && last ? encodeCursor({ after: last }) : null, has_more: hasMore },
+      };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/{org}/repos/list',
+    permission: 'repo:read',
+    query: {
+      keys: {
+        page: { type: 'int', min: 1, max: 1_000_000, default: 1 },
+        pageSize: { type: 'int', min: 1, max: 100, default: 25 },
+        sortBy: { type: 'string', enum: ['name', 'created_at'], default: 'created_at' },
+        sortOrder: { type: 'string', enum: ['asc', 'desc'], default: 'desc' },
+        metadata: { type: 'string' },
+      },
+    },
+    handler(ctx) {
+      const filter = parseTagFilter(ctx.query.metadata as string | undefined, 'metadata');
+      const all = [...visibleRepos(ctx)].filter((r) => !filter || filter(r.tags));
+      const dir = ctx.query.sortOrder === 'asc' ? 1 : -1;
+      if (ctx.query.sortBy === 'name') {
+        all.sort((a, b) => dir * (a.name.toLowerCase().localeCompare(b.name.toLowerCase()) || a.id.localeCompare(b.id)));
+      } else {
+        all.sort((a, b) => dir * (a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id)));
+      }
+      const page = ctx.query.page as number;
+      const size = ctx.query.pageSize as number;
+      const meta = ctx.services.storage.meta;
+      return {
+        status: 200,
+        schema: 'repositoryNumberedPage',
+        value: {
+          repos: all.slice((page - 1) * size, page * size).map((r) => repositoryListItem(meta, r)),
+          total: all.length,
+          page,
+          page_size: size,
+          total_pages: Math.ceil(all.length / size),
+        },
+      };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/{org}/{repo}',
+    permission: 'repo:read',
+    handler: (ctx) => ({ status: 200, schema: 'repository', value: repositoryView(ctx.services.storage.meta, ctx.repo!, ctx.org) }),
+  },
+  {
+    method: 'PATCH',
+    path: '/{org}/{repo}',
+    permission: 'repo:update',
+    body: patchRepoBody,
+    async handler(ctx) {
+      const body = ctx.body as RepoBody;
+      const input: UpdateRepoInput = { repo_id: ctx.repo!.id };
+      if (body.name != null) {
+        checkRepoName(body.name);
+        input.name = body.name;
+      }
+      if (body.default_bookmark != null) input.default_bookmark = body.default_bookmark;
+      if (body.tags != null) {
+        checkTagKeys(body.tags);
+        input.tags = body.tags;
+      }
+      if (body.upstream !== undefined) {
+        if (body.upstream) await checkUpstream(ctx, body.upstream);
+        input.upstream = body.upstream;
+      }
+      return callActor(ctx, orgActor(ctx.org.id), 'repo.update', input);
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/{org}/{repo}',
+    permission: 'repo:delete',
+    handler: (ctx) => callActor(ctx, orgActor(ctx.org.id), 'repo.delete', { repo_id: ctx.repo!.id }),
+  },
+];

@@ -1,0 +1,18 @@
+import { arr, nullable, obj, str, type JsonSchema } from './common.js';
+
+/** The sync record (API §9); `ref_globs` is left out of sync-run lists. */
+const syncFields: Record<string, JsonSchema> = {
+  id: str(),
+  repo_id: str(),
+  direction: str(),
+  status: str(),
+  attempt: { type: 'integer' },
+  stats: nullable(obj({ refs: arr(obj({ name: str(), before: nullable(str()), after: nullable(str()), outcome: str() })) })),
+  error: nullable(str()),
+  created_at: str(),
+  started_at: nullable(str()),
+  finished_at: nullable(str()),
+};
+
+export const sync: JsonSchema = obj({ ...syncFields, ref_globs: obj({ branches: str(), tags: str() }) });
+export const syncRun: JsonSchema = obj(syncFields);

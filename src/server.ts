@@ -1,0 +1,83 @@
+import { createServer, type Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import type { Config } from './config.js';
+import { log, setLogLevel } from './log.js';
+import { openStorage, type Storage } from './storage/database.js';
+import { SecretBox } from './storage/secret-box.js';
+import { ActorRuntime } from './actors/runtime.js';
+import { actorSettings } from './actors/settings.js';
+import { TokenVerifier } from './http/auth/token-verifier.js';
+import { createFrontEnd } from './http/app.js';
+import { Metrics } from './http/metrics.js';
+import { routes } from './http/routes/index.js';
+import { compileAll } from './protocol/serializers.js';
+import type { Services } from './http/services.js';
+import { startSystemActors, type SystemActors } from './actors/system/index.js';
+
+export interface RunningServer {
+  port: number;
+  metricsPort: number | null;
+  services: Services;
+  /** Graceful stop: stop accepting, finish in-flight work, flush, close. */
+  stop(): Promise<void>;
+}
+
+function listenOperator(metrics: Metrics, addr: string): Promise<{ server: Server; port: number } | null> {
+  if (!addr) return Promise.resolve(null);
+  const i = addr.lastIndexOf(':');
+  const host = addr.slice(0, i) || '127.0.0.1';
+  const port = Number(addr.slice(i + 1));
+  const server = createServer((req, res) => {
+    if (req.url !== '/metrics') {
+      res.writeHead(404).end('not found\n');
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'Content-Type': metrics.registry.contentType }).end(text),
+      (err) => res.writeHead(500).end(String(err)),
+    );
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve({ server, port: (server.address() as { port: number }).port }));
+  });
+}
+
+/** Starts the whole service on one data directory: storage, actors, front end, operator listener. */
+export async function startServer(config: Config): Promise<RunningServer> {
+  setLogLevel(config.logLevel);
+  const storage: Storage = openStorage(config.dataDir);
+  const secrets = SecretBox.forDataDir(config.dataDir);
+  compileAll();
+  let metrics: Metrics | null = null;
+  const runtime = new ActorRuntime({
+    workers: config.workers,
+    settings: actorSettings(config),
+    mailboxLimit: config.mailboxLimit,
+    commandsModule: fileURLToPath(new URL('./actors/commands/index.js', import.meta.url)),
+    onBatch: (stats) => metrics?.observeBatch(stats),
+  });
+  metrics = new Metrics(() => runtime.mailboxDepths());
+  const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS });
+  const services: Services = { config, storage, secrets, runtime, verifier, metrics };
+  const front = createFrontEnd(services, routes);
+  const port = await front.listen(config.host, config.port);
+  const operator = await listenOperator(metrics, config.metricsAddr);
+  const system: SystemActors = await startSystemActors(services);
+  log.info('listening', { port, metrics_port: operator?.port ?? null, workers: config.workers, data: config.dataDir });
+
+  return {
+    port,
+    metricsPort: operator?.port ?? null,
+    services,
+    async stop() {
+      front.stopListening();
+      await front.idle();
+      await system.stop();
+      await runtime.close();
+      await storage.root.flushed;
+      operator?.server.close();
+      await storage.close();
+    },
+  };
+}

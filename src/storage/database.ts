@@ -1,0 +1,45 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase, type Key } from 'lmdb';
+
+/**
+ * The LMDB environment of a data directory. One environment, shared by the front end, every actor
+ * worker and the CLI (LMDB is multi-process safe), with three databases:
+ *
+ * - `meta`: every record, under ordered-tuple keys (see `keys.ts`) so range scans serve lists,
+ *   cursors and per-repository cleanup;
+ * - `objects`: git objects by `[repoId, oid]`, committed in the same transaction as the metadata
+ *   that references them;
+ * - `chunks`: the 1 MiB pieces of large blobs by `[uploadId, index]`, streamed in before the
+ *   mutation that references them commits.
+ */
+export interface Storage {
+  root: RootDatabase;
+  meta: Database<any, Key>;
+  objects: Database<Buffer, Key>;
+  chunks: Database<Buffer, Key>;
+  close(): Promise<void>;
+}
+
+export function openStorage(dataDir: string): Storage {
+  const path = join(dataDir, 'db');
+  mkdirSync(path, { recursive: true });
+  const root = open({
+    path,
+    maxDbs: 8,
+    // Plain msgpack maps: no shared record structures, so the CLI and the server (different
+    // processes) never depend on each other's structure tables.
+    encoder: { useRecords: false },
+    mapSize: 64 * 1024 ** 3,
+  }) as RootDatabase;
+  const meta = root.openDB({ name: 'meta', encoder: { useRecords: false } } as unknown as { name: string }) as Database<any, Key>;
+  const objects = root.openDB({ name: 'objects', encoding: 'binary' }) as Database<Buffer, Key>;
+  const chunks = root.openDB({ name: 'chunks', encoding: 'binary' }) as Database<Buffer, Key>;
+  return {
+    root,
+    meta,
+    objects,
+    chunks,
+    close: () => root.close(),
+  };
+}

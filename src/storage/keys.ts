@@ -1,0 +1,43 @@
+import type { Key } from 'lmdb';
+
+/**
+ * The key layout of the `meta` database: ordered tuples, so that everything one list or one
+ * cleanup needs is one contiguous range.
+ *
+ *   ['cfg', 'key-version']            number   bumped on every signing-key change (auth reloads)
+ *   ['org', orgId]                    OrgRecord
+ *   ['org-slug', slug]                orgId
+ *   ['key', keyId]                    SigningKeyRecord
+ *   ['o', orgId, 'key', keyId]        true     keys of an org
+ *   ['o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
+ *   ['o', orgId, 'name', lowerName]   repoId   case-insensitive name index
+ *   ['r', repoId]                     RepoRecord
+ *   ['r', repoId, <kind>, …]          everything owned by the repository (bookmarks, changes,
+ *                                     operations, …) — deleting a repository is one range delete
+ *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
+ *   ['idem', keyId, idempotencyKey]   IdempotencyRecord
+ */
+export const K = {
+  keyVersion: (): Key => ['cfg', 'key-version'],
+  org: (orgId: string): Key => ['org', orgId],
+  orgSlug: (slug: string): Key => ['org-slug', slug],
+  key: (keyId: string): Key => ['key', keyId],
+  orgKey: (orgId: string, keyId: string): Key => ['o', orgId, 'key', keyId],
+  orgRepo: (orgId: string, repoId: string): Key => ['o', orgId, 'repo', repoId],
+  repoName: (orgId: string, name: string): Key => ['o', orgId, 'name', name.toLowerCase()],
+  repo: (repoId: string): Key => ['r', repoId],
+  bookmark: (repoId: string, name: string): Key => ['r', repoId, 'bm', name],
+  operation: (repoId: string, opId: string): Key => ['r', repoId, 'op', opId],
+  /** The newest sync record of the repository (denormalized for the repository view). */
+  latestSync: (repoId: string): Key => ['r', repoId, 'sync-latest'],
+  outbox: (eventId: string): Key => ['outbox', eventId],
+  idempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
+};
+
+/** Sorts after any string element, so `[...prefix]` to `[...prefix, HIGH]` spans a prefix. */
+const HIGH = '\uffff\uffff';
+
+/** The range of every key that starts with `prefix` (and not the prefix key itself). */
+export function under(prefix: readonly (string | number)[]): { start: Key; end: Key } {
+  return { start: [...prefix, null] as Key, end: [...prefix, HIGH] };
+}

@@ -1,0 +1,224 @@
+/**
+ * Git object formats: the object id, trees and commits, byte for byte as git writes them, so
+ * that every object passes `git fsck --strict` and has the id git would give it.
+ */
+import { createHash } from 'node:crypto';
+import { ServiceError } from '../errors.js';
+import type { ObjectStore, ObjectType } from './object-store.js';
+
+export const EMPTY_TREE_OID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+
+/** The only modes `git fsck --strict` accepts (no zero padding, no 100664). */
+export type TreeEntryMode = '40000' | '100644' | '100755' | '120000' | '160000';
+export type FileMode = Exclude<TreeEntryMode, '40000'>;
+
+export const TREE_MODE: TreeEntryMode = '40000';
+const MODES: ReadonlySet<string> = new Set(['40000', '100644', '100755', '120000', '160000']);
+
+export function isTreeEntryMode(mode: string): mode is TreeEntryMode {
+  return MODES.has(mode);
+}
+
+/** A mode with its object: what sits at a path (a file, symlink, submodule or directory). */
+export interface TreeValue {
+  mode: TreeEntryMode;
+  oid: string;
+}
+
+export interface TreeEntry extends TreeValue {
+  name: string;
+}
+
+/** A git identity line: `Name <email> <unix-seconds> <+hhmm>`. */
+export interface GitSignature {
+  name: string;
+  email: string;
+  /** Unix seconds. */
+  timestamp: number;
+  /** Offset from UTC in minutes (east positive). */
+  tzOffsetMinutes: number;
+}
+
+export interface CommitHeader {
+  name: string;
+  /** May span lines; encoded with git's continuation lines (a leading space). */
+  value: string;
+}
+
+export interface CommitObject {
+  tree: string;
+  parents: string[];
+  author: GitSignature;
+  committer: GitSignature;
+  /** Headers after `committer` in order (e.g. `jj:trees`, `change-id`, `gpgsig`). */
+  extraHeaders: CommitHeader[];
+  message: string;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function hashObject(type: ObjectType, content: Uint8Array): string {
+  return createHash('sha1').update(`${type} ${content.length}\0`).update(content).digest('hex');
+}
+
+export function isTreeMode(mode: string): boolean {
+  return mode === TREE_MODE;
+}
+
+/**
+ * Git's tree order: names compared as bytes, a directory as if its name ended with `/`.
+ * (Two entries never share a name, so the suffix only decides `a` vs `a.b` vs `a/`.)
+ */
+export function compareTreeEntries(a: TreeEntry, b: TreeEntry): number {
+  return Buffer.compare(sortKey(a), sortKey(b));
+}
+
+function sortKey(entry: TreeEntry): Buffer {
+  return Buffer.from(entry.mode === TREE_MODE ? `${entry.name}/` : entry.name, 'utf8');
+}
+
+export function encodeTree(entries: readonly TreeEntry[]): Uint8Array {
+  const keyed = entries.map((entry) => ({ entry, key: sortKey(entry) }));
+  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+  const seen = new Set<string>();
+  const parts: Buffer[] = [];
+  for (const { entry } of keyed) {
+    const { name, mode, oid } = entry;
+    if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+      throw new ServiceError('INTERNAL_ERROR', `invalid tree entry name ${JSON.stringify(name)}`);
+    }
+    if (!isTreeEntryMode(mode)) throw new ServiceError('INTERNAL_ERROR', `invalid tree entry mode ${mode}`);
+    if (!/^[0-9a-f]{40}$/.test(oid)) throw new ServiceError('INTERNAL_ERROR', `invalid tree entry oid ${oid}`);
+    if (seen.has(name)) throw new ServiceError('INTERNAL_ERROR', `duplicate tree entry ${JSON.stringify(name)}`);
+    seen.add(name);
+    parts.push(Buffer.from(`${mode} ${name}\0`, 'utf8'), Buffer.from(oid, 'hex'));
+  }
+  return Buffer.concat(parts);
+}
+
+export function parseTree(content: Uint8Array): TreeEntry[] {
+  const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+  const entries: TreeEntry[] = [];
+  let pos = 0;
+  while (pos < buf.length) {
+    const space = buf.indexOf(0x20, pos);
+    const nul = buf.indexOf(0, space + 1);
+    if (space < 0 || nul < 0 || nul + 21 > buf.length) throw new ServiceError('INTERNAL_ERROR', 'corrupt tree object');
+    let mode = buf.toString('latin1', pos, space);
+    // Old git wrote zero-padded directory modes; read them as the canonical mode.
+    if (mode === '040000') mode = TREE_MODE;
+    if (mode === '100664') mode = '100644';
+    if (!isTreeEntryMode(mode)) throw new ServiceError('INTERNAL_ERROR', `unsupported tree entry mode ${mode}`);
+    entries.push({ mode, name: buf.toString('utf8', space + 1, nul), oid: buf.toString('hex', nul + 1, nul + 21) });
+    pos = nul + 21;
+  }
+  return entries;
+}
+
+export function formatTimezone(offsetMinutes: number): string {
+  const sign = offsetMinutes < 0 ? '-' : '+';
+  const abs = Math.abs(Math.trunc(offsetMinutes));
+  return `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}${String(abs % 60).padStart(2, '0')}`;
+}
+
+/**
+ * `Name <email> seconds +hhmm`. Characters git cannot keep in an identity (`<`, `>`, newlines,
+ * NUL) are dropped, and negative times clamp to 0, so the line always passes fsck.
+ */
+export function formatSignature(sig: GitSignature): string {
+  const clean = (s: string): string => s.replace(/[<>\n\r\0]/g, '').trim();
+  const seconds = Math.max(0, Math.floor(sig.timestamp));
+  return `${clean(sig.name)} <${clean(sig.email)}> ${seconds} ${formatTimezone(sig.tzOffsetMinutes)}`;
+}
+
+export function parseSignature(line: string): GitSignature {
+  const m = /^(.*?) ?<([^>]*)> (-?\d+)(?: ([+-])(\d{2})(\d{2}))?\s*$/.exec(line);
+  if (!m) return { name: line.trim(), email: '', timestamp: 0, tzOffsetMinutes: 0 };
+  const tz = m[4] ? (m[4] === '-' ? -1 : 1) * (Number(m[5]) * 60 + Number(m[6])) : 0;
+  return { name: m[1]!, email: m[2]!, timestamp: Number(m[3]), tzOffsetMinutes: tz };
+}
+
+export function encodeCommit(commit: CommitObject): Uint8Array {
+  let text = `tree ${commit.tree}\n`;
+  for (const parent of commit.parents) text += `parent ${parent}\n`;
+  text += `author ${formatSignature(commit.author)}\n`;
+  text += `committer ${formatSignature(commit.committer)}\n`;
+  for (const { name, value } of commit.extraHeaders) {
+    if (!/^[^\s\0]+$/.test(name)) throw new ServiceError('INTERNAL_ERROR', `invalid commit header name ${JSON.stringify(name)}`);
+    text += `${name} ${value.replace(/\n/g, '\n ')}\n`;
+  }
+  text += `\n${commit.message}`;
+  return encoder.encode(text);
+}
+
+export function parseCommit(content: Uint8Array): CommitObject {
+  const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+  const split = buf.indexOf('\n\n');
+  const headerText = buf.toString('utf8', 0, split < 0 ? buf.length : split);
+  const message = split < 0 ? '' : decoder.decode(buf.subarray(split + 2));
+  const headers: CommitHeader[] = [];
+  for (const line of headerText.split('\n')) {
+    if (line.startsWith(' ') && headers.length > 0) {
+      headers[headers.length - 1]!.value += `\n${line.slice(1)}`;
+      continue;
+    }
+    const space = line.indexOf(' ');
+    headers.push(space < 0 ? { name: line, value: '' } : { name: line.slice(0, space), value: line.slice(space + 1) });
+  }
+  let tree: string | undefined;
+  const parents: string[] = [];
+  let author: GitSignature | undefined;
+  let committer: GitSignature | undefined;
+  const extraHeaders: CommitHeader[] = [];
+  for (const header of headers) {
+    if (header.name === 'tree' && tree === undefined) tree = header.value;
+    else if (header.name === 'parent' && author === undefined) parents.push(header.value);
+    else if (header.name === 'author' && author === undefined) author = parseSignature(header.value);
+    else if (header.name === 'committer' && committer === undefined) committer = parseSignature(header.value);
+    else if (header.name !== '') extraHeaders.push(header);
+  }
+  if (tree === undefined || author === undefined || committer === undefined) {
+    throw new ServiceError('INTERNAL_ERROR', 'corrupt commit object');
+  }
+  return { tree, parents, author, committer, extraHeaders, message };
+}
+
+/** The first value of a commit header, or undefined. */
+export function commitHeader(commit: CommitObject, name: string): string | undefined {
+  return commit.extraHeaders.find((h) => h.name === name)?.value;
+}
+
+// ---- store helpers: typed reads that treat a missing object as corruption --------------------
+
+function readTyped(store: ObjectStore, oid: string, type: ObjectType): Uint8Array {
+  const object = store.read(oid);
+  if (object === undefined) throw new ServiceError('INTERNAL_ERROR', `missing ${type} ${oid}`);
+  if (object.type !== type) throw new ServiceError('INTERNAL_ERROR', `object ${oid} is a ${object.type}, not a ${type}`);
+  return object.content;
+}
+
+export function readTree(store: ObjectStore, oid: string): TreeEntry[] {
+  if (oid === EMPTY_TREE_OID) return [];
+  return parseTree(readTyped(store, oid, 'tree'));
+}
+
+export function writeTree(store: ObjectStore, entries: readonly TreeEntry[]): string {
+  return store.write('tree', encodeTree(entries));
+}
+
+export function readBlob(store: ObjectStore, oid: string): Uint8Array {
+  return readTyped(store, oid, 'blob');
+}
+
+export function writeBlob(store: ObjectStore, content: Uint8Array | string): string {
+  return store.write('blob', typeof content === 'string' ? encoder.encode(content) : content);
+}
+
+export function readCommit(store: ObjectStore, oid: string): CommitObject {
+  return parseCommit(readTyped(store, oid, 'commit'));
+}
+
+export function writeCommit(store: ObjectStore, commit: CommitObject): string {
+  return store.write('commit', encodeCommit(commit));
+}

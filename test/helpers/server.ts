@@ -1,0 +1,201 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { createPrivateKey, type KeyObject } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { openStorage, type Storage } from '../../src/storage/database.js';
+import { createOrg, createSigningKey } from '../../src/storage/admin-store.js';
+
+/**
+ * Starts a real repohost server (the compiled CLI, `serve`) in a child process on a random port
+ * with a temporary data directory, and mints tokens for it. Tests drive it over HTTP.
+ */
+export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+export interface TokenOptions {
+  scopes?: string[];
+  repos?: string[];
+  repo_ids?: string[];
+  author?: Array<[string, string | null]>;
+  ttl?: number;
+  audience?: string;
+  iat?: number;
+  kid?: string | null;
+  /** Embed the public JWK instead of `kid`. */
+  embedJwk?: boolean;
+  key?: TestKey;
+  issuer?: string;
+  extra?: Record<string, unknown>;
+}
+
+export interface TestKey {
+  id: string;
+  privateKey: KeyObject;
+  publicX: string;
+}
+
+export interface TestServer {
+  url: string;
+  port: number;
+  metricsUrl: string | null;
+  dataDir: string;
+  org: string;
+  key: TestKey;
+  logs: string[];
+  process: ChildProcess;
+  /** A token signed by the default key (admin unless scopes given). */
+  token(opts?: TokenOptions): Promise<string>;
+  /** Creates another signing key directly in the data directory (like the CLI does). */
+  createKey(opts: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey;
+  createOrg(slug: string): void;
+  /** fetch against the API with a token; `path` starts after `/v1`. */
+  api(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string | Uint8Array }): Promise<{ status: number; headers: Headers; json: any; text: string }>;
+  stop(): Promise<number | null>;
+  kill(): Promise<void>;
+  /** Restarts a stopped or killed server on the same data directory (new port). */
+  restart(): Promise<void>;
+  cleanup(): void;
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  workers?: number;
+  dataDir?: string;
+  org?: string;
+}
+
+function withStorage<T>(dataDir: string, fn: (s: Storage) => T): T {
+  const storage = openStorage(dataDir);
+  try {
+    return fn(storage);
+  } finally {
+    void storage.close();
+  }
+}
+
+async function launch(dataDir: string, opts: StartOptions, logs: string[]): Promise<{ child: ChildProcess; port: number; metricsPort: number | null }> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--metrics-addr', '127.0.0.1:0', '--workers', String(opts.workers ?? 2)], {
+    env: { ...process.env, LOG_LEVEL: 'info', REPOHOST_ALLOW_PRIVATE_WEBHOOKS: '1', REPOHOST_ALLOW_PRIVATE_UPSTREAMS: '1', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stderr!.on('data', (d: Buffer) => logs.push(d.toString()));
+  return new Promise((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs.join('')}`)), 20000);
+    rl.on('line', (line) => {
+      logs.push(line);
+      if (line.includes('"msg":"listening"')) {
+        clearTimeout(timer);
+        const rec = JSON.parse(line) as { port: number; metrics_port: number | null };
+        resolve({ child, port: rec.port, metricsPort: rec.metrics_port });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${logs.join('\n')}`));
+    });
+  });
+}
+
+export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'repohost-test-'));
+  const org = opts.org ?? 'acme';
+  const logs: string[] = [];
+  const makeKey = (o: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey =>
+    withStorage(dataDir, (s) => {
+      const created = createSigningKey(s, o.org ?? org, { scopes: o.scopes, repos: o.repos, name: o.name });
+      return { id: created.record.id, privateKey: createPrivateKey(created.privateKeyPem), publicX: created.record.public_jwk.x };
+    });
+  withStorage(dataDir, (s) => {
+    try {
+      createOrg(s, org, `${org} inc`);
+    } catch {
+      // already there (restart on an existing data directory)
+    }
+  });
+  const key = makeKey({ scopes: ['admin'], name: 'test-admin' });
+  let { child, port, metricsPort } = await launch(dataDir, opts, logs);
+
+  const server: TestServer = {
+    get url() {
+      return `http://127.0.0.1:${port}`;
+    },
+    get port() {
+      return port;
+    },
+    get metricsUrl() {
+      return metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : null;
+    },
+    dataDir,
+    org,
+    key,
+    logs,
+    get process() {
+      return child;
+    },
+    async token(t: TokenOptions = {}) {
+      const k = t.key ?? key;
+      const claims: Record<string, unknown> = { scopes: t.scopes ?? ['admin'], ...t.extra };
+      if (t.repos) claims.repos = t.repos;
+      if (t.repo_ids) claims.repo_ids = t.repo_ids;
+      if (t.author) claims.author = t.author;
+      const iat = t.iat ?? Math.floor(Date.now() / 1000);
+      const header = t.embedJwk ? { alg: 'EdDSA', jwk: { kty: 'OKP', crv: 'Ed25519', x: k.publicX } } : { alg: 'EdDSA', kid: t.kid === undefined ? k.id : t.kid ?? undefined };
+      return new SignJWT(claims)
+        .setProtectedHeader(header as { alg: string })
+        .setIssuer(t.issuer ?? org)
+        .setAudience(t.audience ?? 'repohost')
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + (t.ttl ?? 3600))
+        .sign(k.privateKey);
+    },
+    createKey: makeKey,
+    createOrg(slug) {
+      withStorage(dataDir, (s) => createOrg(s, slug));
+    },
+    async api(method, path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      const token = o.token ?? (await server.token());
+      if (token) headers.authorization = `Bearer ${token}`;
+      let body: string | Uint8Array | undefined = o.raw;
+      if (o.body !== undefined) {
+        body = JSON.stringify(o.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await fetch(`${server.url}/v1${path}`, { method, headers, body });
+      const text = await res.text();
+      let json: unknown = undefined;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        // not JSON
+      }
+      return { status: res.status, headers: res.headers, json, text };
+    },
+    stop() {
+      return new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+        child.once('exit', (code) => resolve(code));
+        child.kill('SIGTERM');
+      });
+    },
+    kill() {
+      return new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      });
+    },
+    async restart() {
+      ({ child, port, metricsPort } = await launch(dataDir, opts, logs));
+    },
+    cleanup() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}
