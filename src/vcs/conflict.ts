@@ -22,7 +22,7 @@ import { applyTreeEdits } from './tree-edit.js';
 import type { TreeEdit } from './tree-edit.js';
 import { listTreeSetConflicts, mergeTreeSet } from './tree-merge.js';
 import type { PathConflict, TreeMergeResult } from './tree-merge.js';
-import { joinLines, mergeTextRegions, splitLines, unmergeableReason } from './text-merge.js';
+import { TEXT_MERGE_MAX_BYTES, joinLines, mergeTextRegions, splitLines, unmergeableReason } from './text-merge.js';
 import type { TextMergeRegion } from './text-merge.js';
 
 export const MARKER_TARGET = '<<<<<<< target';
@@ -86,7 +86,7 @@ const isRegular = (v: TreeValue | null): boolean => v !== null && (v.mode === '1
 function textSides(store: ObjectStore, conflict: PathConflict): { base: Uint8Array; target: Uint8Array; source: Uint8Array } | null {
   if (conflict.terms.length !== 3) return null;
   if (conflict.terms.some((t) => t !== null && !isRegular(t))) return null;
-  for (const t of conflict.terms) if (t !== null && (store.size(t.oid) ?? Infinity) > 1024 * 1024) return null;
+  for (const t of conflict.terms) if (t !== null && (store.size(t.oid) ?? Infinity) > TEXT_MERGE_MAX_BYTES) return null;
   const read = (v: TreeValue | null): Uint8Array => (v ? readBlob(store, v.oid) : new Uint8Array(0));
   const sides = { base: read(conflict.base), target: read(conflict.target), source: read(conflict.source) };
   if (unmergeableReason(sides.base) ?? unmergeableReason(sides.target) ?? unmergeableReason(sides.source)) return null;
@@ -130,7 +130,7 @@ function markerBlock(target: readonly string[], base: readonly string[], source:
  * symlink, submodule, binary or oversized conflicts have no text form).
  */
 function materializedValue(store: ObjectStore, conflict: PathConflict): TreeValue | undefined {
-  if (conflict.terms.some((t) => t !== null && !isRegular(t))) return undefined;
+  if (conflict.terms.some((t) => t !== null && (!isRegular(t) || (store.size(t.oid) ?? Infinity) > TEXT_MERGE_MAX_BYTES))) return undefined;
   const contents = conflict.terms.map((t) => (t ? readBlob(store, t.oid) : new Uint8Array(0)));
   if (contents.some((c) => unmergeableReason(c) !== null)) return undefined;
   let lines: string[];

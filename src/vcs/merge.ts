@@ -26,12 +26,12 @@ export function assertValidMerge<T>(merge: Merge<T>): void {
 }
 
 /** The positive terms (sides) in order. */
-export function mergeSides<T>(merge: Merge<T>): T[] {
+export function sidesOf<T>(merge: Merge<T>): T[] {
   return merge.filter((_, i) => i % 2 === 0);
 }
 
 /** The negative terms (bases) in order. */
-export function mergeBases<T>(merge: Merge<T>): T[] {
+export function basesOf<T>(merge: Merge<T>): T[] {
   return merge.filter((_, i) => i % 2 === 1);
 }
 

@@ -43,7 +43,7 @@ t.test('tree merge - independent edits, additions and a mode change merge cleanl
 t.test('tree merge - add/add, delete/modify and file-vs-directory are conflicts with their sides', async (t) => {
   const store = new MemoryObjectStore();
   const base = makeTree(store, { 'mod.txt': BASE, 'thing': 'file\n', 'same.txt': 's' });
-  const target = makeTree(store, { 'added.txt': 'target\n', 'thing': 'file\n', 'same.txt': 's' });
+  const target = makeTree(store, { 'added.txt': 'target\n', 'thing': 'file changed\n', 'same.txt': 's' });
   const source = makeTree(store, { 'added.txt': 'source\n', 'mod.txt': 'changed\n', 'thing/inner.txt': 'dir now\n', 'same.txt': 's' });
   const r = mergeTrees(store, base, target, source);
   t.equal(r.isConflicted, true);
