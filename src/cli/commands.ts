@@ -6,7 +6,8 @@ import { invalid } from '../errors.js';
 import { log } from '../log.js';
 import { openStorage, type Storage } from '../storage/database.js';
 import { createOrg, createSigningKey, setKeyScopes, setKeyStatus, setKeyTags } from '../storage/admin-store.js';
-import { getOrg, getOrgBySlug, orgKeys } from '../storage/repo-store.js';
+import { getOrg, getOrgBySlug, getRepoByName, orgKeys } from '../storage/repo-store.js';
+import { exportRepository } from '../storage/export.js';
 import type { SigningKeyRecord } from '../storage/records.js';
 
 export interface CliContext {
@@ -159,6 +160,23 @@ export const commandHandlers: Record<string, Handler> = {
       out(ctx, { id: rec.id, tags: rec.tags }, Object.entries(rec.tags).map(([k, v]) => `${k}=${v}`).join('\n'));
       return 0;
     }),
+
+  async export(ctx) {
+    const [target, dir] = ctx.args;
+    const slash = target?.indexOf('/') ?? -1;
+    if (!target || !dir || slash <= 0) throw invalid('usage: repohost export <org>/<repo> <dir> [--data DIR]');
+    const storage = openStorage(ctx.config.dataDir);
+    try {
+      const org = getOrgBySlug(storage.meta, target.slice(0, slash));
+      const repo = org && getRepoByName(storage.meta, org.id, target.slice(slash + 1));
+      if (!repo) throw invalid(`repository ${target} not found`);
+      const summary = await exportRepository(storage, repo, dir);
+      out(ctx, summary, `exported ${target} to ${summary.dir}: ${summary.objects} objects, ${summary.bookmarks} bookmarks, ${summary.kept_commits} kept commits`);
+      return 0;
+    } finally {
+      await storage.close();
+    }
+  },
 
   async token(ctx) {
     const file = ctx.values.key as string | undefined;

@@ -14,6 +14,11 @@ import type { Key } from 'lmdb';
  *   ['r', repoId]                     RepoRecord
  *   ['r', repoId, <kind>, …]          everything owned by the repository (bookmarks, changes,
  *                                     operations, …) — deleting a repository is one range delete
+ *   ['r', repoId, 'chg', changeId]    ChangeRecord: the change's current commit and parents
+ *   ['r', repoId, 'commit', oid]      changeId  every commit ever written for the repository (kept)
+ *   ['r', repoId, 'evo', changeId, ulid]  EvolutionRecord, one per commit a change has had
+ *   ['r', repoId, 'kid', parentId, childId]  true  children index (descendant walks for rebases)
+ *   ['r', repoId, 'fmeta', path]      {k: v}   file metadata (set_metadata), outside git history
  *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
  *   ['idem', keyId, idempotencyKey]   IdempotencyRecord
  */
@@ -28,6 +33,15 @@ export const K = {
   repo: (repoId: string): Key => ['r', repoId],
   bookmark: (repoId: string, name: string): Key => ['r', repoId, 'bm', name],
   operation: (repoId: string, opId: string): Key => ['r', repoId, 'op', opId],
+  change: (repoId: string, changeId: string): Key => ['r', repoId, 'chg', changeId],
+  commit: (repoId: string, oid: string): Key => ['r', repoId, 'commit', oid],
+  evolution: (repoId: string, changeId: string, id: string): Key => ['r', repoId, 'evo', changeId, id],
+  child: (repoId: string, parentId: string, childId: string): Key => ['r', repoId, 'kid', parentId, childId],
+  fileMeta: (repoId: string, path: string): Key => ['r', repoId, 'fmeta', path],
+  /** `objects` database: a git object of the repository (see git-object-store.ts). */
+  object: (repoId: string, oid: string): Key => [repoId, oid],
+  /** `chunks` database: piece `index` of a large blob staged under `uploadId` (see blob-store.ts). */
+  chunk: (repoId: string, uploadId: string, index: number): Key => [repoId, uploadId, index],
   /** The newest sync record of the repository (denormalized for the repository view). */
   latestSync: (repoId: string): Key => ['r', repoId, 'sync-latest'],
   outbox: (eventId: string): Key => ['outbox', eventId],

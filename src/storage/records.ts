@@ -83,3 +83,33 @@ export interface IdempotencyRecord {
   body: string;
   at: number;
 }
+
+/**
+ * A change (API §5): a stable id whose current commit moves as it evolves. Parents are change ids
+ * (the virtual root is `'z' × 32`) and never change after creation: rebases move the commits
+ * under them, not the graph. Written only through `change-store.ts` `putNewChange`/`putChange`,
+ * which keep the commit, children and evolution records beside it.
+ */
+export interface ChangeRecord {
+  id: string;
+  commit_oid: string;
+  parents: string[];
+  created_at: string;
+  updated_at: string;
+  /** Worker seq of the command whose ancestor evolve last rebased this change (pending-write rule). */
+  rebased_at_seq: number | null;
+  is_conflicted: boolean;
+  /** 1 + the largest parent generation (the root is 0): orders change lists topologically. */
+  generation: number;
+}
+
+/** One commit a change has had (`GET …/changes/{id}/evolution`). */
+export interface EvolutionRecord {
+  commit_oid: string;
+  predecessor_oid: string | null;
+  operation_id: string;
+  created_at: string;
+}
+
+/** File metadata of `set_metadata` (API §5.4): current values only, outside git history. */
+export type FileMetadataRecord = Record<string, string>;

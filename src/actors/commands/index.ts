@@ -1,5 +1,7 @@
 import type { Command } from '../command.js';
 import { createRepo, deleteRepo, updateRepo } from './repos.js';
+import { applyOpsCommand, storeBlobCommand } from './apply-ops.js';
+import { createChangeCommand, updateChangeCommand } from './changes.js';
 
 /** Every command the actors understand; the worker loads this module by default. */
-export const commands: Command<any>[] = [createRepo, updateRepo, deleteRepo];
+export const commands: Command<any>[] = [createRepo, updateRepo, deleteRepo, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand];

@@ -1,0 +1,266 @@
+import { ServiceError, invalid, isServiceError, notFound } from '../../errors.js';
+import type { Attribution } from '../../vcs/commit.js';
+import { listTreeSetConflicts, mergeTreeSet } from '../../vcs/tree-merge.js';
+import { mergeConflictDetails, resolveConflicts, type ConflictResolution } from '../../vcs/conflict.js';
+import type { TreeSet } from '../../vcs/conflict-layout.js';
+import type { FileMode } from '../../vcs/git-object.js';
+import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
+import { applyTreeEdits, lookupPath, type TreeEdit } from '../../vcs/tree-edit.js';
+import { commitStagedBlob, type StagedBlob } from '../../storage/blob-store.js';
+import { changeIdOfCommitOid } from '../../storage/change-store.js';
+import { K } from '../../storage/keys.js';
+import type { ChangeRecord, FileMetadataRecord } from '../../storage/records.js';
+import { defineCommand, type CommandContext } from '../command.js';
+import { RepoWrite, assertNotRebasedWhileWaiting, type AuthorsInput, type BookmarkMoveResult } from './repo-writes.js';
+import '../../protocol/schemas/changes.js';
+
+/**
+ * Writing files into changes: the one code path behind `POST /changes`, `PATCH /changes/{id}`
+ * and `POST /apply-ops` (API §5.3, §5.4). The front end has already checked the body's shape and
+ * paths and staged large contents; what arrives here is small: inline contents as the client
+ * sent them, or references to staged blobs.
+ */
+export type WriteOpInput =
+  | {
+      op: 'write';
+      path: string;
+      mode?: FileMode | null;
+      /** Inline content in `encoding` (the front end checked base64). */
+      content?: string;
+      encoding?: 'utf-8' | 'base64';
+      /** A content the front end staged while the body streamed in. */
+      staged?: StagedBlob;
+      /** A blob of this repository (e.g. from `POST …/blobs`). */
+      blob_oid?: string;
+    }
+  | { op: 'delete'; path: string }
+  | { op: 'rename'; from: string; to: string }
+  | { op: 'set_metadata'; path: string; metadata: Record<string, string | null> };
+
+export interface BookmarkInput {
+  name: string;
+  allow_backwards?: boolean | null;
+  create?: boolean | null;
+  expected_change_id?: string | null;
+}
+
+export interface ChangeWriteInput extends AuthorsInput {
+  repo_id: string;
+  /** Evolve this change … */
+  change_id?: string | null;
+  /** … or create a change on this one. */
+  base_change_id?: string | null;
+  expected_commit_oid?: string | null;
+  /** Omitted: `""` on create, kept on evolve. */
+  message?: string | null;
+  ops: WriteOpInput[];
+  /** Name of the body's list, for error messages (`ops` or `files`). */
+  list_key: 'ops' | 'files';
+  resolutions?: ConflictResolution[] | null;
+  bookmarks?: BookmarkInput[] | null;
+  attribution?: Attribution | null;
+}
+
+export interface BlobStoreInput {
+  repo_id: string;
+  blob: StagedBlob;
+}
+
+export interface WriteResult {
+  w: RepoWrite;
+  record: ChangeRecord;
+  created: boolean;
+  bookmarks: BookmarkMoveResult[];
+  operationId: string;
+}
+
+/** Errors of the tree editor name the edit's index; report the op's index and say so. */
+function atOp(err: unknown, listKey: string, opIndexOfEdit: readonly number[]): never {
+  if (isServiceError(err) && typeof err.details?.op_index === 'number') {
+    const index = opIndexOfEdit[err.details.op_index] ?? err.details.op_index;
+    throw new ServiceError(err.code, `${listKey}[${index}]: ${err.message}`, { ...err.details, op_index: index });
+  }
+  throw err;
+}
+
+function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where: string): string {
+  if (op.staged) {
+    commitStagedBlob(w.ctx.storage, w.repo.id, op.staged);
+    return op.staged.oid;
+  }
+  if (op.blob_oid) {
+    const info = w.store.info(op.blob_oid);
+    if (!info || info.type !== 'blob') throw notFound('NOT_FOUND', `${where}: blob ${op.blob_oid} not found in this repository`, { blob_oid: op.blob_oid });
+    return op.blob_oid;
+  }
+  const content = op.content ?? '';
+  return w.store.write('blob', Buffer.from(content, op.encoding === 'base64' ? 'base64' : 'utf8'));
+}
+
+/** Applies the ops' tree edits to `trees` (every term of a conflicted set) and their metadata. */
+function applyOps(w: RepoWrite, input: ChangeWriteInput, trees: TreeSet): TreeSet {
+  if (input.ops.length === 0) return trees;
+  const edits: TreeEdit[] = [];
+  const opIndexOfEdit: number[] = [];
+  const metadata: Array<{ index: number; path: string; values: Record<string, string | null> }> = [];
+  input.ops.forEach((op, index) => {
+    const where = `${input.list_key}[${index}]`;
+    switch (op.op) {
+      case 'write': {
+        const existing = op.mode ? undefined : lookupPath(w.store, trees[0]!, op.path);
+        const mode: FileMode = op.mode ?? (existing?.mode === '100755' ? '100755' : '100644');
+        edits.push({ op: 'write', path: op.path, blobOid: blobOf(w, op, where), mode });
+        break;
+      }
+      case 'delete':
+        edits.push({ op: 'delete', path: op.path });
+        break;
+      case 'rename':
+        edits.push({ op: 'rename', from: op.from, to: op.to });
+        break;
+      case 'set_metadata':
+        metadata.push({ index, path: op.path, values: op.metadata });
+        return;
+    }
+    opIndexOfEdit.push(index);
+  });
+  let result: TreeSet;
+  try {
+    result = trees.map((tree) => applyTreeEdits(w.store, tree, edits));
+  } catch (err) {
+    atOp(err, input.list_key, opIndexOfEdit);
+  }
+  // Edits made to every term of a conflict resolve the paths they touch (jj's semantics).
+  if (result.length > 1) result = mergeTreeSet(w.store, result).trees;
+  for (const { index, path, values } of metadata) {
+    if (!lookupPath(w.store, result[0]!, path)) {
+      throw notFound('FILE_NOT_FOUND', `${input.list_key}[${index}]: cannot set metadata of ${JSON.stringify(path)}: no such file or directory`, { path, op_index: index });
+    }
+    const key = K.fileMeta(w.repo.id, path);
+    const current = { ...((w.ctx.storage.meta.get(key) as FileMetadataRecord | undefined) ?? {}) };
+    for (const [k, v] of Object.entries(values)) {
+      if (v === null) delete current[k];
+      else current[k] = v;
+    }
+    if (Object.keys(current).length === 0) w.ctx.storage.meta.removeSync(key);
+    else w.ctx.storage.meta.putSync(key, current);
+  }
+  return result;
+}
+
+/** The guard of an evolve: 404 when the oid is no commit of the repository, 409 when it lost. */
+function checkGuard(w: RepoWrite, record: ChangeRecord, expected: string | null | undefined, field: string): void {
+  if (!expected) return;
+  if (!changeIdOfCommitOid(w.ctx.storage.meta, w.repo.id, expected)) {
+    throw notFound('COMMIT_NOT_FOUND', `${field} ${expected} is not a commit of this repository`, { [field]: expected });
+  }
+  if (record.commit_oid !== expected) {
+    throw new ServiceError('ABORTED', `change ${record.id} is now at ${record.commit_oid}, not ${expected}; read it again and retry`, {
+      change_id: record.id,
+      current_commit_oid: record.commit_oid,
+    });
+  }
+}
+
+function evolve(w: RepoWrite, input: ChangeWriteInput, changeId: string): { record: ChangeRecord } {
+  if (changeId === ROOT_CHANGE_ID) throw invalid('the virtual root change cannot be evolved');
+  const record = w.change(changeId);
+  checkGuard(w, record, input.expected_commit_oid, input.list_key === 'ops' ? 'expected_commit_oid' : 'base_commit_oid');
+  assertNotRebasedWhileWaiting(w.ctx, w.repo.id, record);
+  let trees = w.treesOf(record);
+  if (input.resolutions && input.resolutions.length > 0) {
+    if (!record.is_conflicted) throw invalid(`change ${record.id} has no conflicts to resolve`);
+    trees = resolveConflicts(w.store, trees, input.resolutions).trees;
+  } else if (record.is_conflicted) {
+    const conflicts = listTreeSetConflicts(w.store, trees);
+    throw new ServiceError('MERGE_CONFLICT', `change ${record.id} is conflicted in ${conflicts.length} path(s); resolve it with resolutions first`, {
+      ...mergeConflictDetails(w.store, conflicts),
+      change_id: record.id,
+    });
+  }
+  trees = applyOps(w, input, trees);
+  const replaced = w.replacementAuthors(input);
+  const result = w.evolveChange(record, {
+    trees,
+    authors: replaced?.authors,
+    authoredAt: replaced?.authoredAt,
+    description: input.message ?? undefined,
+    attribution: input.attribution === undefined || input.attribution === null ? undefined : input.attribution,
+    committer: input.committer ? w.committerFor(input) : undefined,
+  });
+  return { record: result.record };
+}
+
+function create(w: RepoWrite, input: ChangeWriteInput, baseId: string): { record: ChangeRecord; defaultMove: BookmarkMoveResult | null } {
+  const base = w.changeOrRoot(baseId);
+  const wasEmpty = w.isEmpty();
+  const trees = applyOps(w, input, w.treesOf(base));
+  const { authors, authoredAt } = w.newChangeAuthors(input);
+  const record = w.createChange({
+    parents: [baseId],
+    trees,
+    authors,
+    authoredAt,
+    committer: w.committerFor(input),
+    description: input.message ?? '',
+    attribution: input.attribution ?? null,
+  });
+  const explicit = new Set((input.bookmarks ?? []).map((b) => b.name));
+  return { record, defaultMove: w.advanceDefaultOnFirstWrite(wasEmpty, record, explicit) };
+}
+
+/** The shared write: create or evolve, then the bookmark moves, then the operation. */
+export function writeChange(ctx: CommandContext, input: ChangeWriteInput, kind: string): WriteResult {
+  const w = new RepoWrite(ctx, input.repo_id);
+  let record: ChangeRecord;
+  let created: boolean;
+  const bookmarks: BookmarkMoveResult[] = [];
+  if (input.change_id) {
+    record = evolve(w, input, input.change_id).record;
+    created = false;
+  } else if (input.base_change_id) {
+    const made = create(w, input, input.base_change_id);
+    record = made.record;
+    created = true;
+    if (made.defaultMove) bookmarks.push(made.defaultMove);
+  } else {
+    throw invalid('give exactly one of change_id (evolve) or base_change_id (create)');
+  }
+  if (input.bookmarks && input.bookmarks.length > 0) {
+    bookmarks.push(
+      ...w.moveBookmarks(
+        input.bookmarks.map((b) => ({
+          name: b.name,
+          change_id: record.id,
+          allow_backwards: b.allow_backwards,
+          expected_change_id: b.expected_change_id,
+          mode: b.create ? ('upsert' as const) : ('move' as const),
+        })),
+      ),
+    );
+  }
+  const operationId = w.finish(kind, {
+    change_id: record.id,
+    commit_oid: record.commit_oid,
+    created,
+    bookmarks: bookmarks.map((b) => b.record.name),
+  });
+  return { w, record, created, bookmarks, operationId };
+}
+
+export const applyOpsCommand = defineCommand<ChangeWriteInput>('apply-ops', (input, ctx) => {
+  const result = writeChange(ctx, input, 'apply-ops');
+  return {
+    status: result.created ? 201 : 200,
+    body: { change: result.w.view(result.record), bookmarks: result.bookmarks.map((b) => b.view), operation_id: result.operationId },
+    schema: 'applyOpsResult',
+  };
+});
+
+/** `POST …/blobs`: makes a staged upload a blob of the repository. */
+export const storeBlobCommand = defineCommand<BlobStoreInput>('blob.store', (input, ctx) => {
+  const w = new RepoWrite(ctx, input.repo_id);
+  commitStagedBlob(ctx.storage, w.repo.id, input.blob);
+  w.finish('blob.upload', { oid: input.blob.oid, size: input.blob.size });
+  return { status: 201, body: { oid: input.blob.oid, size: input.blob.size }, schema: 'blobUpload' };
+});

@@ -1,0 +1,388 @@
+import { jsonParser, type Token } from 'stream-json/core/parser.js';
+import { ServiceError, invalid } from '../errors.js';
+import type { Storage } from '../storage/database.js';
+import { BlobStager, type StagedBlob } from '../storage/blob-store.js';
+import { CHUNK_SIZE, readChunk } from '../storage/git-object-store.js';
+
+/**
+ * Reading the body of a file-writing request (`POST/PATCH …/changes`, `POST …/apply-ops`).
+ *
+ * Small bodies (declared length up to `SMALL_BODY_BYTES`) are read whole and parsed with
+ * `JSON.parse`: the common agent write (a few KiB files) stays cheap, and its file contents go to
+ * the actor inline, as the client sent them.
+ *
+ * Anything larger, or a body without a declared length, is parsed as a stream (stream-json's
+ * tokenizer, strings delivered in pieces): every `content` string of the body's file list is
+ * decoded (UTF-8 or base64) piece by piece as it arrives. A content up to 1 MiB stays in memory
+ * (within a per-request budget); a larger one is staged into the `chunks` database while it
+ * streams (`BlobStager`), so a 512 MiB file is never one string or one buffer. Everything else in
+ * the body is small and is assembled into a plain object (content replaced by `""`) for the route
+ * to validate against its JSON Schema. Limits are enforced while streaming: decoded content per
+ * file and per request (413), the number of items (400), the size of the rest of the body (413).
+ */
+export const SMALL_BODY_BYTES = 256 * 1024;
+export const MAX_CONTENT_BYTES = 512 * 1024 * 1024;
+/** Raw body limit of the writing routes: 512 MiB of content in base64 plus JSON around it. */
+export const WRITE_BODY_LIMIT = 700 * 1024 * 1024;
+/** Everything but file contents (paths, messages, resolutions) must fit in this many characters. */
+const MAX_OTHER_CHARS = 64 * 1024 * 1024;
+/** Decoded contents kept in memory per request; beyond it contents are staged even when small. */
+const INLINE_BUDGET = 8 * 1024 * 1024;
+
+export type ContentEncoding = 'utf-8' | 'base64';
+
+/** A file content as the route hands it to the actor. */
+export type ContentRef =
+  /** As the client sent it (small bodies): the actor decodes it. */
+  | { kind: 'text'; content: string; encoding: ContentEncoding }
+  /** Decoded while streaming, small enough to travel in the actor message. */
+  | { kind: 'bytes'; bytes: Buffer }
+  /** Staged in the chunks database; the actor commits it. */
+  | { kind: 'staged'; blob: StagedBlob };
+
+export interface ParsedWriteBody {
+  body: Record<string, unknown>;
+  /** Content of item `i` of the file list, by index (streamed bodies only). */
+  contents: Map<number, ContentRef>;
+  /** Deletes everything staged for this request (call when the request fails). */
+  discard(): Promise<void>;
+}
+
+export interface WriteBodyOptions {
+  storage: Storage;
+  repoId: string;
+  /** The body's file list whose items carry `content` (`ops` or `files`). */
+  listKey: 'ops' | 'files';
+  /** Encoding of a content whose item gives none. */
+  defaultEncoding: ContentEncoding;
+  /** The default is the only encoding (`files` of §5.3 are always base64). */
+  encodingFixed: boolean;
+  maxItems: number;
+}
+
+const tooLarge = (what: string): ServiceError => new ServiceError('PAYLOAD_TOO_LARGE', `${what} exceeds the limit of ${MAX_CONTENT_BYTES} bytes (512 MiB)`, { limit_bytes: MAX_CONTENT_BYTES });
+
+const BASE64_CHARS = /^[A-Za-z0-9+/]*$/;
+const LINE_BREAKS = /[\r\n]/g;
+
+/** Strict base64 (standard alphabet, optional padding, line breaks ignored) of a whole string. */
+export function isValidBase64(text: string): boolean {
+  const s = text.replace(LINE_BREAKS, '');
+  const body = s.endsWith('==') ? s.slice(0, -2) : s.endsWith('=') ? s.slice(0, -1) : s;
+  if (!BASE64_CHARS.test(body)) return false;
+  if (body.length !== s.length) return s.length % 4 === 0;
+  return body.length % 4 !== 1;
+}
+
+/** Decodes base64 arriving in pieces; rejects anything that is not strict base64. */
+class Base64Decoder {
+  private rest = '';
+  private ended = false;
+
+  constructor(private readonly where: string) {}
+
+  /** Decoded bytes of the complete quartets so far. */
+  write(piece: string): Buffer {
+    let s = this.rest + piece.replace(LINE_BREAKS, '');
+    if (this.ended && s.length > 0 && !/^=*$/.test(s)) throw invalid(`${this.where}: invalid base64 (data after padding)`);
+    const pad = s.indexOf('=');
+    if (pad >= 0) {
+      if (!/^=*$/.test(s.slice(pad)) || s.length - pad > 2) throw invalid(`${this.where}: invalid base64 padding`);
+      this.ended = true;
+    }
+    if (!BASE64_CHARS.test(pad >= 0 ? s.slice(0, pad) : s)) throw invalid(`${this.where}: content is not valid base64`);
+    const whole = pad >= 0 ? s.length : s.length - (s.length % 4);
+    this.rest = s.slice(whole);
+    s = s.slice(0, whole);
+    return s.length === 0 ? EMPTY : Buffer.from(s, 'base64');
+  }
+
+  end(): Buffer {
+    const s = this.rest;
+    this.rest = '';
+    if (s.length % 4 === 1) throw invalid(`${this.where}: invalid base64 length`);
+    return s.length === 0 ? EMPTY : Buffer.from(s, 'base64');
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Running totals of one request, shared by its contents. */
+interface Budget {
+  decoded: number;
+  inMemory: number;
+  other: number;
+}
+
+/**
+ * Where one content's decoded bytes go: memory up to one chunk (within the request's budget),
+ * then a stager. With an encoding not known yet (the item's `encoding` key comes after
+ * `content`), the raw characters are kept as UTF-8 and decoded when the item ends.
+ */
+class ContentSink {
+  private memory: Buffer[] = [];
+  private memoryBytes = 0;
+  private stager: BlobStager | null = null;
+  private readonly decoder: Base64Decoder | null;
+  private bytes = 0;
+  /** Pending mode: whether every character so far could be base64 (decides the size bound). */
+  private base64Compatible = true;
+  private counted = 0;
+
+  constructor(
+    private readonly opts: WriteBodyOptions,
+    private readonly budget: Budget,
+    private readonly mode: ContentEncoding | 'pending',
+    private readonly where: string,
+    private readonly stagers: BlobStager[],
+  ) {
+    this.decoder = mode === 'base64' ? new Base64Decoder(where) : null;
+  }
+
+  write(piece: string): Promise<void> | undefined {
+    if (this.mode === 'pending' && this.base64Compatible && !/^[A-Za-z0-9+/=\r\n]*$/.test(piece)) this.base64Compatible = false;
+    const bytes = this.decoder ? this.decoder.write(piece) : Buffer.from(piece, 'utf8');
+    return this.push(bytes);
+  }
+
+  /** The smallest decoded size the content can have so far (what the 413 decision may use). */
+  private lowerBound(): number {
+    if (this.mode !== 'pending' || !this.base64Compatible) return this.bytes;
+    return Math.floor((this.bytes * 3) / 4);
+  }
+
+  private push(bytes: Buffer): Promise<void> | undefined {
+    if (bytes.length === 0) return undefined;
+    this.bytes += bytes.length;
+    const bound = this.lowerBound();
+    this.budget.decoded += bound - this.counted;
+    this.counted = bound;
+    if (bound > MAX_CONTENT_BYTES) throw tooLarge(`${this.where}: the file`);
+    if (this.budget.decoded > MAX_CONTENT_BYTES) throw tooLarge('the decoded content of the request');
+    if (this.stager) return this.stager.append(bytes);
+    this.memory.push(bytes);
+    this.memoryBytes += bytes.length;
+    this.budget.inMemory += bytes.length;
+    if (this.memoryBytes > CHUNK_SIZE || this.budget.inMemory > INLINE_BUDGET) return this.spill();
+    return undefined;
+  }
+
+  private async spill(): Promise<void> {
+    this.stager = new BlobStager(this.opts.storage, this.opts.repoId);
+    this.stagers.push(this.stager);
+    const held = this.memory;
+    this.budget.inMemory -= this.memoryBytes;
+    this.memory = [];
+    this.memoryBytes = 0;
+    for (const piece of held) await this.stager.append(piece);
+  }
+
+  /** Finishes the content once its item (and so its `encoding`) is complete. */
+  async finish(encoding: ContentEncoding): Promise<ContentRef> {
+    if (this.decoder) await this.push(this.decoder.end());
+    if (this.mode === 'pending' && encoding === 'base64') return this.transcode();
+    // Final accounting with the real size (a pending UTF-8 content counted a lower bound).
+    this.budget.decoded += this.bytes - this.counted;
+    this.counted = this.bytes;
+    if (this.bytes > MAX_CONTENT_BYTES) throw tooLarge(`${this.where}: the file`);
+    if (this.budget.decoded > MAX_CONTENT_BYTES) throw tooLarge('the decoded content of the request');
+    if (this.stager) return { kind: 'staged', blob: await this.stager.finish() };
+    return { kind: 'bytes', bytes: this.memory.length === 1 ? this.memory[0]! : Buffer.concat(this.memory, this.memoryBytes) };
+  }
+
+  /** The raw characters turned out to be base64: decode them into a new sink. */
+  private async transcode(): Promise<ContentRef> {
+    if (!this.base64Compatible) throw invalid(`${this.where}: content is not valid base64`);
+    this.budget.decoded -= this.counted;
+    if (this.stager === null) this.budget.inMemory -= this.memoryBytes;
+    const sink = new ContentSink(this.opts, this.budget, 'base64', this.where, this.stagers);
+    if (this.stager === null) {
+      for (const piece of this.memory) await sink.write(piece.toString('latin1'));
+      return sink.finish('base64');
+    }
+    const chunks = await this.stager.flush();
+    for (let i = 0; i < chunks; i++) await sink.write(readChunk(this.opts.storage, this.opts.repoId, this.stager.uploadId, i).toString('latin1'));
+    const result = await sink.finish('base64');
+    await this.stager.discard();
+    return result;
+  }
+}
+
+type Container = Record<string, unknown> | unknown[];
+interface Frame {
+  value: Container;
+  key: string | null;
+}
+
+const NONE = Symbol.for('object-stream.none');
+const MANY = Symbol.for('object-stream.many');
+
+/** Parses a streamed body; see the module comment. */
+async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyOptions, stagers: BlobStager[]): Promise<Omit<ParsedWriteBody, 'discard'>> {
+  const parse = jsonParser({ packKeys: true, streamKeys: false, packStrings: false, streamStrings: true, packNumbers: true, streamNumbers: false });
+  const text = new TextDecoder('utf-8', { fatal: true });
+  const budget: Budget = { decoded: 0, inMemory: 0, other: 0 };
+  const contents = new Map<number, ContentRef>();
+  const frames: Frame[] = [];
+  let root: unknown = undefined;
+  let sink: ContentSink | null = null;
+  let pieces: string[] = [];
+  const sinks = new Map<Container, { index: number; sink: ContentSink }>();
+
+  const addValue = (value: unknown): void => {
+    const top = frames[frames.length - 1];
+    if (!top) {
+      root = value;
+      return;
+    }
+    if (Array.isArray(top.value)) top.value.push(value);
+    else {
+      top.value[top.key!] = value;
+      top.key = null;
+    }
+  };
+  const countOther = (n: number): void => {
+    budget.other += n;
+    if (budget.other > MAX_OTHER_CHARS) throw new ServiceError('PAYLOAD_TOO_LARGE', `the request body outside file contents exceeds ${MAX_OTHER_CHARS} characters`);
+  };
+  /** The item of the file list that the innermost object is, with its index, or null. */
+  const contentItem = (): { item: Record<string, unknown>; index: number } | null => {
+    if (frames.length !== 3) return null;
+    const [top, list, item] = frames as [Frame, Frame, Frame];
+    if (top.key !== opts.listKey || !Array.isArray(list.value) || Array.isArray(item.value) || Array.isArray(top.value)) return null;
+    return { item: item.value, index: list.value.length - 1 };
+  };
+
+  const onToken = async (token: Token): Promise<void> => {
+    switch (token.name) {
+      case 'startObject':
+      case 'startArray': {
+        const value: Container = token.name === 'startObject' ? {} : [];
+        addValue(value);
+        frames.push({ value, key: null });
+        const list = frames[1]?.value;
+        if (frames.length === 3 && frames[0]!.key === opts.listKey && Array.isArray(list) && list.length > opts.maxItems) {
+          throw invalid(`"${opts.listKey}" has more than ${opts.maxItems} items`);
+        }
+        return;
+      }
+      case 'endObject':
+      case 'endArray': {
+        const done = frames.pop()!;
+        const pending = sinks.get(done.value);
+        if (pending) {
+          sinks.delete(done.value);
+          const item = done.value as Record<string, unknown>;
+          const encoding = !opts.encodingFixed && (item.encoding === 'base64' || item.encoding === 'utf-8') ? item.encoding : opts.defaultEncoding;
+          contents.set(pending.index, await pending.sink.finish(encoding));
+        }
+        return;
+      }
+      case 'keyValue':
+        countOther(token.value.length);
+        frames[frames.length - 1]!.key = token.value;
+        return;
+      case 'startString': {
+        const target = frames[frames.length - 1]?.key === 'content' ? contentItem() : null;
+        if (target) {
+          const known = target.item.encoding;
+          let mode: ContentEncoding | 'pending' = opts.defaultEncoding;
+          if (!opts.encodingFixed) mode = known === 'base64' || known === 'utf-8' ? known : known === undefined || known === null ? 'pending' : mode;
+          sink = new ContentSink(opts, budget, mode, `${opts.listKey}[${target.index}]`, stagers);
+          sinks.set(target.item, { index: target.index, sink });
+        } else pieces = [];
+        return;
+      }
+      case 'stringChunk':
+        if (sink) {
+          const wait = sink.write(token.value);
+          if (wait) await wait;
+        } else {
+          countOther(token.value.length);
+          pieces.push(token.value);
+        }
+        return;
+      case 'endString':
+        if (sink) {
+          sink = null;
+          addValue('');
+        } else addValue(pieces.length === 1 ? pieces[0]! : pieces.join(''));
+        return;
+      case 'numberValue':
+        countOther(token.value.length);
+        addValue(Number(token.value));
+        return;
+      case 'trueValue':
+      case 'falseValue':
+      case 'nullValue':
+        addValue(token.value);
+        return;
+      default:
+        return;
+    }
+  };
+
+  const feed = async (result: unknown): Promise<void> => {
+    if (result === NONE || result === undefined) return;
+    const tokens = (result as Record<symbol, unknown>)[MANY] === 1 ? (result as { values: Token[] }).values : [result as Token];
+    for (const token of tokens) await onToken(token);
+  };
+
+  try {
+    for await (const chunk of stream) await feed(parse(text.decode(chunk, { stream: true })));
+    const tail = text.decode();
+    if (tail) await feed(parse(tail));
+    await feed(parse(NONE as never));
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA') throw invalid('request body is not valid UTF-8');
+    if (err instanceof Error && !(err instanceof ServiceError) && err.message.startsWith('Parser cannot parse input')) throw invalid('malformed JSON body');
+    throw err;
+  }
+  if (root === undefined) return { body: {}, contents };
+  if (typeof root !== 'object' || root === null || Array.isArray(root)) throw invalid('request body must be a JSON object');
+  return { body: root as Record<string, unknown>, contents };
+}
+
+async function readWhole(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of stream) {
+    parts.push(chunk as Buffer);
+    total += chunk.byteLength;
+  }
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, total);
+}
+
+/**
+ * Reads a file-writing request body (see the module comment). The caller validates `body` and
+ * must call `discard()` when the request fails before an actor took the staged blobs.
+ */
+export async function readWriteBody(stream: AsyncIterable<Uint8Array>, headers: Record<string, string>, opts: WriteBodyOptions): Promise<ParsedWriteBody> {
+  const declared = headers['content-length'] ? Number(headers['content-length']) : NaN;
+  const type = headers['content-type'] ?? '';
+  const stagers: BlobStager[] = [];
+  const discard = async (): Promise<void> => {
+    await Promise.allSettled(stagers.map((s) => s.discard()));
+  };
+  if (declared === 0) return { body: {}, contents: new Map(), discard };
+  if (!/^application\/json\s*(;|$)/i.test(type)) throw invalid('request body must be JSON with Content-Type: application/json');
+  if (Number.isFinite(declared) && declared <= SMALL_BODY_BYTES) {
+    const raw = await readWhole(stream);
+    if (raw.length === 0) return { body: {}, contents: new Map(), discard };
+    let body: unknown;
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw invalid('malformed JSON body');
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('request body must be a JSON object');
+    return { body: body as Record<string, unknown>, contents: new Map(), discard };
+  }
+  try {
+    const parsed = await parseStreamed(stream, opts, stagers);
+    return { ...parsed, discard };
+  } catch (err) {
+    await discard();
+    throw err;
+  }
+}

@@ -1,0 +1,36 @@
+import { invalid, isServiceError } from '../../errors.js';
+import { BlobStager } from '../../storage/blob-store.js';
+import type { BlobStoreInput } from '../../actors/commands/apply-ops.js';
+import { callActor, repoActor } from '../actor-call.js';
+import { MAX_CONTENT_BYTES } from '../apply-ops-parser.js';
+import type { RouteDef } from '../route.js';
+
+/**
+ * `POST /{org}/{repo}/blobs` (API §5.4): the raw bytes of one file, streamed into chunks as they
+ * arrive (hashed on the way when the length is declared), then committed as a blob by the
+ * repository's actor. Later writes reference it by `blob_oid`.
+ */
+export const blobRoutes: RouteDef[] = [
+  {
+    method: 'POST',
+    path: '/{org}/{repo}/blobs',
+    permission: 'git:write',
+    streamBody: true,
+    bodyLimit: MAX_CONTENT_BYTES,
+    async handler(ctx) {
+      if (!/^application\/octet-stream\s*(;|$)/i.test(ctx.headers['content-type'] ?? '')) {
+        throw invalid('a blob upload must be sent with Content-Type: application/octet-stream');
+      }
+      const declared = ctx.headers['content-length'] ? Number(ctx.headers['content-length']) : null;
+      const stager = new BlobStager(ctx.services.storage, ctx.repo!.id, declared !== null && Number.isFinite(declared) ? declared : null);
+      try {
+        for await (const chunk of ctx.bodyStream!) await stager.append(chunk);
+        const input: BlobStoreInput = { repo_id: ctx.repo!.id, blob: await stager.finish() };
+        return await callActor(ctx, repoActor(ctx.repo!.id), 'blob.store', input);
+      } catch (err) {
+        if (!isServiceError(err) || err.code !== 'UNAVAILABLE') await stager.discard();
+        throw err;
+      }
+    },
+  },
+];

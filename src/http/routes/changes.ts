@@ -1,0 +1,245 @@
+import { invalid, notFound } from '../../errors.js';
+import { readChangeCommit } from '../../vcs/commit.js';
+import { materializeTreeSet } from '../../vcs/conflict.js';
+import { EMPTY_TREE_OID } from '../../vcs/git-object.js';
+import { ROOT_CHANGE_ID, isChangeId } from '../../vcs/ids.js';
+import { diffTrees } from '../../vcs/tree-diff.js';
+import { listTreeSetConflicts } from '../../vcs/tree-merge.js';
+import { createChangeBody, patchChangeBody } from '../../protocol/schemas/changes.js';
+import { changeView, type ChangeDetailView, type ChangeView, type EvolutionView } from '../../protocol/views/change.js';
+import { evolutionOf, getChange, objectStore } from '../../storage/change-store.js';
+import type { ChangeRecord } from '../../storage/records.js';
+import { getBookmark } from '../../storage/repo-store.js';
+import { compileBodyCheck } from '../body-validator.js';
+import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
+import { WRITE_BODY_LIMIT } from '../apply-ops-parser.js';
+import type { RequestContext, RouteDef } from '../route.js';
+import { fileItems, handleWrite, writeInput } from './apply-ops.js';
+
+/**
+ * Change routes (API §5): reads from an LMDB snapshot on this thread, writes through the
+ * repository's actor with the apply-ops body handling (`files` may carry 512 MiB contents).
+ */
+const checkCreate = compileBodyCheck(createChangeBody);
+const checkPatch = compileBodyCheck(patchChangeBody);
+
+function changeParam(ctx: RequestContext): ChangeRecord {
+  const id = ctx.params.change_id!;
+  if (!isChangeId(id)) throw invalid(`"${id}" is not a change id (32 characters k-z)`);
+  const record = id === ROOT_CHANGE_ID ? undefined : getChange(ctx.services.storage.meta, ctx.repo!.id, id);
+  if (!record) throw notFound('CHANGE_NOT_FOUND', `change ${id} not found`, { change_id: id });
+  return record;
+}
+
+function view(ctx: RequestContext, record: ChangeRecord): ChangeView {
+  return changeView(record, readChangeCommit(objectStore(ctx.services.storage, ctx.repo!.id), record.commit_oid));
+}
+
+/** The change with `files` (changed vs its first parent, materialized view) and `conflicts`. */
+function detail(ctx: RequestContext, record: ChangeRecord): ChangeDetailView {
+  const meta = ctx.services.storage.meta;
+  // Scratch store: materializing a conflict writes marker files, which must not be persisted here.
+  const store = objectStore(ctx.services.storage, ctx.repo!.id, { scratch: true });
+  const commit = readChangeCommit(store, record.commit_oid);
+  const parent = record.parents[0] === undefined || record.parents[0] === ROOT_CHANGE_ID ? undefined : getChange(meta, ctx.repo!.id, record.parents[0]);
+  const before = parent ? materializeTreeSet(store, readChangeCommit(store, parent.commit_oid).trees) : EMPTY_TREE_OID;
+  const after = materializeTreeSet(store, commit.trees);
+  return {
+    ...changeView(record, commit),
+    files: diffTrees(store, before, after).map((c) => c.path),
+    conflicts: commit.isConflicted ? listTreeSetConflicts(store, commit.trees).map((c) => c.path) : [],
+  };
+}
+
+// ---- topological listing (API §5.5) -----------------------------------------------------
+
+interface Node {
+  record: ChangeRecord;
+}
+
+/** Children before parents: higher generation first, then newer, then id. A strict total order. */
+function before(a: Node, b: Node): boolean {
+  const x = a.record;
+  const y = b.record;
+  if (x.generation !== y.generation) return x.generation > y.generation;
+  if (x.created_at !== y.created_at) return x.created_at > y.created_at;
+  return x.id < y.id;
+}
+
+/** A binary heap of the changes reached but not listed yet (the walk's frontier). */
+class Frontier {
+  private readonly items: Node[] = [];
+  readonly ids = new Set<string>();
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  push(node: Node): void {
+    if (this.ids.has(node.record.id)) return;
+    this.ids.add(node.record.id);
+    const a = this.items;
+    a.push(node);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!before(a[i]!, a[p]!)) break;
+      [a[i], a[p]] = [a[p]!, a[i]!];
+      i = p;
+    }
+  }
+
+  pop(): Node {
+    const a = this.items;
+    const top = a[0]!;
+    const last = a.pop()!;
+    if (a.length > 0) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && before(a[l]!, a[m]!)) m = l;
+        if (r < a.length && before(a[r]!, a[m]!)) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m]!, a[i]!];
+        i = m;
+      }
+    }
+    this.ids.delete(top.record.id);
+    return top;
+  }
+}
+
+interface ListCursor extends Record<string, unknown> {
+  /** The pinned target of the first page. */
+  t: string;
+  /** Changes reached but not yet listed. */
+  f: string[];
+}
+
+const isListCursor = (v: Record<string, unknown>): v is ListCursor =>
+  typeof v.t === 'string' && isChangeId(v.t) && Array.isArray(v.f) && v.f.length <= 100_000 && v.f.every((id) => typeof id === 'string' && isChangeId(id));
+
+/**
+ * Because parents always sort after their children, popping the frontier in order lists the
+ * history from the target in topological order, and the frontier alone is enough to resume: a
+ * cursor carries it (and the pinned target), so pages survive writes and moves in between.
+ */
+function listChanges(ctx: RequestContext): { changes: ChangeView[]; next_cursor: string | null; has_more: boolean } {
+  const meta = ctx.services.storage.meta;
+  const repo = ctx.repo!;
+  const cursor = decodeCursor(ctx.query.cursor, isListCursor);
+  const frontier = new Frontier();
+  const add = (id: string): void => {
+    if (id === ROOT_CHANGE_ID || frontier.ids.has(id)) return;
+    const record = getChange(meta, repo.id, id);
+    if (record) frontier.push({ record });
+  };
+  let target: string;
+  if (cursor) {
+    target = cursor.t;
+    cursor.f.forEach(add);
+  } else {
+    const name = (ctx.query.bookmark as string | undefined) || repo.default_bookmark;
+    const bookmark = getBookmark(meta, repo.id, name);
+    if (!bookmark) throw notFound('BRANCH_NOT_FOUND', `bookmark "${name}" not found`, { bookmark: name });
+    target = bookmark.change_id;
+    add(target);
+  }
+  const limit = ctx.query.limit as number;
+  const changes: ChangeView[] = [];
+  while (frontier.size > 0 && changes.length < limit) {
+    const { record } = frontier.pop();
+    changes.push(view(ctx, record));
+    record.parents.forEach(add);
+  }
+  const hasMore = frontier.size > 0;
+  return { changes, next_cursor: hasMore ? encodeCursor({ t: target, f: [...frontier.ids] }) : null, has_more: hasMore };
+}
+
+export const changeRoutes: RouteDef[] = [
+  {
+    method: 'GET',
+    path: '/{org}/{repo}/changes',
+    // API §3: the brief lists this read under the write scope.
+    permission: 'git:write',
+    query: { keys: { cursor: { type: 'string', maxLength: 64 * 1024 }, limit: { type: 'int', min: 1, max: 200, default: 50 }, bookmark: { type: 'string', maxLength: 1024 } } },
+    handler: (ctx) => ({ status: 200, schema: 'changePage', value: listChanges(ctx) }),
+  },
+  {
+    method: 'POST',
+    path: '/{org}/{repo}/changes',
+    permission: 'git:write',
+    streamBody: true,
+    bodyLimit: WRITE_BODY_LIMIT,
+    handler: (ctx) =>
+      handleWrite(ctx, {
+        listKey: 'files',
+        check: checkCreate,
+        command: 'change.create',
+        toInput(c, { body, contents }) {
+          const input = writeInput(c, body, fileItems((body.files as Array<Record<string, unknown>> | null | undefined) ?? [], contents), 'files');
+          input.base_change_id = body.base_change_id as string;
+          return input;
+        },
+      }),
+  },
+  {
+    method: 'GET',
+    path: '/{org}/{repo}/changes/{change_id}',
+    permission: 'git:read',
+    handler: (ctx) => ({ status: 200, schema: 'changeDetail', value: detail(ctx, changeParam(ctx)) }),
+  },
+  {
+    method: 'PATCH',
+    path: '/{org}/{repo}/changes/{change_id}',
+    permission: 'git:write',
+    streamBody: true,
+    bodyLimit: WRITE_BODY_LIMIT,
+    handler: (ctx) => {
+      const id = ctx.params.change_id!;
+      if (!isChangeId(id)) throw invalid(`"${id}" is not a change id (32 characters k-z)`);
+      return handleWrite(ctx, {
+        listKey: 'files',
+        check: checkPatch,
+        command: 'change.update',
+        toInput(c, { body, contents }) {
+          if (body.files != null && body.resolutions != null) throw invalid('"files" and "resolutions" cannot be combined: resolve the conflicts first');
+          const input = writeInput(c, body, fileItems((body.files as Array<Record<string, unknown>> | null | undefined) ?? [], contents), 'files');
+          input.change_id = id;
+          input.expected_commit_oid = (body.base_commit_oid as string | null | undefined) ?? null;
+          return input;
+        },
+      });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/{org}/{repo}/changes/{change_id}/evolution',
+    permission: 'git:read',
+    query: { keys: { cursor: { type: 'string', maxLength: 1024 }, limit: { type: 'int', min: 1, max: 200, default: 50 } } },
+    handler(ctx) {
+      const record = changeParam(ctx);
+      const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
+      const limit = ctx.query.limit as number;
+      const evolution: EvolutionView[] = [];
+      let hasMore = false;
+      let last: string | null = null;
+      for (const { id, record: entry } of evolutionOf(ctx.services.storage.meta, ctx.repo!.id, record.id, cursor?.before)) {
+        if (evolution.length === limit) {
+          hasMore = true;
+          break;
+        }
+        evolution.push(entry);
+        last = id;
+      }
+      return {
+        status: 200,
+        schema: 'evolutionPage',
+        value: { evolution, next_cursor: hasMore && last ? encodeCursor({ before: last }) : null, has_more: hasMore },
+      };
+    },
+  },
+];

@@ -1,0 +1,191 @@
+import { createHash, type Hash } from 'node:crypto';
+import { ServiceError } from '../errors.js';
+import type { Storage } from './database.js';
+import { newId } from './ids.js';
+import { K, under } from './keys.js';
+import {
+  CHUNK_SIZE,
+  decodeObjectValue,
+  encodeChunkedHeader,
+  encodeInlineObject,
+  readChunk,
+} from './git-object-store.js';
+
+/**
+ * Large blobs: streamed into the `chunks` database before the mutation that uses them, committed
+ * by that mutation, and streamed out again, so a 512 MiB file is never one buffer or one string.
+ *
+ * Staging happens on the front end while the body arrives (`BlobStager`, async LMDB writes with
+ * at most a few chunks in flight). Committing is the actor's (`commitStagedBlob`, synchronous, in
+ * the command's transaction): it writes the object header that makes the chunks part of the
+ * repository. LMDB commits are ordered, so once the command's transaction is on disk the chunks
+ * it references are too.
+ *
+ * The git oid hashes `blob <size>\0` before the content. When the size is declared up front (a
+ * raw upload with Content-Length) the stager hashes as the bytes arrive; otherwise (base64 inside
+ * JSON, chunked uploads) it hashes in a second pass over the stored chunks once the size is known
+ * — reading LMDB pages back is much cheaper than holding the content.
+ */
+export interface StagedBlob {
+  upload_id: string;
+  oid: string;
+  size: number;
+  chunks: number;
+}
+
+/** Chunk writes allowed in flight before `append` waits (bounds memory to a few MiB). */
+const MAX_IN_FLIGHT = 4;
+
+export class BlobStager {
+  readonly uploadId = newId('upl');
+  private current: Buffer = Buffer.allocUnsafe(CHUNK_SIZE);
+  private fill = 0;
+  private chunkCount = 0;
+  private total = 0;
+  private readonly inFlight: Promise<boolean>[] = [];
+  private readonly hash: Hash | null;
+  private discarded = false;
+
+  /** `declaredSize`: hash while streaming; the bytes must then add up to exactly this size. */
+  constructor(
+    private readonly storage: Storage,
+    private readonly repoId: string,
+    private readonly declaredSize: number | null = null,
+  ) {
+    this.hash = declaredSize === null ? null : createHash('sha1').update(`blob ${declaredSize}\0`);
+  }
+
+  get size(): number {
+    return this.total;
+  }
+
+  async append(bytes: Uint8Array): Promise<void> {
+    let pos = 0;
+    this.hash?.update(bytes);
+    this.total += bytes.length;
+    while (pos < bytes.length) {
+      const n = Math.min(CHUNK_SIZE - this.fill, bytes.length - pos);
+      this.current.set(bytes.subarray(pos, pos + n), this.fill);
+      this.fill += n;
+      pos += n;
+      if (this.fill === CHUNK_SIZE) await this.flushChunk();
+    }
+  }
+
+  private async flushChunk(): Promise<void> {
+    const chunk = this.fill === CHUNK_SIZE ? this.current : Buffer.from(this.current.subarray(0, this.fill));
+    this.inFlight.push(this.storage.chunks.put(K.chunk(this.repoId, this.uploadId, this.chunkCount++), chunk));
+    this.current = Buffer.allocUnsafe(CHUNK_SIZE);
+    this.fill = 0;
+    if (this.inFlight.length >= MAX_IN_FLIGHT) await this.inFlight.shift();
+  }
+
+  /** Writes out what is buffered and waits for every chunk to commit; returns the chunk count. */
+  async flush(): Promise<number> {
+    if (this.fill > 0) await this.flushChunk();
+    await Promise.all(this.inFlight.splice(0));
+    return this.chunkCount;
+  }
+
+  async finish(): Promise<StagedBlob> {
+    await this.flush();
+    let oid: string;
+    if (this.hash) {
+      if (this.total !== this.declaredSize) throw new ServiceError('INVALID_REQUEST', `the body has ${this.total} bytes, not the declared ${this.declaredSize}`);
+      oid = this.hash.digest('hex');
+    } else {
+      oid = await hashStoredBlob(this.storage, this.repoId, this.uploadId, this.chunkCount, this.total);
+    }
+    return { upload_id: this.uploadId, oid, size: this.total, chunks: this.chunkCount };
+  }
+
+  /** Drops whatever was staged (a failed request). */
+  async discard(): Promise<void> {
+    if (this.discarded) return;
+    this.discarded = true;
+    await Promise.allSettled(this.inFlight.splice(0));
+    await discardUpload(this.storage, this.repoId, this.uploadId);
+  }
+}
+
+/** The git blob oid of staged chunks, yielding to the event loop between chunks. */
+async function hashStoredBlob(storage: Storage, repoId: string, uploadId: string, chunks: number, size: number): Promise<string> {
+  const hash = createHash('sha1').update(`blob ${size}\0`);
+  for (let i = 0; i < chunks; i++) {
+    // getBinaryFast returns a view that stays valid until the next read: hash it right away.
+    const chunk = storage.chunks.getBinaryFast(K.chunk(repoId, uploadId, i));
+    if (!chunk) throw new ServiceError('INTERNAL_ERROR', `staged chunk ${i} of ${uploadId} is missing`);
+    hash.update(chunk);
+    if (i % 16 === 15) await new Promise((r) => setImmediate(r));
+  }
+  return hash.digest('hex');
+}
+
+/** Deletes every chunk staged under an upload id (async; for the front end). */
+export async function discardUpload(storage: Storage, repoId: string, uploadId: string): Promise<void> {
+  const removals: Promise<boolean>[] = [];
+  for (const key of storage.chunks.getKeys(under([repoId, uploadId]))) removals.push(storage.chunks.remove(key));
+  await Promise.all(removals);
+}
+
+function removeUploadSync(storage: Storage, repoId: string, uploadId: string): void {
+  for (const key of storage.chunks.getKeys(under([repoId, uploadId]))) storage.chunks.removeSync(key);
+}
+
+/**
+ * Makes a staged blob an object of the repository, inside the caller's transaction: a blob the
+ * repository already has drops the staged copy; one that fits in a chunk is stored inline.
+ */
+export function commitStagedBlob(storage: Storage, repoId: string, staged: StagedBlob): void {
+  const key = K.object(repoId, staged.oid);
+  if (storage.objects.doesExist(key)) {
+    removeUploadSync(storage, repoId, staged.upload_id);
+    return;
+  }
+  const expected = Math.ceil(staged.size / CHUNK_SIZE);
+  if (staged.chunks !== expected || (expected > 0 && !storage.chunks.doesExist(K.chunk(repoId, staged.upload_id, expected - 1)))) {
+    throw new ServiceError('INTERNAL_ERROR', `staged upload ${staged.upload_id} is incomplete`);
+  }
+  if (staged.size <= CHUNK_SIZE) {
+    const content = expected === 0 ? Buffer.alloc(0) : readChunk(storage, repoId, staged.upload_id, 0);
+    storage.objects.putSync(key, encodeInlineObject('blob', content));
+    removeUploadSync(storage, repoId, staged.upload_id);
+    return;
+  }
+  storage.objects.putSync(key, encodeChunkedHeader({ u: staged.upload_id, s: staged.size, n: staged.chunks }));
+}
+
+/** Removes every chunk of a repository (its deletion; objects are removed by the repo command). */
+export function removeRepositoryChunks(storage: Storage, repoId: string): void {
+  for (const key of storage.chunks.getKeys(under([repoId]))) storage.chunks.removeSync(key);
+}
+
+export interface BlobReader {
+  oid: string;
+  size: number;
+  /** The bytes in order, at most `CHUNK_SIZE` per piece; each piece is a fresh copy. */
+  chunks(): AsyncGenerator<Buffer>;
+}
+
+/**
+ * Opens a blob of the repository for streaming (any thread): undefined when the repository has
+ * no blob with that oid. Chunks are read one at a time as the consumer asks for them.
+ */
+export function openBlob(storage: Storage, repoId: string, oid: string): BlobReader | undefined {
+  const value = storage.objects.get(K.object(repoId, oid));
+  if (!value) return undefined;
+  const info = decodeObjectValue(oid, value);
+  if (info.type !== 'blob') return undefined;
+  return {
+    oid,
+    size: info.size,
+    async *chunks() {
+      if (info.chunked === null) {
+        for (let pos = 0; pos < info.size; pos += CHUNK_SIZE) yield Buffer.from(info.content.subarray(pos, pos + CHUNK_SIZE));
+        return;
+      }
+      for (let i = 0; i < info.chunked.n; i++) yield readChunk(storage, repoId, info.chunked.u, i);
+    },
+  };
+}
+

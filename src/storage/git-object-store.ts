@@ -1,0 +1,132 @@
+import { ServiceError } from '../errors.js';
+import { hashObject } from '../vcs/git-object.js';
+import type { GitObject, ObjectStore, ObjectType } from '../vcs/object-store.js';
+import type { Storage } from './database.js';
+import { K } from './keys.js';
+
+/**
+ * The repository's git objects in LMDB (the `ObjectStore` of src/vcs). Objects are stored under
+ * `[repoId, oid]` in the `objects` database and written with `putSync`, so inside an actor command
+ * they commit atomically with the metadata that references them (one transaction, one flush).
+ *
+ * Value layout: one type byte, then the content — git's type numbers (1 commit, 2 tree, 3 blob,
+ * 4 tag) for inline objects; `CHUNKED_BLOB` for a blob larger than `CHUNK_SIZE`, whose value is a
+ * small JSON header `{u: uploadId, s: size, n: chunkCount}` and whose bytes live in the `chunks`
+ * database under `[repoId, uploadId, index]` (1 MiB each) so they stream in and out.
+ */
+export const CHUNK_SIZE = 1024 * 1024;
+export const CHUNKED_BLOB = 0x83;
+
+const TYPE_CODE: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+const TYPE_NAME: Record<number, ObjectType> = { 1: 'commit', 2: 'tree', 3: 'blob', 4: 'tag' };
+
+export interface ChunkedBlobHeader {
+  /** Upload id the chunks are stored under. */
+  u: string;
+  /** Size in bytes. */
+  s: number;
+  /** Number of chunks. */
+  n: number;
+}
+
+/** What is known about a stored object without loading its content. */
+export type ObjectInfo =
+  | { type: ObjectType; size: number; chunked: null; content: Uint8Array }
+  | { type: 'blob'; size: number; chunked: ChunkedBlobHeader; content: null };
+
+export function encodeInlineObject(type: ObjectType, content: Uint8Array): Buffer {
+  const value = Buffer.allocUnsafe(content.length + 1);
+  value[0] = TYPE_CODE[type];
+  value.set(content, 1);
+  return value;
+}
+
+export function encodeChunkedHeader(header: ChunkedBlobHeader): Buffer {
+  return Buffer.concat([Buffer.from([CHUNKED_BLOB]), Buffer.from(JSON.stringify(header))]);
+}
+
+export function decodeObjectValue(oid: string, value: Buffer): ObjectInfo {
+  const code = value[0]!;
+  if (code === CHUNKED_BLOB) {
+    const header = JSON.parse(value.toString('utf8', 1)) as ChunkedBlobHeader;
+    return { type: 'blob', size: header.s, chunked: header, content: null };
+  }
+  const type = TYPE_NAME[code];
+  if (!type) throw new ServiceError('INTERNAL_ERROR', `object ${oid} has an unknown type code ${code}`);
+  return { type, size: value.length - 1, chunked: null, content: value.subarray(1) };
+}
+
+/** Writes `content` as chunks under `uploadId` (synchronously, in the caller's transaction). */
+export function putChunksSync(storage: Storage, repoId: string, uploadId: string, content: Uint8Array): number {
+  let index = 0;
+  for (let pos = 0; pos < content.length; pos += CHUNK_SIZE, index++) {
+    storage.chunks.putSync(K.chunk(repoId, uploadId, index), Buffer.from(content.subarray(pos, pos + CHUNK_SIZE)));
+  }
+  return index;
+}
+
+/** Reads one chunk (a copy); missing chunks are corruption. */
+export function readChunk(storage: Storage, repoId: string, uploadId: string, index: number): Buffer {
+  const chunk = storage.chunks.get(K.chunk(repoId, uploadId, index));
+  if (!chunk) throw new ServiceError('INTERNAL_ERROR', `missing chunk ${index} of upload ${uploadId}`);
+  return chunk;
+}
+
+export class LmdbObjectStore implements ObjectStore {
+  /** Objects written by a scratch store (never persisted), by oid. */
+  private readonly overlay: Map<string, GitObject> | null;
+
+  /**
+   * `scratch`: writes stay in memory. Readers outside an actor use it for computations that
+   * write derived objects (a conflict's materialized view) without touching the database.
+   */
+  constructor(
+    private readonly storage: Storage,
+    readonly repoId: string,
+    options: { scratch?: boolean } = {},
+  ) {
+    this.overlay = options.scratch ? new Map() : null;
+  }
+
+  info(oid: string): ObjectInfo | undefined {
+    const value = this.storage.objects.get(K.object(this.repoId, oid));
+    if (value) return decodeObjectValue(oid, value);
+    const own = this.overlay?.get(oid);
+    return own && { type: own.type, size: own.content.length, chunked: null, content: own.content };
+  }
+
+  read(oid: string): GitObject | undefined {
+    const info = this.info(oid);
+    if (!info) return undefined;
+    if (info.chunked === null) return { type: info.type, content: info.content };
+    // Only callers that asked for a whole blob get here (merges check `size` first).
+    const parts: Buffer[] = [];
+    for (let i = 0; i < info.chunked.n; i++) parts.push(readChunk(this.storage, this.repoId, info.chunked.u, i));
+    return { type: 'blob', content: Buffer.concat(parts, info.size) };
+  }
+
+  size(oid: string): number | undefined {
+    return this.info(oid)?.size;
+  }
+
+  has(oid: string): boolean {
+    return this.storage.objects.doesExist(K.object(this.repoId, oid)) || (this.overlay?.has(oid) ?? false);
+  }
+
+  write(type: ObjectType, content: Uint8Array): string {
+    const oid = hashObject(type, content);
+    if (this.has(oid)) return oid;
+    if (this.overlay) {
+      this.overlay.set(oid, { type, content: Uint8Array.from(content) });
+      return oid;
+    }
+    if (type === 'blob' && content.length > CHUNK_SIZE) {
+      const uploadId = `obj_${oid}`;
+      const n = putChunksSync(this.storage, this.repoId, uploadId, content);
+      this.storage.objects.putSync(K.object(this.repoId, oid), encodeChunkedHeader({ u: uploadId, s: content.length, n }));
+    } else {
+      this.storage.objects.putSync(K.object(this.repoId, oid), encodeInlineObject(type, content));
+    }
+    return oid;
+  }
+}
