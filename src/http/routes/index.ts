@@ -1,9 +1,10 @@
 import type { RouteDef } from '../route.js';
 import { orgRoutes } from './orgs.js';
 import { repoRoutes } from './repos.js';
+import { bookmarkRoutes } from './bookmarks.js';
 import { changeRoutes } from './changes.js';
 import { applyOpsRoutes } from './apply-ops.js';
 import { blobRoutes } from './blobs.js';
 
 /** The route table: every API route, each defined beside the feature it serves. */
-export const routes: RouteDef[] = [...orgRoutes, ...repoRoutes, ...changeRoutes, ...applyOpsRoutes, ...blobRoutes];
+export const routes: RouteDef[] = [...orgRoutes, ...repoRoutes, ...bookmarkRoutes, ...changeRoutes, ...applyOpsRoutes, ...blobRoutes];

@@ -1,0 +1,136 @@
+import type { Key } from 'lmdb';
+import { notFound } from '../../errors.js';
+import { checkBookmarkName } from '../../protocol/names.js';
+import { compileRefGlob } from '../../protocol/ref-glob.js';
+import { createBookmarkBody, mergeBody, moveBookmarkBody, moveBookmarksBody } from '../../protocol/schemas/bookmarks.js';
+import { bookmarkView, type BookmarkView } from '../../protocol/views/bookmark.js';
+import { K, under } from '../../storage/keys.js';
+import type { BookmarkRecord } from '../../storage/records.js';
+import { getBookmark } from '../../storage/repo-store.js';
+import type { CreateBookmarkInput, DeleteBookmarkInput, MoveBookmarksInput, MoveRequest } from '../../actors/commands/bookmarks.js';
+import type { MergeBookmarksInput, MergeBody } from '../../actors/commands/merge.js';
+import { callActor, repoActor } from '../actor-call.js';
+import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
+import type { RouteDef } from '../route.js';
+
+/**
+ * Bookmark routes (API §6). Reads are served here from an LMDB snapshot; every write goes to the
+ * repository's actor, which applies it as one step of the repository's single writer.
+ */
+
+const BOOKMARKS = '/{org}/{repo}/bookmarks';
+const BOOKMARK = '/{org}/{repo}/bookmarks/{bookmark}';
+
+export const bookmarkRoutes: RouteDef[] = [
+  {
+    method: 'GET',
+    path: BOOKMARKS,
+    permission: 'git:read',
+    query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 200, default: 50 }, glob: { type: 'string' } } },
+    handler(ctx) {
+      const repo = ctx.repo!;
+      const glob = ctx.query.glob === undefined || ctx.query.glob === '' ? null : compileRefGlob(String(ctx.query.glob));
+      const cursor = decodeCursor(ctx.query.cursor, hasString('after'));
+      const limit = ctx.query.limit as number;
+      // Names sort as keys, so the glob's literal prefix bounds the scan and the cursor is a name.
+      const range = under(['r', repo.id, 'bm']);
+      let start: Key = range.start;
+      if (glob?.prefix) start = K.bookmark(repo.id, glob.prefix);
+      // Keys compare as UTF-8 bytes, so the later of the two starting points is chosen the same way.
+      if (cursor && (glob === null || Buffer.compare(Buffer.from(cursor.after), Buffer.from(glob.prefix)) >= 0)) start = K.bookmark(repo.id, cursor.after);
+      const bookmarks: BookmarkView[] = [];
+      let hasMore = false;
+      for (const { key, value } of ctx.services.storage.meta.getRange({ start, end: range.end })) {
+        const name = (key as string[])[3]!;
+        if (cursor && name === cursor.after) continue;
+        if (glob) {
+          if (!name.startsWith(glob.prefix)) break;
+          if (!glob.test(name)) continue;
+        }
+        if (bookmarks.length === limit) {
+          hasMore = true;
+          break;
+        }
+        bookmarks.push(bookmarkView(repo, value as BookmarkRecord));
+      }
+      const last = bookmarks[bookmarks.length - 1];
+      return {
+        status: 200,
+        schema: 'bookmarkPage',
+        value: { bookmarks, next_cursor: hasMore && last ? encodeCursor({ after: last.name }) : null, has_more: hasMore },
+      };
+    },
+  },
+  {
+    method: 'POST',
+    path: BOOKMARKS,
+    permission: 'git:write',
+    body: createBookmarkBody,
+    handler(ctx) {
+      const body = ctx.body as { name: string; change_id: string };
+      checkBookmarkName(body.name);
+      const input: CreateBookmarkInput = { repo_id: ctx.repo!.id, name: body.name, change_id: body.change_id };
+      return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.create', input);
+    },
+  },
+  {
+    method: 'PATCH',
+    path: BOOKMARKS,
+    permission: 'git:write',
+    body: moveBookmarksBody,
+    handler(ctx) {
+      const body = ctx.body as { moves: Array<MoveRequest & { allow_backwards?: boolean | null; expected_change_id?: string | null }> };
+      const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: false, moves: body.moves.map(moveRequest) };
+      return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.move', input);
+    },
+  },
+  {
+    method: 'POST',
+    path: '/{org}/{repo}/bookmarks/merge',
+    permission: 'git:write',
+    body: mergeBody,
+    handler(ctx) {
+      const input: MergeBookmarksInput = { repo_id: ctx.repo!.id, ...(ctx.body as MergeBody) };
+      return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.merge', input);
+    },
+  },
+  {
+    method: 'GET',
+    path: BOOKMARK,
+    permission: 'git:read',
+    handler(ctx) {
+      const repo = ctx.repo!;
+      const record = getBookmark(ctx.services.storage.meta, repo.id, ctx.params.bookmark!);
+      if (!record) throw notFound('BRANCH_NOT_FOUND', `bookmark "${ctx.params.bookmark}" not found`);
+      return { status: 200, schema: 'bookmark', value: bookmarkView(repo, record) };
+    },
+  },
+  {
+    method: 'PATCH',
+    path: BOOKMARK,
+    permission: 'git:write',
+    body: moveBookmarkBody,
+    handler(ctx) {
+      const body = ctx.body as Omit<MoveRequest, 'name'>;
+      const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: true, moves: [moveRequest({ ...body, name: ctx.params.bookmark! })] };
+      return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.move', input);
+    },
+  },
+  {
+    method: 'DELETE',
+    path: BOOKMARK,
+    permission: 'git:write',
+    handler(ctx) {
+      const input: DeleteBookmarkInput = { repo_id: ctx.repo!.id, name: ctx.params.bookmark! };
+      return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.delete', input);
+    },
+  },
+];
+
+/** Drops the `null`s a client may send for omitted optional fields (API §1). */
+function moveRequest(m: { name: string; change_id: string; allow_backwards?: boolean | null; expected_change_id?: string | null }): MoveRequest {
+  const out: MoveRequest = { name: m.name, change_id: m.change_id };
+  if (m.allow_backwards) out.allow_backwards = true;
+  if (m.expected_change_id != null) out.expected_change_id = m.expected_change_id;
+  return out;
+}
