@@ -19,6 +19,10 @@ import type { Key } from 'lmdb';
  *   ['r', repoId, 'evo', changeId, ulid]  EvolutionRecord, one per commit a change has had
  *   ['r', repoId, 'kid', parentId, childId]  true  children index (descendant walks for rebases)
  *   ['r', repoId, 'fmeta', path]      {k: v}   file metadata (set_metadata), outside git history
+ *   ['r', repoId, 'analytics']        AnalyticsDocument (API §10), written by the analytics actor only
+ *   ['r', repoId, 'analytics-state']  AnalyticsState: the head and inputs the document was computed at
+ *   ['r', repoId, 'analytics-commit', oid]  one commit's analytics result, kept for the commits the
+ *                                     document counts (incremental walks stop at them; rebuilds reuse them)
  *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
  *   ['idem', keyId, idempotencyKey]   IdempotencyRecord
  */
@@ -44,6 +48,9 @@ export const K = {
   chunk: (repoId: string, uploadId: string, index: number): Key => [repoId, uploadId, index],
   /** The newest sync record of the repository (denormalized for the repository view). */
   latestSync: (repoId: string): Key => ['r', repoId, 'sync-latest'],
+  analytics: (repoId: string): Key => ['r', repoId, 'analytics'],
+  analyticsState: (repoId: string): Key => ['r', repoId, 'analytics-state'],
+  analyticsCommit: (repoId: string, oid: string): Key => ['r', repoId, 'analytics-commit', oid],
   outbox: (eventId: string): Key => ['outbox', eventId],
   idempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
 };

@@ -1,4 +1,5 @@
 import type { Services } from '../../http/services.js';
+import { startAnalytics } from './analytics/index.js';
 
 /**
  * The system actors that run beside the repository actors (upstream sync, webhook fan-out,
@@ -13,7 +14,7 @@ export interface SystemActors {
 }
 
 type Starter = (services: Services) => Promise<SystemActor> | SystemActor;
-const starters: Starter[] = [];
+const starters: Starter[] = [startAnalytics];
 
 export async function startSystemActors(services: Services): Promise<SystemActors> {
   const running = await Promise.all(starters.map((start) => start(services)));

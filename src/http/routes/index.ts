@@ -1,4 +1,5 @@
 import type { RouteDef } from '../route.js';
+import { analyticsRoutes } from './analytics.js';
 import { orgRoutes } from './orgs.js';
 import { repoRoutes } from './repos.js';
 import { bookmarkRoutes } from './bookmarks.js';
@@ -7,4 +8,4 @@ import { applyOpsRoutes } from './apply-ops.js';
 import { blobRoutes } from './blobs.js';
 
 /** The route table: every API route, each defined beside the feature it serves. */
-export const routes: RouteDef[] = [...orgRoutes, ...repoRoutes, ...bookmarkRoutes, ...changeRoutes, ...applyOpsRoutes, ...blobRoutes];
+export const routes: RouteDef[] = [...orgRoutes, ...repoRoutes, ...bookmarkRoutes, ...changeRoutes, ...applyOpsRoutes, ...blobRoutes, ...analyticsRoutes];

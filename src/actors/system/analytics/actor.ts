@@ -1,0 +1,145 @@
+/**
+ * The analytics actor: notices default-bookmark moves and keeps each repository's document up to
+ * date, off the request path and outside every repository's mailbox.
+ *
+ * Noticing costs the write path nothing: every mutation already rewrites the repository record
+ * (`last_op_id`), so a periodic scan reads the repository records and looks closer only at those
+ * whose operation (or default bookmark) changed since the last scan. Bursts coalesce: one
+ * computation per repository at a time, queued once however often it moved, and the computation
+ * reads the head when it starts — the latest head wins. A failed run is retried with backoff, and
+ * at once when the repository moves again.
+ */
+import { log } from '../../../log.js';
+import type { Storage } from '../../../storage/database.js';
+import { under } from '../../../storage/keys.js';
+import { getRepo } from '../../../storage/repo-store.js';
+import type { RunOutcome } from './engine.js';
+
+/** What the actor drives (the engine; an injected one in tests). */
+export interface AnalyticsRunner {
+  needsRun(repoId: string): boolean;
+  run(repoId: string): Promise<RunOutcome>;
+}
+
+export interface AnalyticsActorOptions {
+  /** Time between scans of the repository records. */
+  intervalMs?: number;
+  /** First retry delay after a failed run; doubles up to `retryMaxMs`. */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  onOutcome?: (repoId: string, outcome: RunOutcome) => void;
+}
+
+export class AnalyticsActor {
+  /** repoId → what the repository record said at the last scan. */
+  readonly #seen = new Map<string, string>();
+  readonly #queue: string[] = [];
+  readonly #queued = new Set<string>();
+  readonly #retry = new Map<string, { at: number; delayMs: number }>();
+  readonly #intervalMs: number;
+  readonly #retryBaseMs: number;
+  readonly #retryMaxMs: number;
+  #timer: NodeJS.Timeout | null = null;
+  #draining: Promise<void> | null = null;
+  #stopped = false;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly runner: AnalyticsRunner,
+    private readonly options: AnalyticsActorOptions = {},
+  ) {
+    this.#intervalMs = options.intervalMs ?? 500;
+    this.#retryBaseMs = options.retryBaseMs ?? 30_000;
+    this.#retryMaxMs = options.retryMaxMs ?? 600_000;
+  }
+
+  start(): void {
+    const tick = (): void => {
+      if (this.#stopped) return;
+      try {
+        this.scan();
+      } catch (err) {
+        log.error('analytics scan failed', { error: (err as Error).message });
+      }
+      this.#timer = setTimeout(tick, this.#intervalMs);
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#draining;
+  }
+
+  /** Queues every repository whose document is behind; returns how many were queued. */
+  scan(now = Date.now()): number {
+    const meta = this.storage.meta;
+    const alive = new Set<string>();
+    let queued = 0;
+    for (const orgKey of meta.getKeys(under(['org']))) {
+      const orgId = (orgKey as string[])[1]!;
+      for (const key of meta.getKeys(under(['o', orgId, 'repo']))) {
+        const repoId = (key as string[])[3]!;
+        alive.add(repoId);
+        const repo = getRepo(meta, repoId);
+        if (!repo) continue;
+        const mark = `${repo.last_op_id ?? ''}|${repo.default_bookmark}`;
+        const retry = this.#retry.get(repoId);
+        const due = retry !== undefined && retry.at <= now;
+        if (this.#seen.get(repoId) === mark && !due) continue;
+        this.#seen.set(repoId, mark);
+        if (due) this.#retry.delete(repoId);
+        if (this.#enqueueIfBehind(repoId)) queued++;
+      }
+    }
+    for (const repoId of this.#seen.keys()) {
+      if (!alive.has(repoId)) {
+        this.#seen.delete(repoId);
+        this.#retry.delete(repoId);
+      }
+    }
+    if (queued > 0) this.#drain();
+    return queued;
+  }
+
+  /** Resolves once nothing is queued or running (tests, benchmarks). */
+  async idle(): Promise<void> {
+    while (this.#draining) await this.#draining;
+  }
+
+  #enqueueIfBehind(repoId: string): boolean {
+    if (this.#queued.has(repoId) || !this.runner.needsRun(repoId)) return false;
+    this.#queued.add(repoId);
+    this.#queue.push(repoId);
+    return true;
+  }
+
+  #drain(): void {
+    if (this.#draining) return;
+    this.#draining = (async () => {
+      while (!this.#stopped && this.#queue.length > 0) {
+        const repoId = this.#queue.shift()!;
+        // Still queued while running: a move seen meanwhile is picked up by the re-check below.
+        const outcome = await this.runner.run(repoId);
+        this.#queued.delete(repoId);
+        this.options.onOutcome?.(repoId, outcome);
+        if (outcome.kind === 'failed') {
+          const previous = this.#retry.get(repoId)?.delayMs;
+          const delayMs = previous === undefined ? this.#retryBaseMs : Math.min(previous * 2, this.#retryMaxMs);
+          this.#retry.set(repoId, { at: Date.now() + delayMs, delayMs });
+          log.warn('analytics run failed', { repo_id: repoId, error: outcome.error, retry_in_ms: delayMs });
+        } else {
+          this.#retry.delete(repoId);
+          if (outcome.kind !== 'unchanged' && outcome.kind !== 'gone') {
+            log.debug('analytics computed', { repo_id: repoId, kind: outcome.kind, computed: outcome.computed, reused: outcome.reused, ms: Math.round(outcome.ms) });
+          }
+          // The head may have moved while this run computed an older one.
+          this.#enqueueIfBehind(repoId);
+        }
+      }
+    })().finally(() => {
+      this.#draining = null;
+    });
+  }
+}

@@ -1,0 +1,317 @@
+/**
+ * Computes and stores one repository's analytics document (API §10).
+ *
+ * Beside the document, every counted commit keeps its own result under
+ * `['r', repo, 'analytics-commit', oid]`, and the state record names the head the document counts.
+ * Invariant (while `rebuilding` is false): the kept results are exactly the commits reachable from
+ * that head. So an update walks back from the new head and stops at kept commits:
+ * - when the old head is among the commits it stopped at, the new head descends from it and the
+ *   walked commits are exactly the new ones: they are added to the stored totals (incremental);
+ * - otherwise history was rewritten (or notes or the agent table changed): the document is
+ *   rebuilt from every reachable commit, reusing kept results whose inputs are unchanged (a
+ *   result depends only on the commit, its first parent, its note and the agent table), then
+ *   results of commits no longer reachable are dropped.
+ *
+ * A rebuild writes results in several transactions (so as not to hold the write lock for long) and
+ * sets `rebuilding` first; a run interrupted in between leaves it set and the next run rebuilds.
+ * The engine writes only its own records, in its own transactions, never inside an actor's turn.
+ */
+import { performance } from 'node:perf_hooks';
+import { log } from '../../../log.js';
+import type { Storage } from '../../../storage/database.js';
+import { K, under } from '../../../storage/keys.js';
+import type { ObjectStore } from '../../../vcs/object-store.js';
+import type { AgentTable } from './agent-table.js';
+import { AgentblameNotes } from './agentblame-notes.js';
+import { computeCommit } from './commit-stats.js';
+import type { CommitResult } from './commit-stats.js';
+import { addCommits, emptyDocument } from './document.js';
+import type { AnalyticsDocument, HistoryItem } from './document.js';
+import type { AnalyticsSource } from './source.js';
+
+/** Bumped when per-commit results would come out differently: kept results are then recomputed. */
+export const ENGINE_VERSION = 1;
+
+export interface AnalyticsState {
+  engine: number;
+  /** The agent table's fingerprint the kept results were computed with. */
+  table: string;
+  /** The head commit the document counts (null: the default bookmark was on the virtual root). */
+  head: string | null;
+  /** The agentblame notes commit the document was computed with. */
+  notes: string | null;
+  /** A rebuild is writing results: kept results may include commits the document does not count. */
+  rebuilding: boolean;
+}
+
+/** A kept per-commit result. */
+interface KeptCommit {
+  parents: string[];
+  merge: boolean;
+  /** The note blob the result was computed with. */
+  note: string | null;
+  item: HistoryItem;
+}
+
+export type RunKind = 'unchanged' | 'incremental' | 'rebuild' | 'gone' | 'failed';
+
+export interface RunOutcome {
+  kind: RunKind;
+  head: string | null;
+  /** Commits diffed in this run. */
+  computed: number;
+  /** Commits whose kept result was reused. */
+  reused: number;
+  ms: number;
+  error?: string;
+}
+
+export interface EngineOptions {
+  now?: () => Date;
+  /** Continuous work before yielding to the event loop (lets a worker see `stop`, and LMDB renew its read snapshot). */
+  sliceMs?: number;
+  /** Results written per transaction during a rebuild. */
+  writeChunk?: number;
+}
+
+interface Walk {
+  /** The walked commits, children before parents. */
+  order: CommitResult[];
+  /** Commits the walk stopped at. */
+  boundary: Set<string>;
+  computed: number;
+  reused: number;
+}
+
+const keptOf = (r: CommitResult, note: string | null): KeptCommit => ({ parents: r.parents, merge: r.merge, note, item: r.item });
+
+export class AnalyticsEngine {
+  readonly #now: () => Date;
+  readonly #sliceMs: number;
+  readonly #writeChunk: number;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly source: AnalyticsSource,
+    private readonly table: AgentTable,
+    options: EngineOptions = {},
+  ) {
+    this.#now = options.now ?? (() => new Date());
+    this.#sliceMs = options.sliceMs ?? 20;
+    this.#writeChunk = options.writeChunk ?? 1000;
+  }
+
+  /** Brings the repository's document up to its current head; never throws (a failure is recorded in `_meta`). */
+  async run(repoId: string): Promise<RunOutcome> {
+    const started = performance.now();
+    const attempt = this.#now().toISOString();
+    try {
+      const outcome = await this.#run(repoId, attempt);
+      return { ...outcome, ms: performance.now() - started };
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
+      try {
+        await this.#recordFailure(repoId, attempt, error);
+      } catch (recordErr) {
+        log.error('analytics failure could not be recorded', { repo_id: repoId, error: (recordErr as Error).message });
+      }
+      return { kind: 'failed', head: null, computed: 0, reused: 0, ms: performance.now() - started, error };
+    }
+  }
+
+  /** True when the document does not count the current head and inputs (a run would change it). */
+  needsRun(repoId: string): boolean {
+    const meta = this.storage.meta;
+    if (!this.source.exists(repoId)) return false;
+    const state = meta.get(K.analyticsState(repoId)) as AnalyticsState | undefined;
+    const head = this.source.head(repoId);
+    // An empty repository has nothing to count: it stays "none" until its first commit.
+    if (state === undefined) return head !== null || meta.doesExist(K.analytics(repoId));
+    if (
+      state.rebuilding ||
+      state.engine !== ENGINE_VERSION ||
+      state.table !== this.table.fingerprint ||
+      state.head !== head ||
+      state.notes !== this.source.notes(repoId)
+    ) {
+      return true;
+    }
+    // Up to date but the last attempt failed (e.g. its write): a run clears the error.
+    return (meta.get(K.analytics(repoId)) as AnalyticsDocument | undefined)?._meta.lastError !== '';
+  }
+
+  async #run(repoId: string, attempt: string): Promise<Omit<RunOutcome, 'ms'>> {
+    const meta = this.storage.meta;
+    if (!this.source.exists(repoId)) return { kind: 'gone', head: null, computed: 0, reused: 0 };
+    const state = meta.get(K.analyticsState(repoId)) as AnalyticsState | undefined;
+    const stored = meta.get(K.analytics(repoId)) as AnalyticsDocument | undefined;
+    const head = this.source.head(repoId);
+    const notesOid = this.source.notes(repoId);
+    const keptValid = state !== undefined && state.engine === ENGINE_VERSION && state.table === this.table.fingerprint;
+    const consistent = keptValid && !state.rebuilding && stored !== undefined && state.notes === notesOid;
+
+    if (consistent && state.head === head) {
+      this.#stamp(stored, attempt, false);
+      await meta.put(K.analytics(repoId), stored);
+      return { kind: 'unchanged', head, computed: 0, reused: 0 };
+    }
+
+    const store = this.source.objects(repoId);
+    const notes = AgentblameNotes.read(store, notesOid);
+    const fresh = new Map<string, CommitResult>();
+    if (consistent && state.head !== null && head !== null) {
+      const walk = await this.#walk(store, head, notes, fresh, (oid) => meta.doesExist(K.analyticsCommit(repoId, oid)), () => undefined);
+      if (walk.boundary.has(state.head)) {
+        addCommits(stored, walk.order.filter((r) => !r.merge).map((r) => r.item));
+        this.#stamp(stored, attempt, true);
+        const next: AnalyticsState = { ...state, head };
+        await meta.batch(() => {
+          for (const r of walk.order) meta.put(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
+          meta.put(K.analytics(repoId), stored);
+          meta.put(K.analyticsState(repoId), next);
+        });
+        return { kind: 'incremental', head, computed: walk.computed, reused: 0 };
+      }
+    }
+    return this.#rebuild(repoId, attempt, store, head, notesOid, notes, fresh, state, keptValid);
+  }
+
+  async #rebuild(
+    repoId: string,
+    attempt: string,
+    store: ObjectStore,
+    head: string | null,
+    notesOid: string | null,
+    notes: AgentblameNotes,
+    fresh: Map<string, CommitResult>,
+    state: AnalyticsState | undefined,
+    keptValid: boolean,
+  ): Promise<Omit<RunOutcome, 'ms'>> {
+    const meta = this.storage.meta;
+    if (state && !state.rebuilding) await meta.put(K.analyticsState(repoId), { ...state, rebuilding: true });
+    const pending: CommitResult[] = [];
+    const flush = async (): Promise<void> => {
+      const batch = pending.splice(0);
+      await meta.batch(() => {
+        for (const r of batch) meta.put(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
+      });
+    };
+    const kept = (oid: string): CommitResult | undefined => {
+      if (!keptValid) return undefined;
+      const k = meta.get(K.analyticsCommit(repoId, oid)) as KeptCommit | undefined;
+      if (!k || k.note !== notes.blobOf(oid)) return undefined;
+      return { oid, parents: k.parents, merge: k.merge, item: k.item };
+    };
+    const walk = head === null
+      ? { order: [], boundary: new Set<string>(), computed: 0, reused: 0 }
+      : await this.#walk(store, head, notes, fresh, () => false, kept, async (r) => {
+          pending.push(r);
+          if (pending.length >= this.#writeChunk) await flush();
+        });
+
+    const doc = emptyDocument();
+    addCommits(doc, walk.order.filter((r) => !r.merge).map((r) => r.item));
+    this.#stamp(doc, attempt, true);
+    const reachable = new Set(walk.order.map((r) => r.oid));
+    const stale: string[] = [];
+    for (const key of meta.getKeys(under(['r', repoId, 'analytics-commit']))) {
+      const oid = (key as string[])[3]!;
+      if (!reachable.has(oid)) stale.push(oid);
+    }
+    const next: AnalyticsState = { engine: ENGINE_VERSION, table: this.table.fingerprint, head, notes: notesOid, rebuilding: false };
+    const last = pending.splice(0);
+    await meta.batch(() => {
+      for (const r of last) meta.put(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
+      for (const oid of stale) meta.remove(K.analyticsCommit(repoId, oid));
+      meta.put(K.analytics(repoId), doc);
+      meta.put(K.analyticsState(repoId), next);
+    });
+    return { kind: 'rebuild', head, computed: walk.computed, reused: walk.reused };
+  }
+
+  /**
+   * Walks back from `head` over commits that are not `known`, resolving each (a result of this
+   * run, a kept one, or computed now) and returns them in topological order, children first.
+   */
+  async #walk(
+    store: ObjectStore,
+    head: string,
+    notes: AgentblameNotes,
+    fresh: Map<string, CommitResult>,
+    known: (oid: string) => boolean,
+    kept: (oid: string) => CommitResult | undefined,
+    onComputed?: (r: CommitResult) => Promise<void>,
+  ): Promise<Walk> {
+    const nodes = new Map<string, CommitResult>();
+    const boundary = new Set<string>();
+    const stack = [head];
+    let computed = 0;
+    let reused = 0;
+    let sliceStart = performance.now();
+    while (stack.length > 0) {
+      const oid = stack.pop()!;
+      if (nodes.has(oid) || boundary.has(oid)) continue;
+      if (known(oid)) {
+        boundary.add(oid);
+        continue;
+      }
+      // Results computed earlier in this run (an incremental attempt that found a rewrite) are
+      // new to storage too.
+      let result = fresh.get(oid);
+      if (!result) {
+        result = kept(oid);
+        if (result) reused++;
+      }
+      if (!result) {
+        result = computeCommit(store, oid, this.table, notes.rangesOf(oid));
+        fresh.set(oid, result);
+      }
+      if (fresh.has(oid)) {
+        computed++;
+        await onComputed?.(result);
+      }
+      nodes.set(oid, result);
+      for (const parent of result.parents) stack.push(parent);
+      if (performance.now() - sliceStart > this.#sliceMs) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
+    }
+    return { order: topologicalOrder(head, nodes), boundary, computed, reused };
+  }
+
+  #stamp(doc: AnalyticsDocument, attempt: string, counted: boolean): void {
+    const done = this.#now().toISOString();
+    doc._meta = { lastAttempt: attempt, lastSuccess: done, lastError: '' };
+    if (counted || doc.summary.updated === '') doc.summary.updated = done;
+  }
+
+  async #recordFailure(repoId: string, attempt: string, error: string): Promise<void> {
+    const meta = this.storage.meta;
+    const doc = (meta.get(K.analytics(repoId)) as AnalyticsDocument | undefined) ?? emptyDocument();
+    doc._meta = { lastAttempt: attempt, lastSuccess: doc._meta.lastSuccess, lastError: error };
+    await meta.put(K.analytics(repoId), doc);
+  }
+}
+
+/** Kahn's order over the walked commits (edges to commits outside the walk are ignored). */
+function topologicalOrder(head: string, nodes: ReadonlyMap<string, CommitResult>): CommitResult[] {
+  const pendingChildren = new Map<string, number>();
+  for (const r of nodes.values()) {
+    for (const parent of new Set(r.parents)) if (nodes.has(parent)) pendingChildren.set(parent, (pendingChildren.get(parent) ?? 0) + 1);
+  }
+  const order: CommitResult[] = [];
+  const ready = nodes.has(head) ? [head] : [];
+  while (ready.length > 0) {
+    const r = nodes.get(ready.pop()!)!;
+    order.push(r);
+    // Reversed so the first parent is taken next: a linear history comes out newest first.
+    for (const parent of [...new Set(r.parents)].reverse()) {
+      if (!nodes.has(parent)) continue;
+      const left = pendingChildren.get(parent)! - 1;
+      pendingChildren.set(parent, left);
+      if (left === 0) ready.push(parent);
+    }
+  }
+  return order;
+}

@@ -1,0 +1,35 @@
+/**
+ * The analytics actor's own thread: diffing history is CPU work that must not stall the front
+ * end's event loop nor any repository's mailbox. It opens the data directory's LMDB environment
+ * (readers never block writers; it writes only its own records, in its own transactions).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { log, setLogLevel } from '../../../log.js';
+import { openStorage } from '../../../storage/database.js';
+import { AnalyticsActor } from './actor.js';
+import { AgentTable } from './agent-table.js';
+import { AnalyticsEngine } from './engine.js';
+import { LmdbAnalyticsSource } from './source.js';
+
+export interface AnalyticsWorkerData {
+  dataDir: string;
+  agentTable: string;
+  intervalMs: number;
+  logLevel: string;
+}
+
+const data = workerData as AnalyticsWorkerData;
+setLogLevel(data.logLevel);
+const storage = openStorage(data.dataDir);
+const engine = new AnalyticsEngine(storage, new LmdbAnalyticsSource(storage), AgentTable.load(data.agentTable));
+const actor = new AnalyticsActor(storage, engine, { intervalMs: data.intervalMs });
+actor.start();
+
+parentPort!.on('message', (message: { type: string }) => {
+  if (message.type !== 'stop') return;
+  actor
+    .stop()
+    .then(() => storage.close())
+    .catch((err: Error) => log.error('analytics worker stop failed', { error: err.message }))
+    .finally(() => parentPort!.close());
+});
