@@ -23,6 +23,13 @@ import type { Key } from 'lmdb';
  *   ['r', repoId, 'analytics-state']  AnalyticsState: the head and inputs the document was computed at
  *   ['r', repoId, 'analytics-commit', oid]  one commit's analytics result, kept for the commits the
  *                                     document counts (incremental walks stop at them; rebuilds reuse them)
+ *   ['r', repoId, 'sync', syncId]     SyncRecord (upstream syncs, newest last)
+ *   ['r', repoId, 'tag', name]        TagRecord: a tag pulled from the upstream
+ *   ['r', repoId, 'notes', name]      commit oid of `refs/notes/<name>` (pulled agentblame notes)
+ *   ['o', orgId, 'sync', syncId]      repoId   the org's syncs in creation order (sync-runs)
+ *   ['syncq', syncId]                 repoId   unfinished syncs in enqueue order (the sync queue)
+ *   ['sync-repo', repoId, syncId]     orgId    a repository's sync entries outside its own range,
+ *                                     so that deleting the repository can remove them
  *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
  *   ['idem', keyId, idempotencyKey]   IdempotencyRecord
  */
@@ -51,6 +58,12 @@ export const K = {
   analytics: (repoId: string): Key => ['r', repoId, 'analytics'],
   analyticsState: (repoId: string): Key => ['r', repoId, 'analytics-state'],
   analyticsCommit: (repoId: string, oid: string): Key => ['r', repoId, 'analytics-commit', oid],
+  sync: (repoId: string, syncId: string): Key => ['r', repoId, 'sync', syncId],
+  tag: (repoId: string, name: string): Key => ['r', repoId, 'tag', name],
+  notes: (repoId: string, name: string): Key => ['r', repoId, 'notes', name],
+  orgSync: (orgId: string, syncId: string): Key => ['o', orgId, 'sync', syncId],
+  syncQueue: (syncId: string): Key => ['syncq', syncId],
+  repoSyncIndex: (repoId: string, syncId: string): Key => ['sync-repo', repoId, syncId],
   outbox: (eventId: string): Key => ['outbox', eventId],
   idempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
 };

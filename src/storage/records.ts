@@ -113,3 +113,42 @@ export interface EvolutionRecord {
 
 /** File metadata of `set_metadata` (API §5.4): current values only, outside git history. */
 export type FileMetadataRecord = Record<string, string>;
+
+export type SyncDirection = 'pull' | 'push';
+export type SyncStatus = 'queued' | 'in_progress' | 'completed' | 'failed';
+export type SyncRefOutcome = 'updated' | 'unchanged' | 'filtered' | 'rejected';
+
+/** One ref a sync considered (API §9 `stats.refs`); `before`/`after` are the destination's values. */
+export interface SyncRefStat {
+  /** Full ref name (`refs/heads/main`, `refs/tags/v1`). */
+  name: string;
+  before: string | null;
+  after: string | null;
+  outcome: SyncRefOutcome;
+}
+
+/** An upstream sync (API §9). Written only by the repository actor's sync commands. */
+export interface SyncRecord {
+  id: string;
+  repo_id: string;
+  org_id: string;
+  direction: SyncDirection;
+  status: SyncStatus;
+  /** Tries started. */
+  attempt: number;
+  ref_globs: { branches: string; tags: string };
+  stats: { refs: SyncRefStat[] } | null;
+  error: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  /** Epoch ms before which a queued sync must not start (retry backoff); 0 = at once. */
+  next_attempt_at: number;
+}
+
+/** A tag pulled from the upstream: the ref's object (a tag object or a commit) and its commit. */
+export interface TagRecord {
+  name: string;
+  oid: string;
+  target_commit: string | null;
+}

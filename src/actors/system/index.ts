@@ -1,4 +1,5 @@
 import type { Services } from '../../http/services.js';
+import { startSyncActor } from './sync/index.js';
 import { startAnalytics } from './analytics/index.js';
 
 /**
@@ -14,7 +15,7 @@ export interface SystemActors {
 }
 
 type Starter = (services: Services) => Promise<SystemActor> | SystemActor;
-const starters: Starter[] = [startAnalytics];
+const starters: Starter[] = [startAnalytics, startSyncActor];
 
 export async function startSystemActors(services: Services): Promise<SystemActors> {
   const running = await Promise.all(starters.map((start) => start(services)));

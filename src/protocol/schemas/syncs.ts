@@ -1,4 +1,4 @@
-import { arr, nullable, obj, str, type JsonSchema } from './common.js';
+import { arr, nullable, obj, page, str, type JsonSchema } from './common.js';
 
 /** The sync record (API §9); `ref_globs` is left out of sync-run lists. */
 const syncFields: Record<string, JsonSchema> = {
@@ -16,3 +16,22 @@ const syncFields: Record<string, JsonSchema> = {
 
 export const sync: JsonSchema = obj({ ...syncFields, ref_globs: obj({ branches: str(), tags: str() }) });
 export const syncRun: JsonSchema = obj(syncFields);
+
+// Registered by views/sync.ts: this module is imported by the serializer registry itself.
+export const syncPage: JsonSchema = page('syncs', sync);
+export const syncRunPage: JsonSchema = page('sync_runs', syncRun);
+
+// ---- request bodies ----
+
+const glob = nullable(str({ minLength: 1, maxLength: 1024 }));
+
+export const createSyncBody: JsonSchema = obj(
+  {
+    direction: { enum: ['pull', 'push'] },
+    ref_globs: { oneOf: [obj({ branches: glob, tags: glob }, []), { type: 'null' }] },
+  },
+  ['direction'],
+);
+
+/** `POST …/push` takes no body: empty or `{}`. */
+export const pushBody: JsonSchema = obj({}, []);

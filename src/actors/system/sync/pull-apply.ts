@@ -1,0 +1,295 @@
+/**
+ * What a pull does to a repository once its objects are stored (API §9): imported commits become
+ * changes, branches fast-forward their bookmarks, tags and the agentblame notes ref are recorded.
+ * Runs inside the repository actor's command (synchronous, one transaction), so the decisions are
+ * made against the exact state they apply to and all of it — changes, bookmarks, events — commits
+ * or rolls back as one mutation.
+ */
+import { ServiceError } from '../../../errors.js';
+import { bookmarkEventView } from '../../../protocol/views/bookmark.js';
+import { bookmarkNameProblem } from '../../../protocol/names.js';
+import { repoEventView } from '../../../protocol/views/repository.js';
+import { changeIdOfCommitOid, getChange, isRepositoryEmpty, objectStore, putEvolution, putNewChange } from '../../../storage/change-store.js';
+import { K } from '../../../storage/keys.js';
+import { ulid } from '../../../storage/ids.js';
+import type { BookmarkRecord, SyncRecord, SyncRefStat, TagRecord } from '../../../storage/records.js';
+import { getBookmark } from '../../../storage/repo-store.js';
+import type { LmdbObjectStore } from '../../../storage/git-object-store.js';
+import { isAncestor } from '../../../vcs/commit-graph.js';
+import { changeIdOfCommit } from '../../../vcs/commit.js';
+import { CHANGE_ID_HEADER, isConflictedCommit } from '../../../vcs/conflict-layout.js';
+import { commitHeader, readCommit } from '../../../vcs/git-object.js';
+import { ROOT_CHANGE_ID, newChangeId, syntheticChangeId } from '../../../vcs/ids.js';
+import type { ObjectStore } from '../../../vcs/object-store.js';
+import { deleteBookmark, moveBookmarks, type RepoScope } from '../../commands/bookmarks.js';
+import type { CommandContext } from '../../command.js';
+import { BRANCH_PREFIX, refFilter } from './ref-filter.js';
+
+export interface RemoteRef {
+  ref: string;
+  oid: string;
+}
+
+export interface PulledRefs {
+  /** The upstream's HEAD symref target (`refs/heads/main`), when it advertised one. */
+  head: string | null;
+  /** Every upstream branch, tag and notes ref, whether selected or not. */
+  refs: RemoteRef[];
+}
+
+export interface Reconciliation {
+  reconciled_commit_count: number;
+  touched_change_count: number;
+  changes_created_count: number;
+  evolog_inserted_count: number;
+  invalid_change_id_header_count: number;
+  dirty_change_skip_count: number;
+}
+
+export interface PushEventUpdate {
+  ref: string;
+  bookmark: string;
+  before: string | null;
+  after: string | null;
+  action: 'created' | 'updated' | 'deleted';
+}
+
+export interface PullOutcome {
+  stats: SyncRefStat[];
+  updates: PushEventUpdate[];
+  reconciliation: Reconciliation;
+  /** True when anything in the repository changed (a ref moved or a change was created). */
+  changed: boolean;
+  /** Writes the evolution entries of the created changes under the operation that made them. */
+  recordEvolution(operationId: string): void;
+}
+
+/** Follows tag objects to what they finally point at; null when that is not a commit. */
+export function peelToCommit(store: ObjectStore, oid: string): string | null {
+  let current = oid;
+  for (let depth = 0; depth < 16; depth++) {
+    const object = store.read(current);
+    if (!object) return null;
+    if (object.type === 'commit') return current;
+    if (object.type !== 'tag') return null;
+    const m = /^object ([0-9a-f]{40})\n/.exec(Buffer.from(object.content).toString('latin1', 0, 48));
+    if (!m) return null;
+    current = m[1]!;
+  }
+  return null;
+}
+
+/**
+ * Makes a change of every commit reachable from the given tips that the repository does not know
+ * yet, parents first. The change id comes from the commit's `change-id` header, else jj's
+ * synthetic id; a header naming a change that already has another commit keeps that change and
+ * gives the newcomer its synthetic id (a "dirty" skip).
+ */
+class CommitImporter {
+  readonly created: Array<{ changeId: string; oid: string }> = [];
+  invalidHeaders = 0;
+  dirtySkips = 0;
+
+  constructor(
+    private readonly ctx: CommandContext,
+    private readonly repoId: string,
+    private readonly store: LmdbObjectStore,
+  ) {}
+
+  private known(oid: string): boolean {
+    return changeIdOfCommitOid(this.ctx.storage.meta, this.repoId, oid) !== undefined;
+  }
+
+  private parentsOf(oid: string): string[] {
+    if (!this.store.has(oid)) throw new ServiceError('INTERNAL_ERROR', `the upstream did not send commit ${oid}`);
+    return readCommit(this.store, oid).parents;
+  }
+
+  importFrom(tip: string): void {
+    // Iterative post-order walk: a commit is created once all its parents are.
+    const stack: Array<{ oid: string; parents: string[] | null }> = [{ oid: tip, parents: null }];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      if (this.known(top.oid)) {
+        stack.pop();
+        continue;
+      }
+      if (top.parents === null) {
+        top.parents = this.parentsOf(top.oid);
+        for (let i = top.parents.length - 1; i >= 0; i--) {
+          const parent = top.parents[i]!;
+          if (!this.known(parent)) stack.push({ oid: parent, parents: null });
+        }
+        continue;
+      }
+      stack.pop();
+      this.create(top.oid);
+    }
+  }
+
+  private create(oid: string): void {
+    const { meta } = this.ctx.storage;
+    const commit = readCommit(this.store, oid);
+    const header = commitHeader(commit, CHANGE_ID_HEADER);
+    let { changeId, fromHeader } = changeIdOfCommit(oid, commit);
+    if (fromHeader && changeId === ROOT_CHANGE_ID) {
+      fromHeader = false;
+      changeId = syntheticChangeId(oid);
+    }
+    if (header !== undefined && !fromHeader) this.invalidHeaders++;
+    if (getChange(meta, this.repoId, changeId)) {
+      if (fromHeader) this.dirtySkips++;
+      changeId = fromHeader ? syntheticChangeId(oid) : changeId;
+      // A synthetic id already claimed (by a commit whose header names it) gets a fresh id.
+      while (getChange(meta, this.repoId, changeId)) changeId = newChangeId();
+    }
+    const parents = commit.parents.length === 0 ? [ROOT_CHANGE_ID] : commit.parents.map((p) => changeIdOfCommitOid(meta, this.repoId, p)!);
+    const now = this.ctx.now.toISOString();
+    putNewChange(meta, this.repoId, {
+      id: changeId,
+      commit_oid: oid,
+      parents,
+      created_at: now,
+      updated_at: now,
+      rebased_at_seq: null,
+      is_conflicted: isConflictedCommit(commit),
+    });
+    this.created.push({ changeId, oid });
+  }
+}
+
+function commitOfBookmark(ctx: CommandContext, repoId: string, bookmark: BookmarkRecord): string | null {
+  if (bookmark.change_id === ROOT_CHANGE_ID) return null;
+  return getChange(ctx.storage.meta, repoId, bookmark.change_id)?.commit_oid ?? null;
+}
+
+export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecord, pulled: PulledRefs): PullOutcome {
+  const { meta } = ctx.storage;
+  const { org, repo } = scope;
+  const store = objectStore(ctx.storage, repo.id);
+  const filter = refFilter(sync.ref_globs);
+  const importer = new CommitImporter(ctx, repo.id, store);
+  const now = ctx.now.toISOString();
+  const stats: SyncRefStat[] = [];
+  const updates: PushEventUpdate[] = [];
+  let refsChanged = false;
+
+  const refs = [...pulled.refs].sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
+  const isCommit = (oid: string): boolean => store.read(oid)?.type === 'commit';
+
+  // First pull into a repository without changes: the default bookmark takes the name of the
+  // upstream's default branch (when that branch is pulled), so `default_bookmark` follows it.
+  if (pulled.head?.startsWith(BRANCH_PREFIX) && isRepositoryEmpty(meta, repo.id)) {
+    const headName = pulled.head.slice(BRANCH_PREFIX.length);
+    const headRef = refs.find((r) => r.ref === pulled.head);
+    const selected = filter.classify(pulled.head)?.selected === true;
+    if (headRef && selected && headName !== repo.default_bookmark && bookmarkNameProblem(headName) === null && isCommit(headRef.oid)) {
+      const before = { name: repo.name, default_bookmark: repo.default_bookmark, tags: { ...repo.tags } };
+      const previous = repo.default_bookmark;
+      repo.default_bookmark = headName;
+      if (getBookmark(meta, repo.id, previous)) deleteBookmark(ctx, scope, previous);
+      ctx.mutation.emit('repo.updated', org, repo, {
+        repo: repoEventView(meta, repo),
+        before,
+        after: { name: repo.name, default_bookmark: repo.default_bookmark, tags: repo.tags },
+      });
+      refsChanged = true;
+    }
+  }
+
+  for (const { ref, oid } of refs) {
+    const kind = filter.classify(ref);
+    if (!kind) continue;
+    if (kind.kind === 'branch') {
+      const bookmark = bookmarkNameProblem(kind.name) === null ? getBookmark(meta, repo.id, kind.name) : undefined;
+      const current = bookmark ? commitOfBookmark(ctx, repo.id, bookmark) : null;
+      if (!kind.selected) {
+        stats.push({ name: ref, before: current, after: current, outcome: 'filtered' });
+        continue;
+      }
+      if (bookmarkNameProblem(kind.name) !== null || !isCommit(oid)) {
+        stats.push({ name: ref, before: current, after: current, outcome: 'rejected' });
+        continue;
+      }
+      importer.importFrom(oid);
+      const targetChange = changeIdOfCommitOid(meta, repo.id, oid)!;
+      if (!bookmark) {
+        const record: BookmarkRecord = { name: kind.name, change_id: targetChange, created_at: now, updated_at: now };
+        meta.putSync(K.bookmark(repo.id, record.name), record);
+        ctx.mutation.emit('bookmark.created', org, repo, { bookmark: bookmarkEventView(repo, record, oid) });
+        stats.push({ name: ref, before: null, after: oid, outcome: 'updated' });
+        updates.push({ ref, bookmark: kind.name, before: null, after: oid, action: 'created' });
+        refsChanged = true;
+        continue;
+      }
+      // The bookmark already holds the upstream commit: it is that commit, an earlier commit of
+      // the bookmark's own change, or an ancestor of where the bookmark points.
+      const contains = current === oid || targetChange === bookmark.change_id || (current !== null && isAncestor(store, oid, current));
+      if (contains) {
+        stats.push({ name: ref, before: current, after: current, outcome: 'unchanged' });
+        continue;
+      }
+      if (current === null || isAncestor(store, current, oid)) {
+        // Fast-forward (checked on commits above; the change-level rule is implied).
+        moveBookmarks(ctx, scope, [{ name: kind.name, change_id: targetChange, allow_backwards: true }]);
+        stats.push({ name: ref, before: current, after: oid, outcome: 'updated' });
+        updates.push({ ref, bookmark: kind.name, before: current, after: oid, action: 'updated' });
+        refsChanged = true;
+        continue;
+      }
+      stats.push({ name: ref, before: current, after: current, outcome: 'rejected' });
+    } else if (kind.kind === 'tag') {
+      const existing = meta.get(K.tag(repo.id, kind.name)) as TagRecord | undefined;
+      const before = existing?.oid ?? null;
+      if (!kind.selected) {
+        stats.push({ name: ref, before, after: before, outcome: 'filtered' });
+        continue;
+      }
+      if (existing) {
+        // Tags do not move: a tag that changed upstream is refused, as `git fetch` does.
+        stats.push({ name: ref, before, after: before, outcome: existing.oid === oid ? 'unchanged' : 'rejected' });
+        continue;
+      }
+      if (!store.has(oid)) {
+        stats.push({ name: ref, before, after: before, outcome: 'rejected' });
+        continue;
+      }
+      const target = peelToCommit(store, oid);
+      if (target) importer.importFrom(target);
+      const record: TagRecord = { name: kind.name, oid, target_commit: target };
+      meta.putSync(K.tag(repo.id, kind.name), record);
+      stats.push({ name: ref, before: null, after: oid, outcome: 'updated' });
+      refsChanged = true;
+    } else {
+      const before = (meta.get(K.notes(repo.id, 'agentblame')) as string | undefined) ?? null;
+      if (before === oid || !isCommit(oid)) {
+        stats.push({ name: ref, before, after: before, outcome: before === oid ? 'unchanged' : 'rejected' });
+        continue;
+      }
+      // Notes are rewritten freely by the tools that keep them: the upstream's value wins.
+      meta.putSync(K.notes(repo.id, 'agentblame'), oid);
+      stats.push({ name: ref, before, after: oid, outcome: 'updated' });
+      refsChanged = true;
+    }
+  }
+
+  const created = importer.created;
+  return {
+    stats,
+    updates,
+    changed: refsChanged || created.length > 0,
+    reconciliation: {
+      reconciled_commit_count: created.length,
+      touched_change_count: created.length,
+      changes_created_count: created.length,
+      evolog_inserted_count: created.length,
+      invalid_change_id_header_count: importer.invalidHeaders,
+      dirty_change_skip_count: importer.dirtySkips,
+    },
+    recordEvolution(operationId) {
+      for (const { changeId, oid } of created) {
+        putEvolution(meta, repo.id, changeId, ulid(), { commit_oid: oid, predecessor_oid: null, operation_id: operationId, created_at: now });
+      }
+    },
+  };
+}

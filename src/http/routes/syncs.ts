@@ -1,0 +1,138 @@
+import type { Key } from 'lmdb';
+import { invalid, notFound } from '../../errors.js';
+import { createSyncBody, pushBody } from '../../protocol/schemas/syncs.js';
+import { syncRunView, syncView } from '../../protocol/views/sync.js';
+import { K, under } from '../../storage/keys.js';
+import type { RepoRecord, SyncRecord } from '../../storage/records.js';
+import { getRepo, getRepoByName } from '../../storage/repo-store.js';
+import type { EnqueueSyncInput } from '../../actors/commands/syncs.js';
+import { wakeSyncActor } from '../../actors/system/sync/index.js';
+import { normalizeRefGlobs, type RefGlobsInput } from '../../actors/system/sync/ref-filter.js';
+import { canAccessRepo } from '../auth/principal.js';
+import { callActor, repoActor } from '../actor-call.js';
+import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
+import type { Reply, RequestContext, RouteDef } from '../route.js';
+
+/**
+ * Upstream sync routes (API §9). Enqueueing goes through the repository's actor (which writes
+ * the record and its `sync.queued` event) and then wakes the sync actor; reads are served here
+ * from an LMDB snapshot, newest first, with cursors that are sync ids (ULIDs sort by creation).
+ */
+
+interface SyncBody {
+  direction: 'pull' | 'push';
+  ref_globs?: RefGlobsInput | null;
+}
+
+async function enqueue(ctx: RequestContext, body: SyncBody): Promise<Reply> {
+  const repo = ctx.repo!;
+  if (!repo.upstream) throw invalid('the repository has no upstream configured; set one with PATCH first');
+  const input: EnqueueSyncInput = { repo_id: repo.id, direction: body.direction, ref_globs: normalizeRefGlobs(body.ref_globs) };
+  const reply = await callActor(ctx, repoActor(repo.id), 'sync.enqueue', input);
+  wakeSyncActor();
+  return reply;
+}
+
+/** Sync records of one repository, newest first, strictly before the cursor's sync id. */
+function* repoSyncs(ctx: RequestContext, repoId: string, before: string | undefined): Generator<SyncRecord> {
+  const range = under(['r', repoId, 'sync']);
+  const start: Key = before ? K.sync(repoId, before) : range.end;
+  for (const { key, value } of ctx.services.storage.meta.getRange({ start, end: range.start, reverse: true })) {
+    if ((key as string[])[3] !== before) yield value as SyncRecord;
+  }
+}
+
+/** Sync records of the org's repositories this token may see, newest first. */
+function* orgSyncs(ctx: RequestContext, before: string | undefined): Generator<SyncRecord> {
+  const { meta } = ctx.services.storage;
+  const range = under(['o', ctx.org.id, 'sync']);
+  const start: Key = before ? K.orgSync(ctx.org.id, before) : range.end;
+  const visible = new Map<string, RepoRecord | null>();
+  for (const { key, value } of meta.getRange({ start, end: range.start, reverse: true })) {
+    const syncId = (key as string[])[3]!;
+    if (syncId === before) continue;
+    const repoId = value as string;
+    let repo = visible.get(repoId);
+    if (repo === undefined) {
+      const record = getRepo(meta, repoId);
+      repo = record && canAccessRepo(ctx.principal, record) ? record : null;
+      visible.set(repoId, repo);
+    }
+    if (!repo) continue;
+    const sync = meta.get(K.sync(repoId, syncId)) as SyncRecord | undefined;
+    if (sync) yield sync;
+  }
+}
+
+function pageOf<T>(records: Iterable<SyncRecord>, limit: number, view: (r: SyncRecord) => T): { items: T[]; next_cursor: string | null; has_more: boolean } {
+  const items: T[] = [];
+  let last: string | null = null;
+  let hasMore = false;
+  for (const record of records) {
+    if (items.length === limit) {
+      hasMore = true;
+      break;
+    }
+    items.push(view(record));
+    last = record.id;
+  }
+  return { items, next_cursor: hasMore && last ? encodeCursor({ before: last }) : null, has_more: hasMore };
+}
+
+export const syncRoutes: RouteDef[] = [
+  {
+    method: 'POST',
+    path: '/{org}/{repo}/upstream/syncs',
+    permission: 'git:write',
+    body: createSyncBody,
+    handler: (ctx) => enqueue(ctx, ctx.body as SyncBody),
+  },
+  {
+    method: 'GET',
+    path: '/{org}/{repo}/upstream/syncs',
+    permission: 'git:read',
+    query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 200, default: 50 } } },
+    handler(ctx) {
+      const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
+      const page = pageOf(repoSyncs(ctx, ctx.repo!.id, cursor?.before), ctx.query.limit as number, syncView);
+      return { status: 200, schema: 'syncPage', value: { syncs: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/{org}/{repo}/upstream/syncs/{syncId}',
+    permission: 'git:read',
+    handler(ctx) {
+      const record = ctx.services.storage.meta.get(K.sync(ctx.repo!.id, ctx.params.syncId!)) as SyncRecord | undefined;
+      if (!record) throw notFound('NOT_FOUND', `sync "${ctx.params.syncId}" not found`);
+      return { status: 200, schema: 'sync', value: syncView(record) };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/{org}/{repo}/push',
+    permission: 'git:write',
+    body: pushBody,
+    handler: (ctx) => enqueue(ctx, { direction: 'push' }),
+  },
+  {
+    method: 'GET',
+    path: '/{org}/sync-runs',
+    permission: 'git:read',
+    query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 100, default: 50 }, repo: { type: 'string', maxLength: 100 } } },
+    handler(ctx) {
+      const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
+      const name = ctx.query.repo as string | undefined;
+      let records: Iterable<SyncRecord>;
+      if (name !== undefined) {
+        // A filter, not a lookup: an unknown or out-of-reach repository lists nothing.
+        const repo = getRepoByName(ctx.services.storage.meta, ctx.org.id, name);
+        records = repo && canAccessRepo(ctx.principal, repo) ? repoSyncs(ctx, repo.id, cursor?.before) : [];
+      } else {
+        records = orgSyncs(ctx, cursor?.before);
+      }
+      const page = pageOf(records, ctx.query.limit as number, syncRunView);
+      return { status: 200, schema: 'syncRunPage', value: { sync_runs: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
+    },
+  },
+];

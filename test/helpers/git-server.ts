@@ -1,0 +1,253 @@
+import { execFile, spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+/**
+ * A real git smart-HTTP server for tests: git's own `git http-backend` (CGI) behind a node:http
+ * server on loopback, serving the bare repositories of a temporary directory. HTTP Basic auth is
+ * enforced on every request. Controls let a test take the server down (connections refused),
+ * answer 5xx for the next N requests, hold requests until released, or slow every request.
+ */
+const execFileAsync = promisify(execFile);
+const HTTP_BACKEND = '/usr/lib/git-core/git-http-backend';
+
+export interface GitRequestRecord {
+  method: string;
+  path: string;
+  service: string | null;
+  status: number;
+  user: string | null;
+}
+
+export interface GitServer {
+  /** `http://127.0.0.1:<port>` — a repository is at `${url}/<name>.git`. */
+  readonly url: string;
+  readonly root: string;
+  /** Every request answered (in order), for counting fetches and pushes. */
+  readonly requests: GitRequestRecord[];
+  /** Creates an empty bare repository `<name>.git` (default branch `main`) and returns its URL. */
+  createRepo(name: string): Promise<string>;
+  /** Runs git with `--git-dir` set to the bare repository `<name>.git`; returns trimmed stdout. */
+  git(name: string, args: string[], opts?: { input?: string; env?: Record<string, string> }): Promise<string>;
+  /** Runs git in any directory (for work trees). */
+  gitIn(cwd: string, args: string[], opts?: { input?: string; env?: Record<string, string> }): Promise<string>;
+  /** Stops listening: new connections are refused until `up()`. */
+  down(): Promise<void>;
+  up(): Promise<void>;
+  /** The next `n` requests are answered with `status` (default 503) without reaching git. */
+  failNext(n: number, status?: number): void;
+  /** Requests matching `match` wait until `release()` (resolves `held` when one arrives). */
+  hold(match: (req: { method: string; path: string; service: string | null }) => boolean): { held: Promise<void>; release(): void };
+  /** Every request waits this long before it is served. */
+  setDelay(ms: number): void;
+  close(): Promise<void>;
+}
+
+export interface GitServerOptions {
+  /** Accepted Basic credentials: username → password. */
+  users: Record<string, string>;
+}
+
+const GIT_ENV = {
+  GIT_AUTHOR_NAME: 'Test Author',
+  GIT_AUTHOR_EMAIL: 'author@example.com',
+  GIT_COMMITTER_NAME: 'Test Committer',
+  GIT_COMMITTER_EMAIL: 'committer@example.com',
+  GIT_CONFIG_NOSYSTEM: '1',
+  HOME: tmpdir(),
+};
+
+async function runGit(cwd: string | undefined, args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Promise<string> {
+  if (opts.input === undefined) {
+    const { stdout } = await execFileAsync('git', args, { cwd, env: { ...process.env, ...GIT_ENV, ...opts.env }, maxBuffer: 64 * 1024 * 1024 });
+    return stdout.trim();
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args, { cwd, env: { ...process.env, ...GIT_ENV, ...opts.env } });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('close', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`git ${args.join(' ')} failed (${code}): ${err}`))));
+    child.stdin.end(opts.input);
+  });
+}
+
+function parseBasic(header: string | undefined): { user: string; password: string } | null {
+  const m = /^Basic\s+(\S+)$/i.exec(header ?? '');
+  if (!m) return null;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? null : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+export async function startGitServer(opts: GitServerOptions): Promise<GitServer> {
+  const root = mkdtempSync(join(tmpdir(), 'repohost-git-'));
+  const requests: GitRequestRecord[] = [];
+  const sockets = new Set<Socket>();
+  let failures: { left: number; status: number } = { left: 0, status: 503 };
+  let delayMs = 0;
+  const holds: Array<{ match: (r: { method: string; path: string; service: string | null }) => boolean; arrived: () => void; gate: Promise<void> }> = [];
+
+  const server = http.createServer((req, res) => {
+    void serve(req, res);
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  async function serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const service = url.searchParams.get('service') ?? (/\/(git-upload-pack|git-receive-pack)$/.exec(url.pathname)?.[1] ?? null);
+    const method = req.method ?? 'GET';
+    const record = (status: number, user: string | null): void => {
+      requests.push({ method, path: url.pathname, service, status, user });
+    };
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    for (const h of holds) {
+      if (h.match({ method, path: url.pathname, service })) {
+        h.arrived();
+        await h.gate;
+      }
+    }
+    if (failures.left > 0) {
+      failures.left--;
+      record(failures.status, null);
+      req.resume();
+      res.writeHead(failures.status, { 'content-type': 'text/plain' }).end('temporarily unavailable\n');
+      return;
+    }
+    const creds = parseBasic(req.headers.authorization);
+    if (!creds || opts.users[creds.user] !== creds.password) {
+      record(401, null);
+      req.resume();
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="git"', 'content-type': 'text/plain' }).end('authentication required\n');
+      return;
+    }
+    const cgi = spawn(HTTP_BACKEND, [], {
+      env: {
+        ...process.env,
+        GIT_PROJECT_ROOT: root,
+        GIT_HTTP_EXPORT_ALL: '1',
+        GIT_CONFIG_NOSYSTEM: '1',
+        HOME: root,
+        PATH_INFO: decodeURIComponent(url.pathname),
+        QUERY_STRING: url.search.slice(1),
+        REQUEST_METHOD: method,
+        CONTENT_TYPE: req.headers['content-type'] ?? '',
+        HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+        GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
+        REMOTE_ADDR: req.socket.remoteAddress ?? '',
+        // http-backend enables receive-pack for authenticated users.
+        REMOTE_USER: creds.user,
+      },
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
+    req.pipe(cgi.stdin);
+    // CGI output: header lines, a blank line, then the body to stream through.
+    let head = Buffer.alloc(0);
+    let headerDone = false;
+    let status = 200;
+    cgi.stdout.on('data', (chunk: Buffer) => {
+      if (headerDone) {
+        res.write(chunk);
+        return;
+      }
+      head = Buffer.concat([head, chunk]);
+      let end = head.indexOf('\r\n\r\n');
+      let sep = 4;
+      if (end < 0) {
+        end = head.indexOf('\n\n');
+        sep = 2;
+      }
+      if (end < 0) return;
+      headerDone = true;
+      for (const line of head.subarray(0, end).toString('latin1').split(/\r?\n/)) {
+        const colon = line.indexOf(':');
+        if (colon < 0) continue;
+        const name = line.slice(0, colon).trim();
+        const value = line.slice(colon + 1).trim();
+        if (name.toLowerCase() === 'status') status = parseInt(value, 10);
+        else res.setHeader(name, value);
+      }
+      res.writeHead(status);
+      res.write(head.subarray(end + sep));
+    });
+    cgi.on('close', () => {
+      if (!headerDone) {
+        status = 502;
+        res.writeHead(502);
+      }
+      record(status, creds.user);
+      res.end();
+    });
+    cgi.on('error', () => {
+      record(500, creds.user);
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
+  }
+
+  const listen = (port: number): Promise<number> =>
+    new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve((server.address() as AddressInfo).port);
+      });
+    });
+  const port = await listen(0);
+  const url = `http://127.0.0.1:${port}`;
+
+  return {
+    url,
+    root,
+    requests,
+    async createRepo(name) {
+      await runGit(undefined, ['init', '--quiet', '--bare', '--initial-branch=main', join(root, `${name}.git`)]);
+      return `${url}/${name}.git`;
+    },
+    git: (name, args, o) => runGit(undefined, ['--git-dir', join(root, `${name}.git`), ...args], o),
+    gitIn: (cwd, args, o) => runGit(cwd, args, o),
+    async down() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      });
+    },
+    async up() {
+      await listen(port);
+    },
+    failNext(n, status = 503) {
+      failures = { left: n, status };
+    },
+    hold(match) {
+      let arrived!: () => void;
+      let release!: () => void;
+      const held = new Promise<void>((r) => (arrived = r));
+      const gate = new Promise<void>((r) => (release = r));
+      const entry = { match, arrived, gate };
+      holds.push(entry);
+      return {
+        held,
+        release() {
+          holds.splice(holds.indexOf(entry), 1);
+          release();
+        },
+      };
+    },
+    setDelay(ms) {
+      delayMs = ms;
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
