@@ -9,6 +9,7 @@ import { MemoryObjectStore } from '../../src/vcs/memory-object-store.js';
 import { EMPTY_TREE_OID, writeBlob, type FileMode } from '../../src/vcs/git-object.js';
 import { applyTreeEdits, writeEmptyTree, type TreeEdit } from '../../src/vcs/tree-edit.js';
 import { binaryLiteral, quoteName, treePatch } from '../../src/vcs/read/git-patch.js';
+import { NO_NEWLINE_MARKER, diffContents } from '../../src/vcs/read/line-diff.js';
 import { exportToGit } from '../vcs/vcs-helpers.js';
 
 type Spec = string | Buffer | { content: string | Buffer; mode: FileMode };
@@ -52,6 +53,29 @@ function applyWithGit(store: MemoryObjectStore, base: string, patch: Buffer, rev
     repo.cleanup();
   }
 }
+
+t.test('line diff - rewritten lines cost nothing, hunks group changes with 3 lines of context', async (t) => {
+  const a = Buffer.from(Array.from({ length: 30_000 }, (_, i) => `line ${i}\n`).join(''));
+  const b = Buffer.from(Array.from({ length: 30_000 }, (_, i) => (i % 3 === 0 ? `rewritten ${i}\n` : `line ${i}\n`)).join(''));
+  const started = Date.now();
+  const diff = diffContents(a, b)!;
+  t.ok(Date.now() - started < 5000, 'a 30,000-line file with 10,000 changed lines diffs quickly');
+  t.equal(diff.additions, 10_000);
+  t.equal(diff.deletions, 10_000);
+  t.equal(diff.hunks.length, 1, 'changes 2 lines apart share one hunk');
+  const small = diffContents(Buffer.from('1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\n15\n'), Buffer.from('1\nTWO\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\nFOURTEEN\n15\n'))!;
+  t.same(
+    small.hunks.map((h) => [h.oldStart, h.oldLines, h.newStart, h.newLines, h.lines]),
+    [
+      [1, 5, 1, 5, [' 1', '-2', '+TWO', ' 3', ' 4', ' 5']],
+      [11, 5, 11, 5, [' 11', ' 12', ' 13', '-14', '+FOURTEEN', ' 15']],
+    ],
+    'changes more than 6 lines apart are separate hunks',
+  );
+  const created = diffContents(new Uint8Array(0), Buffer.from('a\nb'))!;
+  t.same(created.hunks, [{ oldStart: 1, oldLines: 0, newStart: 1, newLines: 2, lines: ['+a', '+b', NO_NEWLINE_MARKER] }]);
+  t.same(diffContents(Buffer.from('same'), Buffer.from('same')), { hunks: [], additions: 0, deletions: 0 });
+});
 
 t.test('git patch - every kind of change applies with git apply and rebuilds the head tree exactly', async (t) => {
   const store = new MemoryObjectStore();
@@ -115,8 +139,10 @@ t.test('git patch - every kind of change applies with git apply and rebuilds the
 
 t.test('git patch - a text diff too costly to compute is sent as a binary literal that still applies', async (t) => {
   const store = new MemoryObjectStore();
-  const before = Array.from({ length: 60_000 }, (_, i) => `a ${i}\n`).join('');
-  const after = Array.from({ length: 60_000 }, (_, i) => `b ${i}\n`).join('');
+  // Few distinct lines in a different order: every line is common, and the edit distance huge.
+  const lines = Array.from({ length: 20_000 }, (_, i) => `${i % 50}\n`);
+  const before = lines.join('');
+  const after = lines.reverse().join('');
   const base = tree(store, { 'big.txt': before });
   const head = tree(store, { 'big.txt': after });
   const patch = Buffer.concat(treePatch(store, base, head));

@@ -1,0 +1,52 @@
+/**
+ * The read pool: a few worker threads, separate from the repository actors, for reads that cost
+ * CPU (diffs, materializing conflicts, large content JSON, deep listings), so one large diff
+ * never stalls the front end's event loop or a repository's mailbox. Any thread can run any read
+ * (reads need no affinity), so Piscina's own scheduling is used. The queue is bounded: past it,
+ * reads are refused with 503 rather than piling up.
+ */
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { ServiceError } from '../errors.js';
+import type { ShippedView } from '../storage/read/change-view.js';
+import { unwrapOutcome, type ReadOutcome, type ReadTask } from './read-tasks.js';
+
+/** Read tasks waiting for a thread before new ones are refused. */
+const MAX_QUEUE = 512;
+
+export class ReadPool {
+  private readonly pool: Piscina;
+
+  constructor(dataDir: string, threads: number) {
+    this.pool = new Piscina({
+      filename: fileURLToPath(new URL('./read-worker.js', import.meta.url)),
+      workerData: { dataDir },
+      minThreads: threads,
+      maxThreads: threads,
+      idleTimeout: Infinity,
+      concurrentTasksPerWorker: 1,
+    });
+  }
+
+  async run(task: ReadTask): Promise<Uint8Array | ShippedView> {
+    if (this.pool.queueSize >= MAX_QUEUE) throw new ServiceError('UNAVAILABLE', 'too many reads in progress, retry later', undefined, { retryAfter: 1 });
+    return unwrapOutcome((await this.pool.run(task)) as ReadOutcome);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+/** Half the cores (at least 2, at most 4): reads must leave room for the front end and actors. */
+export const READ_THREADS = Math.min(4, Math.max(2, Math.floor(availableParallelism() / 2)));
+
+const pools = new Map<string, ReadPool>();
+
+/** The process's read pool for a data directory, started on first use. */
+export function readPool(dataDir: string): ReadPool {
+  let pool = pools.get(dataDir);
+  if (!pool) pools.set(dataDir, (pool = new ReadPool(dataDir, READ_THREADS)));
+  return pool;
+}

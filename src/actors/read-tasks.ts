@@ -1,0 +1,77 @@
+/**
+ * The CPU-heavy reads (API §7–8) that run on the read pool's threads: materializing a conflicted
+ * commit, large content JSON and deep listings, and diffs. Each works on a fresh LMDB read of the
+ * commits the front end resolved (`ChangeRef`), so a change that evolves meanwhile cannot mix
+ * two states into one answer.
+ */
+import { isServiceError, ServiceError, type ServiceErrorData } from '../errors.js';
+import { readBlob } from '../vcs/git-object.js';
+import { treePatch } from '../vcs/read/git-patch.js';
+import { structuredDiff, type ConflictsMode } from '../vcs/read/structured-diff.js';
+import type { FileChange } from '../vcs/read/tree-changes.js';
+import type { MemoryObjectStore } from '../vcs/memory-object-store.js';
+import { serialize } from '../protocol/serializers.js';
+import type { Storage } from '../storage/database.js';
+import { materializeCommit, openChangeView, shipView, type ChangeRef, type ChangeView, type ShippedView } from '../storage/read/change-view.js';
+import { contentJson, type ContentRequest } from '../storage/read/content.js';
+import { LayeredObjectStore } from '../storage/read/layered-object-store.js';
+import { ReadObjectStore } from '../storage/read/repo-objects.js';
+
+export type DiffFormat = 'json' | 'text';
+
+export type ReadTask =
+  | { kind: 'materialize'; repoId: string; commitOid: string }
+  | { kind: 'content'; repoId: string; ref: ChangeRef; request: ContentRequest }
+  | { kind: 'diff'; repoId: string; base: ChangeRef; head: ChangeRef; conflicts: ConflictsMode; format: DiffFormat };
+
+/** A task's answer as it crosses the thread boundary: serialized bytes, a view, or an error. */
+export type ReadOutcome = Uint8Array | { view: ShippedView } | { error: ServiceErrorData };
+
+function view(storage: Storage, repoId: string, ref: ChangeRef): ChangeView {
+  return openChangeView(storage, repoId, ref, { materialize: true })!;
+}
+
+function diffBody(storage: Storage, task: Extract<ReadTask, { kind: 'diff' }>): Uint8Array {
+  const base = view(storage, task.repoId, task.base);
+  const head = view(storage, task.repoId, task.head);
+  const objects = new ReadObjectStore(storage, task.repoId);
+  const materialized = [base.materialized, head.materialized].filter((m): m is MemoryObjectStore => m !== null);
+  const store = new LayeredObjectStore(objects, undefined, materialized);
+  if (task.format === 'text') {
+    const keep = (c: FileChange): boolean => (head.conflictPaths.has(c.path) ? task.conflicts !== 'exclude' : task.conflicts !== 'only');
+    return Buffer.concat(treePatch(store, base.treeOid, head.treeOid, keep));
+  }
+  const diff = structuredDiff(store, base.treeOid, head.treeOid, head.conflicts, {
+    conflicts: task.conflicts,
+    prefix: (oid, length) => (objects.has(oid) ? objects.prefix(oid, length) : readBlob(store, oid).subarray(0, length)),
+  });
+  return Buffer.from(serialize('diff', { base_change_id: task.base.changeId, head_change_id: task.head.changeId, ...diff }));
+}
+
+function contentBody(storage: Storage, task: Extract<ReadTask, { kind: 'content' }>): Uint8Array {
+  const json = contentJson(storage, task.repoId, view(storage, task.repoId, task.ref), task.request);
+  return Buffer.from(serialize(json.type === 'dir' ? 'contentDir' : 'contentFile', json));
+}
+
+export function runReadTask(storage: Storage, task: ReadTask): ReadOutcome {
+  try {
+    switch (task.kind) {
+      case 'materialize':
+        return { view: shipView(task.repoId, task.commitOid, materializeCommit(storage, task.repoId, task.commitOid)) };
+      case 'content':
+        return contentBody(storage, task);
+      case 'diff':
+        return diffBody(storage, task);
+    }
+  } catch (err) {
+    if (isServiceError(err)) return { error: err.toJSON() };
+    throw err;
+  }
+}
+
+/** Turns an outcome back into a value or a thrown ServiceError (front-end side). */
+export function unwrapOutcome(outcome: ReadOutcome): Uint8Array | ShippedView {
+  if (outcome instanceof Uint8Array) return outcome;
+  if ('error' in outcome) throw ServiceError.fromJSON(outcome.error);
+  return outcome.view;
+}

@@ -1,0 +1,122 @@
+import { ServiceError } from '../../errors.js';
+import { TREE_MODE, readBlob, readTree } from '../../vcs/git-object.js';
+import { readPool } from '../../actors/read-pool.js';
+import '../../protocol/schemas/content.js';
+import { headChangeId } from '../../storage/repo-store.js';
+import { adoptView, openChangeView, resolveChange, type ChangeRef, type ChangeView, type ShippedView } from '../../storage/read/change-view.js';
+import { contentPath, dirJson, fileJson, locate, type ContentRequest } from '../../storage/read/content.js';
+import { openBlobStream } from '../../storage/read/repo-objects.js';
+import { negotiateOrRefuse } from '../negotiation.js';
+import type { Reply, RequestContext, RouteDef } from '../route.js';
+
+/**
+ * `GET /{org}/{repo}/content` (API §7). Cheap reads — a small file, a one-level listing of a
+ * modest directory, raw bytes — are answered here on the front end straight from LMDB; a
+ * conflicted commit's first view, large file JSON and deep or wide listings go to the read pool.
+ */
+
+/** Files up to this size are base64-encoded on the front end; larger ones on the read pool. */
+const FRONT_END_FILE_BYTES = 256 * 1024;
+/** One-level listings of directories up to this many entries are built on the front end. */
+const FRONT_END_LISTING_ENTRIES = 2000;
+
+const JSON_TYPE = 'application/json';
+const RAW_TYPE = 'application/octet-stream';
+const RESERVED = new Set(['change_id', 'path', 'depth']);
+const METADATA_KEY = /^metadata\[(.+)\]$/;
+
+/** Metadata filters: `metadata[k]=v` pairs and, for older clients, any unreserved key. */
+function metadataFilters(pairs: ReadonlyArray<[string, string]>): Array<[string, string]> {
+  const filters: Array<[string, string]> = [];
+  for (const [key, value] of pairs) {
+    if (RESERVED.has(key)) continue;
+    const bracketed = METADATA_KEY.exec(key);
+    filters.push([bracketed ? bracketed[1]! : key, value]);
+  }
+  return filters;
+}
+
+/** The change's view; a conflicted commit not yet materialized on this thread is done off it. */
+export async function changeView(ctx: RequestContext, ref: ChangeRef): Promise<ChangeView> {
+  const storage = ctx.services.storage;
+  const repoId = ctx.repo!.id;
+  const ready = openChangeView(storage, repoId, ref, { materialize: false });
+  if (ready) return ready;
+  const shipped = (await readPool(ctx.services.config.dataDir).run({ kind: 'materialize', repoId, commitOid: ref.commitOid! })) as ShippedView;
+  adoptView(shipped);
+  return openChangeView(storage, repoId, ref, { materialize: false })!;
+}
+
+function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {
+  const brand = ctx.services.config.brand;
+  const headers = (size: number): Record<string, string> => ({
+    'Content-Type': RAW_TYPE,
+    [`X-${brand}-Blob-Hash`]: oid,
+    [`X-${brand}-Blob-Size`]: String(size),
+  });
+  const blob = openBlobStream(ctx.services.storage, ctx.repo!.id, oid);
+  if (!blob) {
+    // A conflicted file's materialized content lives in the view, not in LMDB.
+    const content = readBlob(view.store, oid);
+    return { status: 200, text: content, headers: headers(content.length) };
+  }
+  if (blob.content) return { status: 200, text: blob.content, headers: headers(blob.size) };
+  return { status: 200, stream: blob.chunks!, length: blob.size, headers: headers(blob.size) };
+}
+
+async function pooled(ctx: RequestContext, ref: ChangeRef, request: ContentRequest): Promise<Reply> {
+  const body = (await readPool(ctx.services.config.dataDir).run({ kind: 'content', repoId: ctx.repo!.id, ref, request })) as Uint8Array;
+  return { status: 200, json: body };
+}
+
+export const contentRoutes: RouteDef[] = [
+  {
+    method: 'GET',
+    path: '/{org}/{repo}/content',
+    permission: 'git:read',
+    query: {
+      open: true,
+      keys: {
+        change_id: { type: 'string', maxLength: 64 },
+        path: { type: 'string', maxLength: 16 * 1024 },
+        depth: { type: 'int', min: 0, max: 10, default: 1 },
+      },
+    },
+    async handler(ctx) {
+      const format = negotiateOrRefuse(ctx.headers.accept, [JSON_TYPE, RAW_TYPE]);
+      const storage = ctx.services.storage;
+      const repo = ctx.repo!;
+      const changeId = (ctx.query.change_id as string | undefined) || headChangeId(storage.meta, repo);
+      const ref = resolveChange(storage, repo.id, changeId, 'change_id');
+      const path = contentPath(ctx.query.path as string | undefined);
+      const request: ContentRequest = { path, depth: ctx.query.depth as number, filters: metadataFilters(ctx.queryPairs) };
+      const view = await changeView(ctx, ref);
+      const value = locate(view, path);
+
+      if (value.mode === TREE_MODE) {
+        if (format === RAW_TYPE) throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} is a directory: it has no raw bytes; ask for ${JSON_TYPE}`, { path });
+        if (request.depth <= 1 && readTree(view.store, value.oid).length <= FRONT_END_LISTING_ENTRIES) {
+          return { status: 200, schema: 'contentDir', value: dirJson(storage, repo.id, view, path, value, request) };
+        }
+        return pooled(ctx, ref, request);
+      }
+      if (value.mode === '160000') {
+        if (format === RAW_TYPE) throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} is a submodule: it has no raw bytes here`, { path });
+        return { status: 200, schema: 'contentFile', value: fileJson(storage, repo.id, view, path, value) };
+      }
+      if (format === RAW_TYPE) return rawReply(ctx, view, value.oid);
+      const size = view.store.size(value.oid) ?? 0;
+      const limit = ctx.services.config.jsonContentLimit;
+      if (size > limit) {
+        throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} has ${size} bytes, more than the JSON limit of ${limit}: ask for ${RAW_TYPE}`, {
+          path,
+          size,
+          limit,
+          accept: RAW_TYPE,
+        });
+      }
+      if (size <= FRONT_END_FILE_BYTES) return { status: 200, schema: 'contentFile', value: fileJson(storage, repo.id, view, path, value) };
+      return pooled(ctx, ref, request);
+    },
+  },
+];

@@ -1,0 +1,81 @@
+/**
+ * Reading a repository's stored objects on the read path, without copying more than needed:
+ * sizes and the first bytes of a blob come from LMDB's zero-copy view, and a blob streams out
+ * chunk by chunk through one buffer per stream, so serving a 100 MiB file allocates 1 MiB.
+ */
+import { ServiceError } from '../../errors.js';
+import type { Storage } from '../database.js';
+import { CHUNK_SIZE, CHUNKED_BLOB, LmdbObjectStore, decodeObjectValue, type ChunkedBlobHeader } from '../git-object-store.js';
+import { K } from '../keys.js';
+
+export class ReadObjectStore extends LmdbObjectStore {
+  constructor(
+    private readonly db: Storage,
+    repoId: string,
+  ) {
+    super(db, repoId);
+  }
+
+  /** The value's bytes as a view that is valid only until the next LMDB read of this thread. */
+  private view(oid: string): Buffer | undefined {
+    return this.db.objects.getBinaryFast(K.object(this.repoId, oid));
+  }
+
+  private static header(view: Buffer): ChunkedBlobHeader {
+    return JSON.parse(view.toString('utf8', 1)) as ChunkedBlobHeader;
+  }
+
+  override size(oid: string): number | undefined {
+    const view = this.view(oid);
+    if (!view) return undefined;
+    return view[0] === CHUNKED_BLOB ? ReadObjectStore.header(view).s : view.length - 1;
+  }
+
+  /** The first `length` bytes of a blob (a copy), without reading the rest. */
+  prefix(oid: string, length: number): Uint8Array {
+    const view = this.view(oid);
+    if (!view) throw new ServiceError('INTERNAL_ERROR', `missing blob ${oid}`);
+    if (view[0] !== CHUNKED_BLOB) return Buffer.from(view.subarray(1, 1 + length));
+    const header = ReadObjectStore.header(view);
+    const first = this.db.chunks.getBinaryFast(K.chunk(this.repoId, header.u, 0));
+    if (!first) throw new ServiceError('INTERNAL_ERROR', `missing chunk 0 of blob ${oid}`);
+    return Buffer.from(first.subarray(0, length));
+  }
+}
+
+export interface BlobStream {
+  size: number;
+  /** Small blobs: the whole content, ready to send in one piece. */
+  content: Uint8Array | null;
+  /** Large blobs: the pieces in order (each valid until the next one is asked for). */
+  chunks: AsyncIterable<Uint8Array> | null;
+}
+
+/**
+ * Opens a blob for sending. A chunked blob is read one chunk at a time into a buffer owned by
+ * this stream and reused for every chunk: the consumer (the responder) asks for the next piece
+ * only after the previous one was handed to the socket, so nothing accumulates.
+ */
+export function openBlobStream(storage: Storage, repoId: string, oid: string): BlobStream | undefined {
+  const value = storage.objects.get(K.object(repoId, oid));
+  if (!value) return undefined;
+  const info = decodeObjectValue(oid, value);
+  if (info.type !== 'blob') return undefined;
+  if (info.chunked === null) return { size: info.size, content: info.content, chunks: null };
+  const { u: uploadId, n, s: size } = info.chunked;
+  return {
+    size,
+    content: null,
+    chunks: {
+      async *[Symbol.asyncIterator]() {
+        const buffer = Buffer.allocUnsafe(Math.min(CHUNK_SIZE, size));
+        for (let i = 0; i < n; i++) {
+          const view = storage.chunks.getBinaryFast(K.chunk(repoId, uploadId, i));
+          if (!view) throw new ServiceError('INTERNAL_ERROR', `missing chunk ${i} of blob ${oid}`);
+          // The view is only valid until the next read (another request may run while we wait).
+          yield view.length <= buffer.length ? buffer.subarray(0, view.copy(buffer)) : Buffer.from(view);
+        }
+      },
+    },
+  };
+}
