@@ -26,6 +26,9 @@ export class ReadPool {
       maxThreads: threads,
       idleTimeout: Infinity,
       concurrentTasksPerWorker: 1,
+      // Workers must return to their event loop between tasks: lmdb-js renews its read
+      // snapshot there, and with Atomics waiting a worker would keep reading an old one.
+      atomics: 'disabled',
     });
   }
 
