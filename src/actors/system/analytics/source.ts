@@ -4,6 +4,7 @@
  * against a source that fails; `LmdbAnalyticsSource` is the real one, usable from any thread.
  */
 import type { Database, Key } from 'lmdb';
+import { K } from '../../../storage/keys.js';
 import type { ObjectStore } from '../../../vcs/object-store.js';
 import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
 import type { Storage } from '../../../storage/database.js';
@@ -32,12 +33,9 @@ export function headCommitOid(meta: Meta, repo: RepoRecord): string | null {
   return getChange(meta, repo.id, changeId)?.commit_oid ?? null;
 }
 
-/** Where upstream sync keeps the imported `refs/notes/agentblame` (its notes commit oid). */
-export const notesKey = (repoId: string): Key => ['r', repoId, 'notes', 'agentblame'];
-
+/** The `refs/notes/agentblame` notes commit that upstream sync imported, or null. */
 export function notesCommitOid(meta: Meta, repoId: string): string | null {
-  const value = meta.get(notesKey(repoId)) as string | undefined;
-  return value ?? null;
+  return (meta.get(K.notes(repoId, 'agentblame')) as string | undefined) ?? null;
 }
 
 export class LmdbAnalyticsSource implements AnalyticsSource {

@@ -3,6 +3,7 @@
  * end's event loop nor any repository's mailbox. It opens the data directory's LMDB environment
  * (readers never block writers; it writes only its own records, in its own transactions).
  */
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { log, setLogLevel } from '../../../log.js';
 import { openStorage } from '../../../storage/database.js';
@@ -20,6 +21,16 @@ export interface AnalyticsWorkerData {
 
 const data = workerData as AnalyticsWorkerData;
 setLogLevel(data.logLevel);
+// On Linux the nice value belongs to the thread (NPTL), so this lowers only this thread (and the
+// threads it starts): a rebuild then takes the CPU the front end and the repository actors leave
+// idle instead of competing with them. Elsewhere it would lower the whole process: skipped.
+if (process.platform === 'linux') {
+  try {
+    setPriority(19);
+  } catch (err) {
+    log.warn('analytics worker priority not lowered', { error: (err as Error).message });
+  }
+}
 const storage = openStorage(data.dataDir);
 const engine = new AnalyticsEngine(storage, new LmdbAnalyticsSource(storage), AgentTable.load(data.agentTable));
 const actor = new AnalyticsActor(storage, engine, { intervalMs: data.intervalMs });
