@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { startTestServer, type StartOptions, type TestServer } from '../helpers/server.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /** Shared set-up of the sync tests: a repohost server, a real git server, upstream fixtures. */
 
@@ -14,18 +15,46 @@ export const HEADER_CHANGE_ID = 'kkkklllmmmnnnoooppqqrrsssttuuvvw';
 export interface SyncEnv {
   s: TestServer;
   git: GitServer;
+  /** Receives every event of the org (one webhook target subscribed to all kinds). */
+  rx: WebhookReceiver;
+  hookPath: string;
   close(): Promise<void>;
 }
 
+const EVENT_KINDS = [
+  'repo.created',
+  'repo.updated',
+  'repo.deleted',
+  'bookmark.created',
+  'bookmark.deleted',
+  'bookmark.moved',
+  'bookmark.merged',
+  'change.created',
+  'change.evolved',
+  'push',
+  'sync.queued',
+  'sync.in_progress',
+  'sync.completed',
+  'sync.failed',
+];
+
 export async function startSyncEnv(opts: StartOptions = {}): Promise<SyncEnv> {
   const git = await startGitServer({ users: { [GIT_USER]: GIT_PASSWORD, 'x-access-token': GIT_TOKEN } });
+  const rx = await startWebhookReceiver();
   const s = await startTestServer({ ...opts, env: { REPOHOST_SYNC_RETRY_BASE_MS: '100', ...opts.env } });
+  const hookPath = '/events';
+  const target = await s.api('POST', '/acme/webhook-targets', { body: { url: rx.url(hookPath), events: EVENT_KINDS } });
+  if (target.status !== 201) throw new Error(`webhook target: ${target.status} ${target.text}`);
+  rx.setSecret(hookPath, target.json.secret);
   return {
     s,
     git,
+    rx,
+    hookPath,
     async close() {
       await s.stop();
       s.cleanup();
+      await rx.close();
       await git.close();
     },
   };
@@ -155,4 +184,31 @@ export async function upstreamCommit(git: GitServer, up: Upstream, branch: strin
 
 export function cleanupWork(up: Upstream): void {
   rmSync(up.work, { recursive: true, force: true });
+}
+
+/**
+ * The events of one repository as a webhook receiver got them (deliveries of one repository to
+ * one target arrive in event order), once `until` holds for them.
+ */
+export async function eventsOf(env: SyncEnv, repoId: string, until: (events: RepoEvent[]) => boolean, timeoutMs = 15000): Promise<RepoEvent[]> {
+  const list = (): RepoEvent[] =>
+    env.rx
+      .unique(env.hookPath)
+      .map((d) => d.body as { type: string; repository: { id: string } | null; data: any })
+      .filter((e) => e.repository?.id === repoId)
+      .map((e) => ({ type: e.type, data: e.data }));
+  await env.rx.waitFor(() => until(list()), timeoutMs, `events of ${repoId}`);
+  return list();
+}
+
+export interface RepoEvent {
+  type: string;
+  data: any;
+}
+
+/** apply-ops on a repository; returns the new or evolved change. */
+export async function applyOps(s: TestServer, repo: string, body: Record<string, unknown>): Promise<{ id: string; current_commit_oid: string }> {
+  const res = await s.api('POST', `/acme/${repo}/apply-ops`, { body });
+  if (res.status !== 201 && res.status !== 200) throw new Error(`apply-ops on ${repo}: ${res.status} ${res.text}`);
+  return res.json.change;
 }
