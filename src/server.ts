@@ -22,11 +22,15 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** How long a graceful stop waits for in-flight requests before it closes anyway. */
+const SHUTDOWN_GRACE_MS = 30_000;
+
 function listenOperator(metrics: Metrics, addr: string): Promise<{ server: Server; port: number } | null> {
   if (!addr) return Promise.resolve(null);
   const i = addr.lastIndexOf(':');
-  const host = addr.slice(0, i) || '127.0.0.1';
+  const host = addr.slice(0, i).replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
   const port = Number(addr.slice(i + 1));
+  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`REPOHOST_METRICS_ADDR must be host:port, got ${JSON.stringify(addr)}`);
   const server = createServer((req, res) => {
     if (req.url !== '/metrics') {
       res.writeHead(404).end('not found\n');
@@ -56,6 +60,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     mailboxLimit: config.mailboxLimit,
     commandsModule: fileURLToPath(new URL('./actors/commands/index.js', import.meta.url)),
     onBatch: (stats) => metrics?.observeBatch(stats),
+    onReply: () => storage.root.resetReadTxn(),
   });
   metrics = new Metrics(() => runtime.mailboxDepths());
   const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS });
@@ -72,7 +77,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     services,
     async stop() {
       front.stopListening();
-      await front.idle();
+      // A client that never finishes sending its body must not hold the shutdown forever.
+      await Promise.race([front.idle(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
       await system.stop();
       await runtime.close();
       await storage.root.flushed;

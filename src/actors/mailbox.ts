@@ -24,17 +24,40 @@ const EMPTY = new Uint8Array(0);
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
 /**
+ * Thrown in place of ending the thread when `process.exit` is called while a batch transaction is
+ * open (see worker.ts). A thread that died holding LMDB's write lock would leave every writer of
+ * the environment, and its own shutdown, waiting forever; unwinding first rolls the batch back and
+ * releases the lock, then the thread exits and the runtime answers its messages 503.
+ */
+export class ThreadExit extends Error {
+  constructor(readonly exitCode: number) {
+    super(`thread exit ${exitCode} requested during a batch`);
+  }
+}
+
+/**
+ * Client errors are replayed for a repeated Idempotency-Key like successes, except 429 (transient)
+ * and ABORTED: a lost race is worth retrying, and a key reused with another body must not
+ * overwrite the record of its first use.
+ */
+const replayable = (status: number, code: string): boolean => status >= 400 && status < 500 && status !== 429 && code !== 'ABORTED';
+
+/**
  * The mailboxes of every actor this worker owns. Each actor's messages apply strictly one after
  * another, in arrival order (single writer). A drain takes everything queued across this worker's
  * actors and commits it in ONE LMDB transaction — each command in its own child transaction, so
  * one failure rolls back alone — then replies once that transaction is flushed to disk. Group
- * commit turns the ~0.35 ms sync of a transaction into a per-batch, not per-request, cost. The
- * next drain may start while the previous flush is still in progress (LMDB overlapping sync).
+ * commit turns the fsync of a transaction into a per-batch, not per-request, cost: while one
+ * batch's commit waits for the disk, the messages that arrive meanwhile form the next batch.
+ * (`transactionSync` commits with a synchronous sync, so `flushed` is already settled when the
+ * commit returns; the wait on it keeps replies correct should the commit mode ever change.)
  */
 export class Mailboxes {
   private readonly queues = new Map<string, Pending[]>();
   private scheduled = false;
   private seq = 0;
+  /** True while a batch's write transaction is open on this thread. */
+  inTransaction = false;
 
   constructor(
     private readonly storage: Storage,
@@ -66,14 +89,23 @@ export class Mailboxes {
     const replies: ActorReplyMsg[] = new Array(batch.length);
     const started = performance.now();
     try {
+      this.inTransaction = true;
       this.storage.root.transactionSync(() => {
         const now = new Date();
         for (let i = 0; i < batch.length; i++) replies[i] = this.apply(batch[i]!, now, started);
       });
     } catch (err) {
+      if (err instanceof ThreadExit) {
+        // The batch is rolled back and the write lock released: now the thread may end. Its
+        // messages are answered 503 by the runtime when the thread is gone.
+        this.inTransaction = false;
+        process.exit(err.exitCode);
+      }
       // The outer commit itself failed (disk full, map full): nothing in the batch is durable.
       log.error('batch commit failed', { err, size: batch.length });
       for (let i = 0; i < batch.length; i++) replies[i] = errorReply(new ServiceError('UNAVAILABLE', 'storage is unavailable, retry later', undefined, { retryAfter: 1 }), started - batch[i]!.arrived);
+    } finally {
+      this.inTransaction = false;
     }
     const committed = performance.now();
     const commitMs = committed - started;
@@ -93,13 +125,17 @@ export class Mailboxes {
     });
   }
 
-  /** Runs one command in a child transaction; a thrown error rolls back that command only. */
+  /**
+   * Runs one command in a child transaction; a thrown error rolls back that command only. With an
+   * Idempotency-Key, the outcome (success or client error) is recorded in the same batch, so a
+   * repeat replays it instead of applying the command again.
+   */
   private apply(p: Pending, now: Date, started: number): ActorReplyMsg {
     const queueMs = started - p.arrived;
     const { req } = p;
+    const idem = req.idempotency;
     try {
       return this.storage.root.transactionSync(() => {
-        const idem = req.idempotency;
         if (idem) {
           const prior = this.storage.meta.get(K.idempotency(idem.keyId, idem.key)) as IdempotencyRecord | undefined;
           if (prior && now.getTime() - prior.at < IDEMPOTENCY_TTL_MS) {
@@ -130,10 +166,23 @@ export class Mailboxes {
         return okReply(result.status, encoder.encode(body), queueMs);
       });
     } catch (err) {
+      if (err instanceof ThreadExit) throw err;
       if (!isServiceError(err)) log.error('command failed', { err, command: req.command, trace_id: req.traceId });
-      return errorReply(err, queueMs);
+      const reply = errorReply(err, queueMs);
+      if (idem && reply.error && replayable(reply.status, reply.error.code)) {
+        // Outside the rolled-back child transaction, inside the batch: recorded iff the batch commits.
+        const record: IdempotencyRecord = { fingerprint: idem.fingerprint, status: reply.status, body: serialize('error', { error: errorBody(reply.error) }), at: now.getTime() };
+        this.storage.meta.putSync(K.idempotency(idem.keyId, idem.key), record);
+      }
+      return reply;
     }
   }
+}
+
+function errorBody(error: NonNullable<ActorReplyMsg['error']>): Record<string, unknown> {
+  const body: Record<string, unknown> = { code: error.code, message: error.message };
+  if (error.details.length) body.details = JSON.parse(Buffer.from(error.details).toString('utf8'));
+  return body;
 }
 
 function okReply(status: number, body: Uint8Array, queueMs: number): ActorReplyMsg {

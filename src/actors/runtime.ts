@@ -32,6 +32,12 @@ export interface RuntimeOptions {
   /** Module (file URL or path) exporting `commands: Command[]`. */
   commandsModule: string;
   onBatch?: BatchObserver;
+  /**
+   * Called on the calling thread when a reply has arrived, before the caller sees it. The server
+   * renews its LMDB read snapshot here: a read that follows an acknowledged write must see it,
+   * and a snapshot taken earlier in the same event-loop turn would not.
+   */
+  onReply?: () => void;
 }
 
 type PiscinaWorker = Parameters<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer'] & {}>[1][number];
@@ -50,7 +56,7 @@ export class ActorRuntime {
   private readonly slots: Array<number | null>;
   private readonly depth = new Map<string, number>();
   private readonly slotDepth: number[];
-  private closing = false;
+  private closing: Promise<void> | null = null;
 
   constructor(private readonly options: RuntimeOptions) {
     this.slots = new Array(options.workers).fill(null);
@@ -117,8 +123,11 @@ export class ActorRuntime {
       try {
         raw = await this.pool.run({ bytes, [queueOptions]: { slot } });
       } catch {
+        // The worker died with this message in its mailbox (Piscina fails its tasks and starts a
+        // replacement that takes over the slot); the message may or may not have been applied.
         throw new ServiceError('UNAVAILABLE', 'the worker serving this repository restarted; retry', undefined, { retryAfter: 1 });
       }
+      this.options.onReply?.();
       const reply = decodeReply(raw);
       this.options.onBatch?.({ command: call.command, batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs, queueMs: reply.queueMs });
       if (reply.error) {
@@ -135,8 +144,8 @@ export class ActorRuntime {
   }
 
   /** Stops taking messages, lets queued ones finish (they reply after their flush), ends threads. */
-  async close(): Promise<void> {
-    this.closing = true;
-    await this.pool.close();
+  close(): Promise<void> {
+    this.closing ??= this.pool.close();
+    return this.closing;
   }
 }

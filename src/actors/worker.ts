@@ -5,7 +5,7 @@ import { decodeRequest, encodeReply } from '../protocol/messages.js';
 import { compileAll } from '../protocol/serializers.js';
 import { setLogLevel } from '../log.js';
 import type { Command } from './command.js';
-import { Mailboxes } from './mailbox.js';
+import { Mailboxes, ThreadExit } from './mailbox.js';
 import type { ActorSettings } from './settings.js';
 
 /**
@@ -24,6 +24,14 @@ const secrets = SecretBox.forDataDir(data.settings.dataDir);
 const { commands } = (await import(data.commandsModule)) as { commands: Command[] };
 compileAll();
 const mailboxes = new Mailboxes(storage, secrets, data.settings, new Map(commands.map((c) => [c.name, c])));
+
+// Ending the thread inside an open write transaction would strand LMDB's write lock (see
+// ThreadExit); an exit requested during a batch unwinds the transaction first.
+const exitThread = process.exit.bind(process);
+process.exit = ((code?: number | string | null) => {
+  if (mailboxes.inTransaction) throw new ThreadExit(Number(code ?? 0));
+  return exitThread(code ?? undefined);
+}) as typeof process.exit;
 
 export default async function handle(task: { bytes: Uint8Array }): Promise<Uint8Array> {
   const reply = await mailboxes.deliver(decodeRequest(task.bytes));

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, randomUUID, type KeyObject } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { Config } from '../config.js';
 import { invalid } from '../errors.js';
@@ -24,12 +24,14 @@ function out(ctx: CliContext, value: unknown, human: string): void {
   process.stdout.write(ctx.json ? JSON.stringify(value) + '\n' : human + '\n');
 }
 
-function withStorage<T>(ctx: CliContext, fn: (storage: Storage) => T): T {
+/** Runs an operator write on the data directory and closes it once the write is on disk. */
+async function withStorage<T>(ctx: CliContext, fn: (storage: Storage) => T): Promise<T> {
   const storage = openStorage(ctx.config.dataDir);
   try {
     return fn(storage);
   } finally {
-    void storage.close();
+    await storage.root.flushed;
+    await storage.close();
   }
 }
 
@@ -70,7 +72,8 @@ function parseAuthor(raw: string): [string, string | null] {
 export const commandHandlers: Record<string, Handler> = {
   async serve(ctx) {
     const { startServer } = await import('../server.js');
-    process.on('unhandledRejection', (err) => log.error('unhandled rejection', { err }));
+    // A stray rejection is a bug to find (hence a trace id in the log), not a reason to stop serving.
+    process.on('unhandledRejection', (err) => log.error('unhandled rejection', { err, trace_id: randomUUID().replace(/-/g, '') }));
     const server = await startServer(ctx.config);
     let stopping = false;
     const stop = (signal: string): void => {

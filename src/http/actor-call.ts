@@ -1,4 +1,17 @@
+import { allowedRepoIds, isRestricted } from './auth/principal.js';
+import type { PrincipalMsg } from '../protocol/messages.js';
 import type { Reply, RequestContext } from './route.js';
+
+/**
+ * The principal as an actor message carries it. A repository-restricted token's allowed ids are
+ * resolved here, at the request, because `repos` names resolve to whatever repository bears the
+ * name now.
+ */
+function principalMsg(ctx: RequestContext): PrincipalMsg {
+  const { principal } = ctx;
+  if (!isRestricted(principal)) return principal.msg;
+  return { ...principal.msg, restricted: true, allowedRepoIds: allowedRepoIds(ctx.services.storage, principal) ?? [] };
+}
 
 /** Sends a command to an actor on behalf of a request and relays the serialized reply. */
 export async function callActor(ctx: RequestContext, actor: string, command: string, input: unknown): Promise<Reply> {
@@ -6,7 +19,7 @@ export async function callActor(ctx: RequestContext, actor: string, command: str
     actor,
     command,
     input,
-    principal: ctx.principal.msg,
+    principal: principalMsg(ctx),
     traceId: ctx.traceId,
     idempotency: ctx.idempotency ? { keyId: ctx.principal.key.id, key: ctx.idempotency.key, fingerprint: ctx.idempotency.fingerprint } : undefined,
   });

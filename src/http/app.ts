@@ -7,6 +7,7 @@ import { K } from '../storage/keys.js';
 import type { IdempotencyRecord } from '../storage/records.js';
 import { getRepoByName } from '../storage/repo-store.js';
 import { IDEMPOTENCY_TTL_MS, requestFingerprint } from '../actors/mailbox.js';
+import { checkRepoName } from '../protocol/names.js';
 import { canAccessRepo, mayNameRepo } from './auth/principal.js';
 import { compileBodyCheck, type BodyCheck } from './body-validator.js';
 import { DEFAULT_BODY_LIMIT, readBody, streamBody } from './body-reader.js';
@@ -25,6 +26,7 @@ if (!String(uWS.App).includes('[native code]')) {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const API_PREFIXES = ['/api/v1/', '/v1/'];
 
 interface Prepared {
@@ -66,7 +68,8 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     const method = req.getMethod().toUpperCase();
 
     if (url === '/healthz') {
-      send(res, state, 200, { 'Content-Type': 'text/plain' }, draining ? 'draining' : 'ok');
+      if (method === 'GET' || method === 'HEAD') send(res, state, 200, { 'Content-Type': 'text/plain' }, draining ? 'draining' : 'ok');
+      else sendError(res, state, new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: ['GET'] }), {}, '');
       return;
     }
 
@@ -138,6 +141,8 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       if (!principal.permissions.has(m.route.permission)) throw new ServiceError('FORBIDDEN', `this token lacks the permission ${m.route.permission}`);
       let repo = null;
       if (m.params.repo !== undefined) {
+        // A name no repository can have (`a/b`, `x.git`, `..`) is a bad path, not a missing repository.
+        checkRepoName(m.params.repo);
         repo = getRepoByName(services.storage.meta, org.id, m.params.repo) ?? null;
         if (!repo) {
           if (!mayNameRepo(principal, m.params.repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
@@ -152,9 +157,10 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       if (m.bodyPromise) {
         rawBody = await m.bodyPromise;
         const type = headers['content-type'];
+        // An empty body means `{}` whatever its type; a non-empty one must be declared JSON.
         if (rawBody.length === 0) body = {};
         else {
-          if (!/^application\/json\s*(;|$)/i.test(type)) throw new ServiceError('INVALID_REQUEST', 'request body must be JSON with Content-Type: application/json');
+          if (!JSON_TYPE.test(type)) throw new ServiceError('INVALID_REQUEST', 'request body must be JSON with Content-Type: application/json');
           try {
             body = JSON.parse(rawBody.toString('utf8'));
           } catch {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startTestServer } from './helpers/server.js';
+import { startTestServer } from '../helpers/server.js';
 
 t.test('server - whoami answers with the token org and key', async (t) => {
   const s = await startTestServer();

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +58,26 @@ export interface TestServer {
   /** Restarts a stopped or killed server on the same data directory (new port). */
   restart(): Promise<void>;
   cleanup(): void;
+  /** Runs the real CLI (`node dist/src/cli/main.js … --data <dataDir>`) in its own process. */
+  cli(args: string[], env?: Record<string, string>): Promise<CliResult>;
+  /** The Prometheus text of the operator listener. */
+  metrics(): Promise<string>;
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the compiled CLI with `args` in a child process and collects its output. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
 }
 
 export interface StartOptions {
@@ -195,6 +215,14 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     cleanup() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });
+    },
+    cli(args, env) {
+      return runCli([...args, '--data', dataDir], env);
+    },
+    async metrics() {
+      if (!server.metricsUrl) throw new Error('the operator listener is disabled');
+      const res = await fetch(server.metricsUrl);
+      return res.text();
     },
   };
   return server;

@@ -146,8 +146,12 @@ export const deleteRepo = defineCommand<DeleteRepoInput>('repo.delete', (input, 
   if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
   const org = orgOf(ctx, repo.org_id);
   const view = repoEventView(meta, repo);
-  for (const key of meta.getKeys(under(['r', repo.id]))) meta.removeSync(key);
-  for (const key of objects.getKeys(under([repo.id]))) objects.removeSync(key);
+  // Keys are collected before removing: a cursor is not walked while its range is being deleted.
+  for (const key of [...meta.getKeys(under(['r', repo.id]))]) meta.removeSync(key);
+  for (const key of [...objects.getKeys(under([repo.id]))]) objects.removeSync(key);
+  // The deletion's own operation is the one entry left in the repository's range: the audit
+  // record of who deleted it and when, chained to the last operation before it.
+  ctx.mutation.operation(repo, 'repo.delete', { name: repo.name });
   meta.removeSync(K.repo(repo.id));
   meta.removeSync(K.repoName(org.id, repo.name));
   meta.removeSync(K.orgRepo(org.id, repo.id));

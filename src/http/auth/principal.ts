@@ -1,4 +1,6 @@
+import type { Storage } from '../../storage/database.js';
 import type { OrgRecord, RepoRecord, SigningKeyRecord } from '../../storage/records.js';
+import { getRepo, getRepoByName } from '../../storage/repo-store.js';
 import type { PrincipalMsg } from '../../protocol/messages.js';
 import type { Permission } from './permissions.js';
 
@@ -43,4 +45,32 @@ export function mayNameRepo(p: Principal, name: string): boolean {
   if (p.key.repo_ids || p.repoIds) return false;
   if (p.repoNames && !p.repoNames.includes(`${p.org.slug}/${name}`.toLowerCase())) return false;
   return true;
+}
+
+/**
+ * Repository ids a restricted principal may reach right now (null when unrestricted): the key's
+ * and the token's restrictions intersected, names resolved to their current repositories, ids of
+ * repositories that no longer exist left out.
+ */
+export function allowedRepoIds(storage: Storage, p: Principal): string[] | null {
+  if (!isRestricted(p)) return null;
+  let ids: string[] | null = p.key.repo_ids ? [...p.key.repo_ids] : null;
+  const narrow = (next: string[]): void => {
+    ids = ids ? ids.filter((id) => next.includes(id)) : next;
+  };
+  if (p.repoIds) narrow(p.repoIds);
+  if (p.repoNames) {
+    const resolved: string[] = [];
+    const prefix = `${p.org.slug}/`;
+    for (const full of p.repoNames) {
+      if (!full.startsWith(prefix)) continue;
+      const repo = getRepoByName(storage.meta, p.org.id, full.slice(prefix.length));
+      if (repo) resolved.push(repo.id);
+    }
+    narrow(resolved);
+  }
+  return (ids ?? []).filter((id) => {
+    const repo = getRepo(storage.meta, id);
+    return repo !== undefined && repo.org_id === p.org.id;
+  });
 }

@@ -63,8 +63,10 @@ export class TokenVerifier {
   }
 
   async verify(authorization: string | undefined): Promise<Principal> {
-    if (!authorization || !authorization.startsWith('Bearer ')) throw unauthorized();
+    const scheme = authorization?.slice(0, 7);
+    if (!authorization || (scheme !== 'Bearer ' && scheme?.toLowerCase() !== 'bearer ')) throw unauthorized();
     const token = authorization.slice(7).trim();
+    if (!token) throw unauthorized();
     this.refresh();
     const cached = this.cache.get(token);
     if (cached) {
@@ -113,13 +115,16 @@ export class TokenVerifier {
       throw unauthorized();
     }
     const exp = payload.exp!;
-    if (exp - payload.iat! > this.options.maxTtlS) throw unauthorized();
+    const iat = payload.iat!;
+    // jose checks exp and nbf; a token issued in the future would stretch its lifetime cap.
+    if (iat > Date.now() / 1000 + CLOCK_SKEW_S || exp - iat > this.options.maxTtlS) throw unauthorized();
     if (key.record.status !== 'active') throw unauthorized();
     return this.principal(key, payload);
   }
 
   private principal(key: LoadedKey, claims: JWTPayload): Principal {
-    const scopes = claims.scopes ?? [];
+    // A token that names no scopes claims nothing narrower than its key: it acts with the key's.
+    const scopes = claims.scopes ?? key.record.scopes;
     if (!Array.isArray(scopes) || !scopes.every((s) => typeof s === 'string')) throw unauthorized();
     const { repos, repo_ids: repoIds } = claims as { repos?: unknown; repo_ids?: unknown };
     const hasRepos = repos !== undefined && repos !== null;

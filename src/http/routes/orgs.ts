@@ -1,29 +1,10 @@
-import { getRepo, getRepoByName, orgRepoIds, countOrgRepos } from '../../storage/repo-store.js';
-import { canAccessRepo, isRestricted, type Principal } from '../auth/principal.js';
+import { getRepo, orgRepoIds, countOrgRepos } from '../../storage/repo-store.js';
+import { allowedRepoIds, canAccessRepo, isRestricted } from '../auth/principal.js';
 import { scopeNamesFor } from '../auth/permissions.js';
 import type { RequestContext, RouteDef } from '../route.js';
-import type { Storage } from '../../storage/database.js';
 
-/** Repository ids a restricted principal may reach (null when unrestricted). */
-export function allowedRepoIds(storage: Storage, p: Principal): string[] | null {
-  if (!isRestricted(p)) return null;
-  let ids: string[] | null = p.key.repo_ids ? [...p.key.repo_ids] : null;
-  const narrow = (next: string[]): void => {
-    ids = ids ? ids.filter((id) => next.includes(id)) : next;
-  };
-  if (p.repoIds) narrow(p.repoIds);
-  if (p.repoNames) {
-    const resolved: string[] = [];
-    for (const full of p.repoNames) {
-      const [slug, name] = full.split('/');
-      if (slug !== p.org.slug || !name) continue;
-      const repo = getRepoByName(storage.meta, p.org.id, name);
-      if (repo) resolved.push(repo.id);
-    }
-    narrow(resolved);
-  }
-  return ids;
-}
+// Kept importable from here for the routes that used it before it moved beside the principal.
+export { allowedRepoIds };
 
 function countVisible(ctx: RequestContext): number {
   const meta = ctx.services.storage.meta;

@@ -7,7 +7,7 @@ import type { CreateRepoInput, UpdateRepoInput, UpstreamInput } from '../../acto
 import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
 import { canAccessRepo } from '../auth/principal.js';
 import { callActor, orgActor } from '../actor-call.js';
-import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
 import { parseTagFilter } from '../tag-filter.js';
 import type { RequestContext, RouteDef } from '../route.js';
 
@@ -24,6 +24,9 @@ async function checkUpstream(ctx: RequestContext, upstream: UpstreamInput): Prom
   const url = checkUrlForm(upstream.url, 'upstream url');
   await checkUrlAddress(url, ctx.services.config.allowPrivateUpstreams, 'upstream url');
 }
+
+/** A repository-list cursor: the id of the last repository of the previous page. */
+const isRepoCursor = (v: Record<string, unknown>): v is { after: string } => typeof v.after === 'string' && /^repo_[0-9A-HJKMNP-TV-Z]{26}$/.test(v.after);
 
 function* visibleRepos(ctx: RequestContext, afterId?: string): Generator<RepoRecord> {
   const meta = ctx.services.storage.meta;
@@ -63,7 +66,7 @@ export const repoRoutes: RouteDef[] = [
     query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 100, default: 50 }, tags: { type: 'string' } } },
     handler(ctx) {
       const filter = parseTagFilter(ctx.query.tags as string | undefined, 'tags');
-      const cursor = decodeCursor(ctx.query.cursor, hasString('after'));
+      const cursor = decodeCursor(ctx.query.cursor, isRepoCursor);
       const limit = ctx.query.limit as number;
       const meta = ctx.services.storage.meta;
       const repos: unknown[] = [];
