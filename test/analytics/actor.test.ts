@@ -6,6 +6,7 @@ import type { RunOutcome } from '../../src/actors/system/analytics/engine.js';
 import { LmdbAnalyticsSource } from '../../src/actors/system/analytics/source.js';
 import type { AnalyticsSource } from '../../src/actors/system/analytics/source.js';
 import { readAnalytics } from '../../src/actors/system/analytics/status.js';
+import type { AnalyticsDocument } from '../../src/actors/system/analytics/document.js';
 import { getRepo } from '../../src/storage/repo-store.js';
 import type { Storage } from '../../src/storage/database.js';
 import type { ObjectStore } from '../../src/vcs/object-store.js';
@@ -35,7 +36,10 @@ class SwitchableSource implements AnalyticsSource {
   }
 }
 
-const status = (storage: Storage) => readAnalytics(storage.meta, getRepo(storage.meta, REPO)!);
+const status = (storage: Storage) => {
+  const { text, status } = readAnalytics(storage.meta, getRepo(storage.meta, REPO)!);
+  return { analytics: text === null ? null : (JSON.parse(text) as AnalyticsDocument), status };
+};
 
 t.test('actor - status goes none, current, stale with the error after a failed run, and current again on retry', async (t) => {
   const { storage, cleanup } = tempStorage();

@@ -4,12 +4,13 @@ import type { AnalyticsState } from '../../src/actors/system/analytics/engine.js
 import { AgentTable } from '../../src/actors/system/analytics/agent-table.js';
 import type { AnalyticsDocument } from '../../src/actors/system/analytics/document.js';
 import { K, under } from '../../src/storage/keys.js';
+import { readDocument } from '../../src/actors/system/analytics/stored-document.js';
 import type { Storage } from '../../src/storage/database.js';
-import { CLAUDE, HOUR, HUMAN, T0, TestHistory, lines, tempStorage } from './fixtures.js';
+import { CLAUDE, HOUR, T0, TestHistory, lines, seedRepo, tempStorage } from './fixtures.js';
 
 const REPO = 'repo_engine';
 const at = (hours: number): Date => new Date(T0.getTime() + hours * HOUR);
-const docOf = (storage: Storage): AnalyticsDocument => storage.meta.get(K.analytics(REPO)) as AnalyticsDocument;
+const docOf = (storage: Storage): AnalyticsDocument => readDocument(storage.meta, REPO)!;
 const stateOf = (storage: Storage): AnalyticsState => storage.meta.get(K.analyticsState(REPO)) as AnalyticsState;
 const keptOids = (storage: Storage): string[] => [...storage.meta.getKeys(under(['r', REPO, 'analytics-commit']))].map((k) => (k as string[])[3]!).sort();
 
@@ -55,6 +56,7 @@ function buildHistory() {
 
 t.test('engine - a rebuild counts every attribution rule exactly and skips merges', async (t) => {
   const { storage, cleanup } = tempStorage();
+  seedRepo(storage, REPO, null);
   t.teardown(cleanup);
   const { h, c1, c2, s1, c3, c4 } = buildHistory();
   const engine = new AnalyticsEngine(storage, h, AgentTable.defaults(), { now: () => at(10) });
@@ -85,14 +87,16 @@ t.test('engine - a rebuild counts every attribution rule exactly and skips merge
     ],
   );
   t.same(doc._meta, { lastAttempt: at(10).toISOString(), lastSuccess: at(10).toISOString(), lastError: '' });
-  t.same(stateOf(storage), { engine: 1, table: AgentTable.defaults().fingerprint, head: h.headOid, notes: h.notesOid, rebuilding: false });
+  t.same(stateOf(storage), { engine: 1, table: AgentTable.defaults().fingerprint, head: h.headOid, notes: h.notesOid, rebuilding: false, error: '' });
   t.equal(keptOids(storage).length, 6, 'a result is kept for every reachable commit, the merge included');
   t.notOk(engine.needsRun(REPO), 'nothing to do at the same head');
 });
 
 t.test('engine - a new commit on the head is added incrementally and equals a rebuild', async (t) => {
   const { storage, cleanup } = tempStorage();
+  seedRepo(storage, REPO, null);
   const other = tempStorage();
+  seedRepo(other.storage, REPO, null);
   t.teardown(async () => {
     await cleanup();
     await other.cleanup();
@@ -118,6 +122,7 @@ t.test('engine - a new commit on the head is added incrementally and equals a re
 
 t.test('engine - a rewritten head rebuilds, reusing kept results and dropping unreachable ones', async (t) => {
   const { storage, cleanup } = tempStorage();
+  seedRepo(storage, REPO, null);
   t.teardown(cleanup);
   const { h, c1, c2, c3, a4, b } = buildHistory();
   const engine = new AnalyticsEngine(storage, h, AgentTable.defaults());
@@ -136,6 +141,7 @@ t.test('engine - a rewritten head rebuilds, reusing kept results and dropping un
 
 t.test('engine - new notes recompute only the commits whose note changed', async (t) => {
   const { storage, cleanup } = tempStorage();
+  seedRepo(storage, REPO, null);
   t.teardown(cleanup);
   const { h, c4, note } = buildHistory();
   const engine = new AnalyticsEngine(storage, h, AgentTable.defaults());
@@ -153,6 +159,7 @@ t.test('engine - new notes recompute only the commits whose note changed', async
 
 t.test('engine - an interrupted rebuild is redone rather than trusted', async (t) => {
   const { storage, cleanup } = tempStorage();
+  seedRepo(storage, REPO, null);
   t.teardown(cleanup);
   const { h } = buildHistory();
   const engine = new AnalyticsEngine(storage, h, AgentTable.defaults());
@@ -165,6 +172,7 @@ t.test('engine - an interrupted rebuild is redone rather than trusted', async (t
 
 t.test('engine - a changed agent table recomputes every kept result', async (t) => {
   const { storage, cleanup } = tempStorage();
+  seedRepo(storage, REPO, null);
   t.teardown(cleanup);
   const { h } = buildHistory();
   await new AnalyticsEngine(storage, h, AgentTable.defaults()).run(REPO);
@@ -179,6 +187,7 @@ t.test('engine - a changed agent table recomputes every kept result', async (t) 
 
 t.test('engine - a conflicted commit is counted in its materialized view', async (t) => {
   const { storage, cleanup } = tempStorage();
+  seedRepo(storage, REPO, null);
   t.teardown(cleanup);
   const h = new TestHistory();
   const p = h.commit({ files: { 'f.txt': lines('base') } });
@@ -196,6 +205,7 @@ t.test('engine - a conflicted commit is counted in its materialized view', async
 
 t.test('engine - an empty default bookmark yields an empty document', async (t) => {
   const { storage, cleanup } = tempStorage();
+  seedRepo(storage, REPO, null);
   t.teardown(cleanup);
   const h = new TestHistory();
   const engine = new AnalyticsEngine(storage, h, AgentTable.defaults());
@@ -211,6 +221,7 @@ t.test('engine - an empty default bookmark yields an empty document', async (t) 
 
 t.test('engine - a missing object fails the run and records why, keeping the counts', async (t) => {
   const { storage, cleanup } = tempStorage();
+  seedRepo(storage, REPO, null);
   t.teardown(cleanup);
   const { h } = buildHistory();
   const engine = new AnalyticsEngine(storage, h, AgentTable.defaults(), { now: () => at(10) });
@@ -224,4 +235,24 @@ t.test('engine - a missing object fails the run and records why, keeping the cou
   t.same(doc.summary, before.summary, 'the last good counts stay');
   t.same(doc._meta, { lastAttempt: at(10).toISOString(), lastSuccess: at(10).toISOString(), lastError: outcome.error });
   t.not(stateOf(storage).head, h.headOid, 'the state still names the last computed head');
+  t.equal(stateOf(storage).error, outcome.error, 'the state carries the error for the status');
+  t.ok(engine.needsRun(REPO));
+});
+
+t.test('engine - a repository deleted during a run gets no analytics records back', async (t) => {
+  const { storage, cleanup } = tempStorage();
+  t.teardown(cleanup);
+  seedRepo(storage, REPO, null);
+  const { h } = buildHistory();
+  const deleting = Object.assign(Object.create(h) as TestHistory, {
+    objects() {
+      storage.meta.removeSync(K.repo(REPO));
+      return h.store;
+    },
+  });
+  const outcome = await new AnalyticsEngine(storage, deleting, AgentTable.defaults()).run(REPO);
+  t.equal(outcome.kind, 'rebuild');
+  t.equal(storage.meta.get(K.analytics(REPO)), undefined);
+  t.equal(storage.meta.get(K.analyticsState(REPO)), undefined);
+  t.same(keptOids(storage), []);
 });

@@ -1,12 +1,13 @@
 import { PERIODS, windowed } from '../../actors/system/analytics/document.js';
-import type { Period } from '../../actors/system/analytics/document.js';
+import type { AnalyticsDocument, Period } from '../../actors/system/analytics/document.js';
 import { readAnalytics } from '../../actors/system/analytics/status.js';
 import '../../protocol/schemas/analytics.js';
 import type { RouteDef } from '../route.js';
 
 /**
  * `GET /{org}/{repo}/analytics` (API §10): the stored document from an LMDB snapshot, never
- * computed here. A period other than `all` is a view recomputed from `history`.
+ * computed here. `all` splices the stored JSON text into the reply as is (the status is one of
+ * three fixed words); a shorter period is a view recomputed from `history`.
  */
 export const analyticsRoutes: RouteDef[] = [
   {
@@ -15,10 +16,11 @@ export const analyticsRoutes: RouteDef[] = [
     permission: 'git:read',
     query: { keys: { period: { type: 'string', enum: PERIODS, default: 'all' } } },
     handler(ctx) {
-      const stored = readAnalytics(ctx.services.storage.meta, ctx.repo!);
+      const { text, status } = readAnalytics(ctx.services.storage.meta, ctx.repo!);
       const period = ctx.query.period as Period;
-      const analytics = stored.analytics && windowed(stored.analytics, period, Date.now());
-      return { status: 200, schema: 'analytics', value: { analytics, status: stored.status } };
+      if (text === null || period === 'all') return { status: 200, json: `{"analytics":${text ?? 'null'},"status":"${status}"}` };
+      const view = windowed(JSON.parse(text) as AnalyticsDocument, period, Date.now());
+      return { status: 200, schema: 'analytics', value: { analytics: view, status } };
     },
   },
 ];

@@ -32,4 +32,4 @@ export const analyticsResponse: JsonSchema = obj({
   status: str({ enum: ['none', 'current', 'stale'] }),
 });
 
-registerResponseSchemas({ analytics: analyticsResponse });
+registerResponseSchemas({ analytics: analyticsResponse, analyticsDocument });

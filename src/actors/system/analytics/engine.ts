@@ -28,6 +28,7 @@ import type { CommitResult } from './commit-stats.js';
 import { addCommits, emptyDocument } from './document.js';
 import type { AnalyticsDocument, HistoryItem } from './document.js';
 import type { AnalyticsSource } from './source.js';
+import { encodeDocument, readDocument } from './stored-document.js';
 
 /** Bumped when per-commit results would come out differently: kept results are then recomputed. */
 export const ENGINE_VERSION = 1;
@@ -42,6 +43,8 @@ export interface AnalyticsState {
   notes: string | null;
   /** A rebuild is writing results: kept results may include commits the document does not count. */
   rebuilding: boolean;
+  /** Why the last attempt failed (`_meta.lastError`, kept here too so status needs no document read); "" after a success. */
+  error: string;
 }
 
 /** A kept per-commit result. */
@@ -137,14 +140,14 @@ export class AnalyticsEngine {
       return true;
     }
     // Up to date but the last attempt failed (e.g. its write): a run clears the error.
-    return (meta.get(K.analytics(repoId)) as AnalyticsDocument | undefined)?._meta.lastError !== '';
+    return state.error !== '';
   }
 
   async #run(repoId: string, attempt: string): Promise<Omit<RunOutcome, 'ms'>> {
     const meta = this.storage.meta;
     if (!this.source.exists(repoId)) return { kind: 'gone', head: null, computed: 0, reused: 0 };
     const state = meta.get(K.analyticsState(repoId)) as AnalyticsState | undefined;
-    const stored = meta.get(K.analytics(repoId)) as AnalyticsDocument | undefined;
+    const stored = readDocument(meta, repoId);
     const head = this.source.head(repoId);
     const notesOid = this.source.notes(repoId);
     const keptValid = state !== undefined && state.engine === ENGINE_VERSION && state.table === this.table.fingerprint;
@@ -152,7 +155,10 @@ export class AnalyticsEngine {
 
     if (consistent && state.head === head) {
       this.#stamp(stored, attempt, false);
-      await meta.put(K.analytics(repoId), stored);
+      await this.#write(repoId, () => {
+        meta.putSync(K.analytics(repoId), encodeDocument(stored));
+        meta.putSync(K.analyticsState(repoId), { ...state, error: '' });
+      });
       return { kind: 'unchanged', head, computed: 0, reused: 0 };
     }
 
@@ -164,11 +170,11 @@ export class AnalyticsEngine {
       if (walk.boundary.has(state.head)) {
         addCommits(stored, walk.order.filter((r) => !r.merge).map((r) => r.item));
         this.#stamp(stored, attempt, true);
-        const next: AnalyticsState = { ...state, head };
-        await meta.batch(() => {
-          for (const r of walk.order) meta.put(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
-          meta.put(K.analytics(repoId), stored);
-          meta.put(K.analyticsState(repoId), next);
+        const next: AnalyticsState = { ...state, head, error: '' };
+        await this.#write(repoId, () => {
+          for (const r of walk.order) meta.putSync(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
+          meta.putSync(K.analytics(repoId), encodeDocument(stored));
+          meta.putSync(K.analyticsState(repoId), next);
         });
         return { kind: 'incremental', head, computed: walk.computed, reused: 0 };
       }
@@ -188,12 +194,12 @@ export class AnalyticsEngine {
     keptValid: boolean,
   ): Promise<Omit<RunOutcome, 'ms'>> {
     const meta = this.storage.meta;
-    if (state && !state.rebuilding) await meta.put(K.analyticsState(repoId), { ...state, rebuilding: true });
+    if (state && !state.rebuilding) await this.#write(repoId, () => meta.putSync(K.analyticsState(repoId), { ...state, rebuilding: true }));
     const pending: CommitResult[] = [];
     const flush = async (): Promise<void> => {
       const batch = pending.splice(0);
-      await meta.batch(() => {
-        for (const r of batch) meta.put(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
+      await this.#write(repoId, () => {
+        for (const r of batch) meta.putSync(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
       });
     };
     const kept = (oid: string): CommitResult | undefined => {
@@ -218,13 +224,13 @@ export class AnalyticsEngine {
       const oid = (key as string[])[3]!;
       if (!reachable.has(oid)) stale.push(oid);
     }
-    const next: AnalyticsState = { engine: ENGINE_VERSION, table: this.table.fingerprint, head, notes: notesOid, rebuilding: false };
+    const next: AnalyticsState = { engine: ENGINE_VERSION, table: this.table.fingerprint, head, notes: notesOid, rebuilding: false, error: '' };
     const last = pending.splice(0);
-    await meta.batch(() => {
-      for (const r of last) meta.put(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
-      for (const oid of stale) meta.remove(K.analyticsCommit(repoId, oid));
-      meta.put(K.analytics(repoId), doc);
-      meta.put(K.analyticsState(repoId), next);
+    await this.#write(repoId, () => {
+      for (const r of last) meta.putSync(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
+      for (const oid of stale) meta.removeSync(K.analyticsCommit(repoId, oid));
+      meta.putSync(K.analytics(repoId), encodeDocument(doc));
+      meta.putSync(K.analyticsState(repoId), next);
     });
     return { kind: 'rebuild', head, computed: walk.computed, reused: walk.reused };
   }
@@ -288,9 +294,25 @@ export class AnalyticsEngine {
 
   async #recordFailure(repoId: string, attempt: string, error: string): Promise<void> {
     const meta = this.storage.meta;
-    const doc = (meta.get(K.analytics(repoId)) as AnalyticsDocument | undefined) ?? emptyDocument();
+    const doc = readDocument(meta, repoId) ?? emptyDocument();
     doc._meta = { lastAttempt: attempt, lastSuccess: doc._meta.lastSuccess, lastError: error };
-    await meta.put(K.analytics(repoId), doc);
+    await this.#write(repoId, () => {
+      meta.putSync(K.analytics(repoId), encodeDocument(doc));
+      // Without a state there is no computation to mark: the document alone says it failed.
+      const state = meta.get(K.analyticsState(repoId)) as AnalyticsState | undefined;
+      if (state) meta.putSync(K.analyticsState(repoId), { ...state, error });
+    });
+  }
+
+  /**
+   * Writes in one transaction of this thread's own, only while the repository exists: checked
+   * inside the transaction, so a repository deleted during a run gets no records back.
+   */
+  async #write(repoId: string, fn: () => void): Promise<void> {
+    const meta = this.storage.meta;
+    await meta.transaction(() => {
+      if (meta.doesExist(K.repo(repoId))) fn();
+    });
   }
 }
 

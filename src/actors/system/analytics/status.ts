@@ -1,18 +1,19 @@
 /**
  * The read side of analytics (API §10): the stored document and its status, from an LMDB
- * snapshot on any thread — a few point reads, no computation.
+ * snapshot on any thread — a few point reads, no computation, no decoding of the document.
  */
 import type { Database, Key } from 'lmdb';
 import { K } from '../../../storage/keys.js';
 import type { RepoRecord } from '../../../storage/records.js';
-import type { AnalyticsDocument } from './document.js';
 import type { AnalyticsState } from './engine.js';
 import { headCommitOid, notesCommitOid } from './source.js';
+import { readDocumentText } from './stored-document.js';
 
 export type AnalyticsStatus = 'none' | 'current' | 'stale';
 
 export interface StoredAnalytics {
-  analytics: AnalyticsDocument | null;
+  /** The document's JSON text, or null before the first computation. */
+  text: string | null;
   status: AnalyticsStatus;
 }
 
@@ -21,14 +22,14 @@ export interface StoredAnalytics {
  * bookmark's current commit (and notes) and the last attempt succeeded; `stale` otherwise.
  */
 export function readAnalytics(meta: Database<any, Key>, repo: RepoRecord): StoredAnalytics {
-  const analytics = meta.get(K.analytics(repo.id)) as AnalyticsDocument | undefined;
-  if (!analytics) return { analytics: null, status: 'none' };
+  const text = readDocumentText(meta, repo.id);
+  if (text === undefined) return { text: null, status: 'none' };
   const state = meta.get(K.analyticsState(repo.id)) as AnalyticsState | undefined;
   const current =
     state !== undefined &&
     !state.rebuilding &&
-    analytics._meta.lastError === '' &&
+    state.error === '' &&
     state.head === headCommitOid(meta, repo) &&
     state.notes === notesCommitOid(meta, repo.id);
-  return { analytics, status: current ? 'current' : 'stale' };
+  return { text, status: current ? 'current' : 'stale' };
 }
