@@ -67,6 +67,17 @@ t.test('bookmarks - create refuses an existing name, an unknown change and a bad
   t.same(list.json.bookmarks.map((b: { name: string }) => b.name), ['main'], 'nothing was created');
 });
 
+t.test('bookmarks - a bookmark named "merge" is reachable beside the merge route', async (t) => {
+  await createRepo(s, 'named-merge');
+  const [c1, c2] = await chain(s, 'named-merge', ROOT, 2);
+  t.equal((await s.api('POST', '/acme/named-merge/bookmarks', { body: { name: 'merge', change_id: c1 } })).status, 201);
+  t.same((await s.api('GET', '/acme/named-merge/bookmarks/merge')).json, { name: 'merge', change_id: c1, is_default: false });
+  const moved = await s.api('PATCH', '/acme/named-merge/bookmarks/merge', { body: { change_id: c2 } });
+  t.same(moved.json, { name: 'merge', change_id: c2, is_default: false, from_change_id: c1 });
+  t.equal((await s.api('DELETE', '/acme/named-merge/bookmarks/merge')).status, 200);
+  t.equal((await s.api('GET', '/acme/named-merge/bookmarks/merge')).status, 404);
+});
+
 t.test('bookmarks - deleting the default bookmark is refused', async (t) => {
   await createRepo(s, 'protect');
   const res = await s.api('DELETE', '/acme/protect/bookmarks/main');

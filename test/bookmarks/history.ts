@@ -1,6 +1,6 @@
 import type { Key } from 'lmdb';
 import { openStorage } from '../../src/storage/database.js';
-import type { EventEnvelope } from '../../src/storage/records.js';
+import type { OperationRecord } from '../../src/storage/records.js';
 import type { TestServer } from '../helpers/server.js';
 
 /** Building repository history through the API for the bookmark tests. */
@@ -36,17 +36,16 @@ export async function bookmarkTarget(s: TestServer, repo: string, name: string):
   return res.status === 200 ? (res.json.change_id as string) : null;
 }
 
-/** Every outbox event of the repository, in the order they were written (ids are ULIDs). */
-export function outboxEvents(s: TestServer, repoName: string): EventEnvelope[] {
+/** The repository's operation log, oldest first (op ids are ULIDs). */
+export function operations(s: TestServer, repoId: string): OperationRecord[] {
   const storage = openStorage(s.dataDir);
   try {
-    const out: EventEnvelope[] = [];
-    for (const { value } of storage.meta.getRange({ start: ['outbox', null] as Key, end: ['outbox', '\uffff'] })) {
-      const event = value as EventEnvelope;
-      if (event.repository?.name === repoName) out.push(event);
-    }
-    return out;
+    return [...storage.meta.getRange({ start: ['r', repoId, 'op', null] as Key, end: ['r', repoId, 'op', '\uffff'] })].map((e) => e.value as OperationRecord);
   } finally {
     void storage.close();
   }
+}
+
+export async function repoId(s: TestServer, name: string): Promise<string> {
+  return (await s.api('GET', `/acme/${name}`)).json.id as string;
 }
