@@ -256,3 +256,21 @@ t.test('engine - a repository deleted during a run gets no analytics records bac
   t.equal(storage.meta.get(K.analyticsState(REPO)), undefined);
   t.same(keptOids(storage), []);
 });
+
+t.test('engine - more new commits than one write chunk are written in chunks, with the same result', async (t) => {
+  const { storage, cleanup } = tempStorage();
+  t.teardown(cleanup);
+  seedRepo(storage, REPO, null);
+  const { h, m5 } = buildHistory();
+  const engine = new AnalyticsEngine(storage, h, AgentTable.defaults(), { writeChunk: 2 });
+  await engine.run(REPO);
+  let head = m5;
+  for (let i = 0; i < 5; i++) head = h.commit({ files: { 'n.txt': lines(...Array.from({ length: i + 1 }, (_, j) => `n${j}`)) }, parents: [head], date: at(5 + i) });
+  h.headOid = head;
+  const outcome = await engine.run(REPO);
+  t.equal(outcome.kind, 'rebuild');
+  t.equal(outcome.computed, 5, 'only the new commits were diffed');
+  t.equal(outcome.reused, 6);
+  t.equal(docOf(storage).summary.totalLines, 16 + 5);
+  t.equal(keptOids(storage).length, 11);
+});

@@ -6,7 +6,8 @@
  * Invariant (while `rebuilding` is false): the kept results are exactly the commits reachable from
  * that head. So an update walks back from the new head and stops at kept commits:
  * - when the old head is among the commits it stopped at, the new head descends from it and the
- *   walked commits are exactly the new ones: they are added to the stored totals (incremental);
+ *   walked commits are exactly the new ones: they are added to the stored totals (incremental;
+ *   more than one write chunk of them is handled as a rebuild, which reuses everything kept);
  * - otherwise history was rewritten (or notes or the agent table changed): the document is
  *   rebuilt from every reachable commit, reusing kept results whose inputs are unchanged (a
  *   result depends only on the commit, its first parent, its note and the agent table), then
@@ -167,7 +168,8 @@ export class AnalyticsEngine {
     const fresh = new Map<string, CommitResult>();
     if (consistent && state.head !== null && head !== null) {
       const walk = await this.#walk(store, head, notes, fresh, (oid) => meta.doesExist(K.analyticsCommit(repoId, oid)), () => undefined);
-      if (walk.boundary.has(state.head)) {
+      // A long run of new commits (a large pull) goes the rebuild way, whose writes are chunked.
+      if (walk.boundary.has(state.head) && walk.order.length <= this.#writeChunk) {
         addCommits(stored, walk.order.filter((r) => !r.merge).map((r) => r.item));
         this.#stamp(stored, attempt, true);
         const next: AnalyticsState = { ...state, head, error: '' };
