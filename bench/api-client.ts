@@ -23,7 +23,9 @@ export class ApiError extends Error {
 }
 
 export class ApiClient {
-  private readonly dispatcher = new Agent({ connections: 32, keepAliveTimeout: 10_000 });
+  // Well under uWS's 10 s idle timeout: reusing a connection the server is closing at that very
+  // moment fails with "other side closed".
+  private readonly dispatcher = new Agent({ connections: 32, keepAliveTimeout: 4_000 });
 
   constructor(
     readonly baseUrl: string,
@@ -43,17 +45,32 @@ export class ApiClient {
   ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, accept };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await request(this.baseUrl + path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: this.dispatcher,
-      headersTimeout: 60_000,
-      bodyTimeout: 60_000,
-    });
-    const text = await res.body.text();
+    const send = async (): Promise<{ statusCode: number; contentType: string; text: string }> => {
+      const res = await request(this.baseUrl + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        dispatcher: this.dispatcher,
+        headersTimeout: 60_000,
+        bodyTimeout: 60_000,
+      });
+      return { statusCode: res.statusCode, contentType: String(res.headers['content-type'] ?? ''), text: await res.body.text() };
+    };
+    let res: { statusCode: number; contentType: string; text: string };
+    try {
+      res = await send();
+    } catch (err) {
+      // A GET is safe to repeat once after a dropped connection; anything else reports where it failed.
+      if (method !== 'GET') throw new Error(`${method} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+      try {
+        res = await send();
+      } catch (again) {
+        throw new Error(`${method} ${path}: ${again instanceof Error ? again.message : String(again)}`);
+      }
+    }
+    const text = res.text;
     let parsed: unknown = text;
-    if (String(res.headers['content-type'] ?? '').includes('json') && text.length > 0) {
+    if (res.contentType.includes('json') && text.length > 0) {
       try {
         parsed = JSON.parse(text);
       } catch {

@@ -40,6 +40,8 @@ export interface AgentState {
   lastChangeId: string;
   /** Acknowledged writes so far; write n carries content for sequence n. */
   writes: number;
+  /** Every acknowledged change id, oldest first: verification walks the history against it. */
+  chain: string[];
 }
 
 /**
@@ -58,8 +60,6 @@ export interface AgentWorkloadSpec {
   readRatio: number;
   /** Read paths, `{repo}` replaced per agent; cycled. */
   readPaths: string[];
-  /** Keep every acknowledged change id (the webhook scenario checks each was delivered). */
-  recordAcked: boolean;
 }
 
 export type WorkloadSpec = StaticWorkloadSpec | FreshTokenWorkloadSpec | AgentWorkloadSpec;
@@ -100,12 +100,15 @@ export interface GeneratorResult {
   service: string | null;
   byKind: Record<string, KindOutcome>;
   agents: AgentState[] | null;
-  ackedChangeIds: string[];
+  /** CPU time of the generator process over the run, as a fraction of one core. */
+  cpu: number;
 }
 
 export type ToGenerator = { type: 'run'; job: GeneratorJob } | { type: 'stop' };
 
 export type FromGenerator =
+  /** Connections are open and the clock runs (the warm-up starts now). */
+  | { type: 'started' }
   | { type: 'progress'; elapsedMs: number; totalMs: number; completed: number; rate: number }
   | { type: 'result'; result: GeneratorResult }
   | { type: 'error'; message: string };

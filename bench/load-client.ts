@@ -18,6 +18,8 @@ export interface ProgressUpdate {
 }
 
 export interface GeneratorRun {
+  /** Resolves when the generator's clock starts (process up, connections open). */
+  started: Promise<void>;
   result: Promise<GeneratorResult>;
   /** Ends the measurement window early; the result still arrives through `result`. */
   stop(): void;
@@ -31,10 +33,13 @@ export function startGenerator(job: GeneratorJob, onProgress: (p: ProgressUpdate
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     serialization: 'advanced',
   });
+  let markStarted: () => void = () => {};
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
   const result = new Promise<GeneratorResult>((resolve, reject) => {
     let settled = false;
     child.on('message', (message: FromGenerator) => {
-      if (message.type === 'progress') onProgress(message);
+      if (message.type === 'started') markStarted();
+      else if (message.type === 'progress') onProgress(message);
       else if (message.type === 'result') {
         settled = true;
         resolve(message.result);
@@ -52,7 +57,10 @@ export function startGenerator(job: GeneratorJob, onProgress: (p: ProgressUpdate
   });
   const message: ToGenerator = { type: 'run', job };
   child.send(message);
+  // A generator that fails before starting must not leave `started` waiting forever.
+  result.then(markStarted, markStarted);
   return {
+    started,
     result,
     stop() {
       if (child.connected) child.send({ type: 'stop' } satisfies ToGenerator);

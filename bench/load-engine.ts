@@ -5,7 +5,7 @@
  * - Closed loop: every slot sends, waits, sends again. Measures maximum throughput; latency is
  *   from send to last byte.
  * - Open loop: arrivals at a fixed rate, arrival i intended at start + i/rate, handed to the next
- *   free slot (FIFO queue when none is free). Latency is measured from the *intended* time, so a
+ *   free slot (FIFO queue when none is free); during the warm-up the rate ramps up to the target. Latency is measured from the *intended* time, so a
  *   stall shows as queueing delay instead of silently lowering the send rate (coordinated
  *   omission). The service time from the actual send is kept beside it for comparison.
  *
@@ -50,7 +50,10 @@ export class LoadEngine {
   private start = 0;
   private measureStart = 0;
   private end = 0;
+  /** Drain deadline passed: no more sends. */
   private stopped = false;
+  /** `stop()` arrived, possibly before the connections were open. */
+  private stopRequested = false;
   // Open loop state.
   private readonly interval: number;
   private nextArrival = 0;
@@ -64,6 +67,7 @@ export class LoadEngine {
     private readonly job: GeneratorJob,
     private readonly workload: Workload,
     private readonly onProgress: (p: ProgressSample) => void,
+    private readonly onStart: () => void = () => {},
   ) {
     this.connections = Array.from(
       { length: workload.slots },
@@ -78,16 +82,19 @@ export class LoadEngine {
 
   /** Ends the window now (the orchestrator's `stop`, e.g. when a sync finished early). */
   stop(): void {
+    this.stopRequested = true;
     const now = performance.now();
-    if (now < this.end) this.end = now;
+    if (this.end > 0 && now < this.end) this.end = now;
   }
 
   async run(): Promise<GeneratorResult> {
     await Promise.all(this.connections.map((c) => c.open()));
+    const cpuAtStart = process.cpuUsage();
     this.start = performance.now();
     this.measureStart = this.start + this.job.warmupMs;
-    this.end = this.measureStart + this.job.durationMs;
+    this.end = this.stopRequested ? this.start : this.measureStart + this.job.durationMs;
     const totalMs = this.job.warmupMs + this.job.durationMs;
+    this.onStart();
 
     let lastCompleted = 0;
     let lastTick = this.start;
@@ -124,7 +131,8 @@ export class LoadEngine {
     clearInterval(drainTimer);
     if (this.timer) clearTimeout(this.timer);
     for (const c of this.connections) c.close();
-    return this.result();
+    const cpu = process.cpuUsage(cpuAtStart);
+    return this.result((cpu.user + cpu.system) / 1000 / Math.max(1, performance.now() - this.start));
   }
 
   private issueClosed(slot: number): void {
@@ -220,7 +228,7 @@ export class LoadEngine {
     const now = performance.now();
     while (!this.stopped && this.nextArrival <= now && this.nextArrival < this.end) {
       this.queue.push(this.nextArrival);
-      this.nextArrival += this.interval;
+      this.nextArrival = this.arrivalAfter(this.nextArrival);
     }
     while (!this.stopped && this.queueHead < this.queue.length && this.freeSlots.length > 0) {
       const slot = this.freeSlots.shift() as number;
@@ -243,6 +251,18 @@ export class LoadEngine {
       );
     }
     this.checkDone();
+  }
+
+  /**
+   * The arrival after one at `t`. The warm-up ramps the rate linearly from 10 % to the target: a
+   * freshly forked generator runs cold for a few hundred milliseconds, and starting at full rate
+   * would build a backlog the measured window then inherits. The ramp never steps over the start
+   * of the window (at low rates one ramp gap can be longer than the whole warm-up).
+   */
+  private arrivalAfter(t: number): number {
+    if (t >= this.measureStart || this.job.warmupMs <= 0) return t + this.interval;
+    const ramp = 0.1 + (0.9 * (t - this.start)) / this.job.warmupMs;
+    return Math.min(t + this.interval / ramp, this.measureStart);
   }
 
   private sweepTimeouts(): void {
@@ -277,7 +297,7 @@ export class LoadEngine {
     finish();
   }
 
-  private result(): GeneratorResult {
+  private result(cpu: number): GeneratorResult {
     const byKind: Record<string, KindOutcome> = {};
     for (const [kind, stats] of this.kinds) {
       byKind[kind] = {
@@ -307,7 +327,7 @@ export class LoadEngine {
       service: this.service ? encodeHistogram(this.service) : null,
       byKind,
       agents: this.workload.agents(),
-      ackedChangeIds: this.workload.ackedChangeIds(),
+      cpu,
     };
   }
 }

@@ -14,16 +14,25 @@ function send(message: FromGenerator): Promise<void> {
 }
 
 let engine: LoadEngine | null = null;
+let stopEarly = false;
 
 process.on('message', (message: ToGenerator) => {
   if (message.type === 'stop') {
+    // A stop can overtake the set-up (key import, connection set-up): keep it.
+    stopEarly = true;
     engine?.stop();
     return;
   }
   void (async () => {
     try {
       const workload = await createWorkload(message.job.workload, `${message.job.host}:${message.job.port}`);
-      engine = new LoadEngine(message.job, workload, (p) => void send({ type: 'progress', ...p }));
+      engine = new LoadEngine(
+        message.job,
+        workload,
+        (p) => void send({ type: 'progress', ...p }),
+        () => void send({ type: 'started' }),
+      );
+      if (stopEarly) engine.stop();
       const result = await engine.run();
       await send({ type: 'result', result });
     } catch (err) {

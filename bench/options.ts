@@ -19,6 +19,7 @@ Load:
   --duration S         measured seconds per phase (default 10)
   --warmup S           unmeasured seconds before each phase (default 2)
   --connections N      connections for hello/read/content (default 64)
+  --generators N       load-generator processes per phase (default 1; more on big machines)
   --agents N           agents for the write scenarios, one connection each (default 200)
   --open-fraction F    open-loop rate as a fraction of the closed-loop max (default 0.8)
   --read-open-loop     also run an open-loop phase for hello/read/content
@@ -71,6 +72,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       duration: { type: 'string' },
       warmup: { type: 'string' },
       connections: { type: 'string' },
+      generators: { type: 'string' },
       agents: { type: 'string' },
       'open-fraction': { type: 'string' },
       'read-open-loop': { type: 'boolean' },
@@ -103,6 +105,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     warmupMs: positiveNumber('warmup', values.warmup, d.warmup, false) * 1000,
     drainMs: d.drainMs,
     requestTimeoutMs: 30_000,
+    generators: Math.max(1, positiveNumber('generators', values.generators, 1)),
     connections: Math.max(1, positiveNumber('connections', values.connections, d.connections)),
     agents: Math.max(1, positiveNumber('agents', values.agents, d.agents)),
     openFraction,

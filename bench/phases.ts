@@ -1,8 +1,9 @@
 /**
- * Runs one generator phase with a progress bar and turns the generator's raw result into the
- * report's PhaseResult.
+ * Runs one generator phase (one or `--generators` processes) with a progress bar and turns the
+ * raw result into the report's PhaseResult.
  */
 import type { GeneratorJob, GeneratorResult, WorkloadSpec } from './generator-protocol.js';
+import { mergeResults, splitJob } from './generator-split.js';
 import { summarizeEncoded } from './histogram.js';
 import { startGenerator } from './load-client.js';
 import type { GeneratorRun } from './load-client.js';
@@ -27,6 +28,8 @@ export interface PhaseOutcome {
 }
 
 export interface RunningPhase {
+  /** Resolves when every generator's clock runs (the warm-up has begun). */
+  started: Promise<void>;
   /** Ends the window early (the generator then drains and reports). */
   stop(): void;
   outcome: Promise<PhaseOutcome>;
@@ -46,8 +49,25 @@ export function startPhase(ctx: ScenarioContext, req: PhaseRequest): RunningPhas
     workload: req.workload,
   };
   const bar = ctx.progress.phase(req.label);
-  const run: GeneratorRun = startGenerator(job, (p) => bar.update(p));
-  const outcome = run.result.then(
+  const jobs = splitJob(job, s.generators);
+  const latest = jobs.map(() => ({ elapsedMs: 0, totalMs: 0, completed: 0, rate: 0 }));
+  const runs: GeneratorRun[] = jobs.map((j, k) =>
+    startGenerator(j, (p) => {
+      latest[k] = p;
+      bar.update({
+        elapsedMs: Math.max(...latest.map((l) => l.elapsedMs)),
+        totalMs: p.totalMs,
+        completed: latest.reduce((a, l) => a + l.completed, 0),
+        rate: latest.reduce((a, l) => a + l.rate, 0),
+      });
+    }),
+  );
+  const merged = Promise.all(runs.map((r) => r.result)).then(mergeResults, (err: unknown) => {
+    // One generator failed: the phase is lost, do not let the others load the server on.
+    for (const r of runs) r.stop();
+    throw err;
+  });
+  const outcome = merged.then(
     (raw) => {
       const phase = toPhaseResult(raw);
       bar.done(
@@ -61,7 +81,11 @@ export function startPhase(ctx: ScenarioContext, req: PhaseRequest): RunningPhas
       throw err;
     },
   );
-  return { stop: () => run.stop(), outcome };
+  return {
+    started: Promise.all(runs.map((r) => r.started)).then(() => undefined),
+    stop: () => runs.forEach((r) => r.stop()),
+    outcome,
+  };
 }
 
 export function runPhase(ctx: ScenarioContext, req: PhaseRequest): Promise<PhaseOutcome> {
@@ -94,6 +118,7 @@ export function toPhaseResult(raw: GeneratorResult): PhaseResult {
     latency: summarizeEncoded(raw.latency),
     serviceTime: raw.service ? summarizeEncoded(raw.service) : null,
     byKind,
+    generatorCpu: round(raw.cpu, 2),
     histogram: raw.latency,
   };
 }

@@ -36,7 +36,7 @@ export class ProgressReporter {
       update(p) {
         const payload = {
           elapsed_s: (p.elapsedMs / 1000).toFixed(1),
-          total_s: (p.totalMs / 1000).toFixed(0),
+          total_s: (p.totalMs / 1000).toFixed(1),
           rate: Math.round(p.rate).toLocaleString('en-US'),
           completed: p.completed.toLocaleString('en-US'),
         };

@@ -1,6 +1,11 @@
 /** Derived views of a report shared by the stdout summary and the HTML page. */
 import type { BenchReport, ComparisonRow, PhaseResult, ScenarioResult, WorkerRun } from './report-types.js';
 
+/** Thousands separators and exactly `digits` decimals. */
+export function formatNumber(n: number, digits = 0): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
 export function resultLabel(r: Pick<ScenarioResult, 'scenario' | 'variant'>): string {
   return r.variant ? `${r.scenario}/${r.variant}` : r.scenario;
 }

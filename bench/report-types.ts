@@ -53,6 +53,11 @@ export interface PhaseResult {
   /** Open loop only: from the actual send (what a coordinated-omission-prone tool reports). */
   serviceTime: LatencySummary | null;
   byKind: Record<string, KindResult>;
+  /**
+   * CPU of the (busiest) generator process as a fraction of one core. Near 1 means the
+   * generator, not the server, set the pace: read the phase as a lower bound.
+   */
+  generatorCpu: number;
   /** HDR histogram of `latency` in microseconds, compressed base64 (hdr-histogram-js). */
   histogram: string;
 }

@@ -88,6 +88,10 @@ async function spawnListening(
     };
     child.stdout?.on('data', onData);
     child.on('exit', onExit);
+  }).catch((err: unknown) => {
+    // Never leave a half-started server behind.
+    if (child.exitCode === null) child.kill('SIGKILL');
+    throw err;
   });
 
   const port = Number(listening['port']);

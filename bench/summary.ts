@@ -1,6 +1,5 @@
 /** The plain-text summary printed on stdout at the end of `npm run bench`. */
-import { allResults, helloThroughput } from './report-data.js';
-import { resultLabel } from './report-data.js';
+import { allResults, formatNumber as num, helloThroughput, resultLabel } from './report-data.js';
 import type { BenchReport } from './report-types.js';
 
 function table(header: string[], rows: string[][]): string {
@@ -10,7 +9,6 @@ function table(header: string[], rows: string[][]): string {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-const num = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 export function formatSummary(report: BenchReport): string {
   const hello = helloThroughput(report);
@@ -19,7 +17,7 @@ export function formatSummary(report: BenchReport): string {
   for (const { workers, result } of allResults(report)) {
     const label = resultLabel(result);
     if (result.phases.length === 0) {
-      rows.push([label, '-', workers === null ? '-' : String(workers), '', '', '', '', '', '', '', '', result.status.toUpperCase(), '']);
+      rows.push([label, '-', workers === null ? '-' : String(workers), '', '', '', '', '', '', '', '', '', result.status.toUpperCase(), '']);
     }
     for (const p of result.phases) {
       rows.push([
@@ -34,16 +32,17 @@ export function formatSummary(report: BenchReport): string {
         num(p.latency.p99, 2),
         num(p.latency.p999, 2),
         num(p.latency.max, 2),
+        `${Math.round(p.generatorCpu * 100)} %`,
         result.status === 'ok' ? (result.verification ? 'ok ✓' : 'ok') : result.status.toUpperCase(),
         hello && p.phase === 'closed' ? `${num(p.throughput / hello, 2)}×` : '',
       ]);
     }
     if (result.note) notes.push(`${label}${workers === null ? '' : ` (workers ${workers})`}: ${result.note}`);
     const metrics = Object.entries(result.metrics);
-    if (metrics.length > 0) notes.push(`${label}: ${metrics.map(([k, v]) => `${k}=${num(v, 2)}`).join(', ')}`);
+    if (metrics.length > 0) notes.push(`${label}: ${metrics.map(([k, v]) => `${k}=${num(v, Number.isInteger(v) ? 0 : 2)}`).join(', ')}`);
   }
   const out = [
-    table(['scenario', 'phase', 'workers', 'conns', 'rate', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9', 'max', 'status', 'vs hello'], rows),
+    table(['scenario', 'phase', 'workers', 'conns', 'rate', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9', 'max', 'gen cpu', 'status', 'vs hello'], rows),
   ];
   if (report.runs.length > 1) {
     const ws = report.runs.map((r) => String(r.workers));

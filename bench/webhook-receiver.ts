@@ -74,7 +74,7 @@ const server = http.createServer((req, res) => {
       const id = event.data?.change?.id;
       if (typeof id === 'string') changeIds[target]?.add(id);
       const occurred = Date.parse(event.occurred_at ?? '');
-      if (Number.isFinite(occurred)) lag.recordValue(Math.max(1, (now - occurred) * 1000));
+      if (Number.isFinite(occurred)) lag.recordValue(Math.max(1, Math.round((now - occurred) * 1000)));
     } catch {
       // A body that is not an event is still a delivery; verification will miss its change id.
     }

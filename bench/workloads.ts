@@ -28,7 +28,6 @@ export interface Workload {
   /** Returns whether the response is a success; may update the slot's state. */
   complete(slot: number, request: PreparedRequest, response: HttpResponse): boolean;
   agents(): AgentState[] | null;
-  ackedChangeIds(): string[];
 }
 
 export async function createWorkload(spec: WorkloadSpec, host: string): Promise<Workload> {
@@ -58,7 +57,6 @@ function staticWorkload(spec: StaticWorkloadSpec, host: string): Workload {
     },
     complete: (_slot, _req, res) => res.status === spec.expectStatus,
     agents: () => null,
-    ackedChangeIds: () => [],
   };
 }
 
@@ -76,7 +74,6 @@ async function freshTokenWorkload(spec: FreshTokenWorkloadSpec, host: string): P
     },
     complete: (_slot, _req, res) => res.status === spec.expectStatus,
     agents: () => null,
-    ackedChangeIds: () => [],
   };
 }
 
@@ -92,7 +89,7 @@ function agentWorkload(spec: AgentWorkloadSpec, host: string): Workload {
   const slots: AgentSlot[] = spec.agents.map((agent) => {
     const repoPath = encodeURIComponent(agent.repo);
     return {
-      state: { ...agent },
+      state: { ...agent, chain: [...agent.chain] },
       applyPath: `/v1/${spec.org}/${repoPath}/apply-ops`,
       reads: spec.readPaths.map((p) =>
         buildRequest('GET', p.replaceAll('{repo}', repoPath), host, auth) as Buffer,
@@ -100,7 +97,6 @@ function agentWorkload(spec: AgentWorkloadSpec, host: string): Workload {
       readCursor: agent.index,
     };
   });
-  const acked: string[] = [];
   const jsonHeaders = { ...auth, 'Content-Type': 'application/json' };
 
   function writeRequest(slot: AgentSlot): PreparedRequest {
@@ -148,11 +144,10 @@ function agentWorkload(spec: AgentWorkloadSpec, host: string): Workload {
       const slot = slots[i] as AgentSlot;
       slot.state.lastChangeId = id;
       slot.state.writes++;
-      if (spec.recordAcked) acked.push(id);
+      slot.state.chain.push(id);
       return true;
     },
     agents: () => slots.map((s) => s.state),
-    ackedChangeIds: () => acked,
   };
 }
 

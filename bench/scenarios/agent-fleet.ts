@@ -16,7 +16,7 @@ export const agentFleet: Scenario = {
     const n = ctx.settings.agents;
     const base = { scenario: 'agent-fleet', variant: null, description: this.description, parameters: writeParameters(ctx, n) };
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: null, repoPrefix: `${ctx.prefix}-fleet`, seedFile: null });
-    const out = await runWritePhases(ctx, { label: 'agent-fleet', agents, readRatio: 0, readPaths: [], recordAcked: false });
+    const out = await runWritePhases(ctx, { label: 'agent-fleet', agents, readRatio: 0, readPaths: [] });
     const verification = await verifyAgents(ctx, out.agents);
     return finishResult(base, out.phases, verification, { acknowledgedWrites: totalWrites(out.agents) });
   },

@@ -6,6 +6,7 @@
  */
 import { agentFileContent, agentFilePath } from '../agent-files.js';
 import { mapLimit } from '../api-client.js';
+import type { ApiResponse } from '../api-client.js';
 import type { AgentState, AgentWorkloadSpec } from '../generator-protocol.js';
 import { ROOT_CHANGE_ID } from '../generator-protocol.js';
 import { runPhase } from '../phases.js';
@@ -53,6 +54,7 @@ export async function createAgents(ctx: ScenarioContext, setup: AgentSetup): Pro
     bookmark: `agent-${index}`,
     lastChangeId: ROOT_CHANGE_ID,
     writes: 0,
+    chain: [],
   }));
   return { agents, repoIds };
 }
@@ -62,13 +64,11 @@ export interface WritePhasesOptions {
   agents: AgentState[];
   readRatio: number;
   readPaths: string[];
-  recordAcked: boolean;
 }
 
 export interface WritePhasesOutcome {
   phases: PhaseResult[];
   agents: AgentState[];
-  ackedChangeIds: string[];
 }
 
 /**
@@ -87,7 +87,6 @@ export async function runWritePhases(ctx: ScenarioContext, opts: WritePhasesOpti
     fileBytes: s.writeFileBytes,
     readRatio: opts.readRatio,
     readPaths: opts.readPaths,
-    recordAcked: opts.recordAcked,
   });
   const endpoint = { host: target.host, port: target.port };
   const closed = await runPhase(ctx, {
@@ -97,7 +96,6 @@ export async function runWritePhases(ctx: ScenarioContext, opts: WritePhasesOpti
     workload: await workload(opts.agents),
   });
   let agents = closed.raw.agents ?? opts.agents;
-  const acked = [...closed.raw.ackedChangeIds];
   const phases = [closed.phase];
   if (closed.phase.throughput > 0) {
     const open = await runPhase(ctx, {
@@ -108,17 +106,58 @@ export async function runWritePhases(ctx: ScenarioContext, opts: WritePhasesOpti
       workload: await workload(agents),
     });
     agents = open.raw.agents ?? agents;
-    acked.push(...open.raw.ackedChangeIds);
     phases.push(open.phase);
   }
-  return { phases, agents, ackedChangeIds: acked };
+  return { phases, agents };
 }
 
-/** Every bookmark at its agent's last acknowledged change, serving that write's bytes. */
+const HISTORY_PAGE = 200;
+
+interface ChangesPage {
+  changes?: Array<{ id: string }>;
+  next_cursor?: string | null;
+  has_more?: boolean;
+}
+
+/**
+ * The bookmark's history (children first, without the virtual root) must be exactly the agent's
+ * acknowledged chain reversed: nothing lost, nothing extra, parents in order. Returns null when
+ * it is, a failure message when not, and 'unavailable' when the server has no `GET …/changes` yet
+ * (404/405) — the other checks still stand then.
+ */
+async function checkHistory(ctx: ScenarioContext, agent: AgentState): Promise<string | null | 'unavailable'> {
+  const { api } = requireTarget(ctx);
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = `?bookmark=${encodeURIComponent(agent.bookmark)}&limit=${HISTORY_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const page: ApiResponse<ChangesPage> = await api.call<ChangesPage>('GET', api.repoPath(agent.repo, `/changes${query}`));
+    // A missing route (not a missing bookmark) means the server cannot list history yet.
+    const routeMissing = (page.status === 404 || page.status === 405) && !page.text.includes('BRANCH_NOT_FOUND');
+    if (routeMissing && seen.length === 0) return 'unavailable';
+    if (page.status !== 200 || typeof page.body !== 'object' || !Array.isArray(page.body.changes)) {
+      return `GET changes?bookmark=${agent.bookmark} → ${page.status} ${page.text.slice(0, 120)}`;
+    }
+    for (const c of page.body.changes) seen.push(c.id);
+    cursor = page.body.has_more ? (page.body.next_cursor ?? null) : null;
+  } while (cursor && seen.length <= agent.chain.length);
+  const expected = [...agent.chain].reverse();
+  if (seen.length !== expected.length) {
+    return `history of ${agent.bookmark} has ${seen.length} changes, ${expected.length} were acknowledged`;
+  }
+  const at = expected.findIndex((id, i) => seen[i] !== id);
+  return at < 0 ? null : `history of ${agent.bookmark} differs at position ${at}: ${seen[at]} instead of ${expected[at]}`;
+}
+
+/**
+ * No acknowledged write lost: every bookmark at its agent's last acknowledged change, that change
+ * serving the bytes last written, and the bookmark's history equal to the acknowledged chain.
+ */
 export async function verifyAgents(ctx: ScenarioContext, agents: AgentState[]): Promise<Verification> {
   const { api } = requireTarget(ctx);
   const s = ctx.settings;
   const failures: string[] = [];
+  let historyUnavailable = false;
   await mapLimit(agents, SETUP_CONCURRENCY, async (agent) => {
     if (agent.writes === 0) {
       failures.push(`agent ${agent.index}: no acknowledged write in the whole run`);
@@ -143,11 +182,19 @@ export async function verifyAgents(ctx: ScenarioContext, agents: AgentState[]): 
     const expected = agentFileContent(agent.index, agent.writes, 0, s.writeFileBytes);
     if (file.status !== 200 || file.text !== expected) {
       failures.push(`agent ${agent.index}: ${path} at ${agent.lastChangeId} → ${file.status}, not the bytes of write ${agent.writes}`);
+      return;
     }
+    const history = await checkHistory(ctx, agent);
+    if (history === 'unavailable') historyUnavailable = true;
+    else if (history) failures.push(`agent ${agent.index}: ${history}`);
   });
   return {
     ok: failures.length === 0,
-    method: 'GET …/bookmarks/{name} equals the last acknowledged change id; GET …/content of file 0 at it equals the last written bytes',
+    method:
+      'per agent: GET …/bookmarks/{name} is the last acknowledged change; GET …/content of file 0 there is the last written bytes; ' +
+      (historyUnavailable
+        ? 'history walk skipped (GET …/changes not available)'
+        : 'GET …/changes?bookmark= lists exactly the acknowledged chain, newest first'),
     checked: agents.length,
     failures: failures.length > 50 ? [...failures.slice(0, 50), `… and ${failures.length - 50} more`] : failures,
   };

@@ -1,10 +1,10 @@
 /** `hello`: the raw uWS hello-world baseline, in its own process, same generator. */
+import { join } from 'node:path';
 import { runPhase } from '../phases.js';
 import type { PhaseResult } from '../report-types.js';
 import { startHelloServer } from '../server-process.js';
 import { baseParameters, finishResult } from './result.js';
 import type { Scenario } from './types.js';
-import { join } from 'node:path';
 
 export const hello: Scenario = {
   name: 'hello',

@@ -17,7 +17,7 @@ export const hotRepo: Scenario = {
     const base = { scenario: 'hot-repo', variant: null, description: this.description, parameters: writeParameters(ctx, n) };
     const repo = `${ctx.prefix}-hot`;
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: repo, repoPrefix: repo, seedFile: null });
-    const out = await runWritePhases(ctx, { label: 'hot-repo', agents, readRatio: 0, readPaths: [], recordAcked: false });
+    const out = await runWritePhases(ctx, { label: 'hot-repo', agents, readRatio: 0, readPaths: [] });
     const verification = await verifyAgents(ctx, out.agents);
     return finishResult(base, out.phases, verification, { acknowledgedWrites: totalWrites(out.agents) });
   },

@@ -26,7 +26,7 @@ export const mixed: Scenario = {
     };
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: null, repoPrefix: `${ctx.prefix}-mixed`, seedFile: SEED });
     const readPaths = [`/v1/${target.org}/{repo}`, `/v1/${target.org}/{repo}/content?path=${SEED}`];
-    const out = await runWritePhases(ctx, { label: 'mixed', agents, readRatio: s.mixedReadRatio, readPaths, recordAcked: false });
+    const out = await runWritePhases(ctx, { label: 'mixed', agents, readRatio: s.mixedReadRatio, readPaths });
     const verification = await verifyAgents(ctx, out.agents);
     return finishResult(base, out.phases, verification, { acknowledgedWrites: totalWrites(out.agents) });
   },

@@ -52,6 +52,11 @@ export const sync: Scenario = {
         return skippedResult(base, `not available: PATCH …/{repo} with upstream answered ${patched.status}`);
       }
       if (patched.status !== 200) throw new Error(`PATCH upstream → ${patched.status} ${patched.text.slice(0, 200)}`);
+      // Probe the sync routes before any load starts.
+      const listed = await api.call('GET', api.repoPath(repo, '/upstream/syncs'));
+      if (NOT_AVAILABLE.has(listed.status)) {
+        return skippedResult(base, `not available: GET …/upstream/syncs answered ${listed.status}`);
+      }
 
       const { agents } = await createAgents(ctx, { count: s.agents, sharedRepo: null, repoPrefix: `${ctx.prefix}-syncw`, seedFile: null });
       writers = startPhase(ctx, {
@@ -69,10 +74,12 @@ export const sync: Scenario = {
           fileBytes: s.writeFileBytes,
           readRatio: 0,
           readPaths: [],
-          recordAcked: false,
         },
       });
-      // Let the writers reach steady state (the warm-up) before the pull starts.
+      // Let the writers reach steady state (the warm-up) before the pull starts. On a loaded
+      // machine forking the generator alone can take seconds: wait for its clock, not ours.
+      await writers.started;
+      const writersStarted = Date.now();
       await sleep(s.warmupMs + 200);
       const started = Date.now();
       const created = await api.call<{ id?: string }>('POST', api.repoPath(repo, '/upstream/syncs'), { direction: 'pull' });
@@ -95,6 +102,10 @@ export const sync: Scenario = {
         await sleep(100);
       }
       const syncSec = (Date.now() - started) / 1000;
+      // A pull can finish in well under a second: keep the writers' window at least --duration
+      // long so their figures mean something (syncShareOfWindow says how much of it overlapped).
+      const windowSoFar = Date.now() - writersStarted - s.warmupMs;
+      if (windowSoFar < s.durationMs) await sleep(s.durationMs - windowSoFar);
       writers.stop();
       const out = await writers.outcome;
       writers = null;
@@ -124,6 +135,7 @@ export const sync: Scenario = {
         upstreamCommits: upstream.commits,
         upstreamFiles: upstream.files,
         commitsPerSec: round(upstream.commits / syncSec, 1),
+        syncShareOfWindow: round(Math.min(1, syncSec / Math.max(0.001, out.phase.durationSec)), 2),
         acknowledgedWrites: totalWrites(out.raw.agents ?? agents),
       });
     } finally {

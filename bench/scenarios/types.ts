@@ -14,6 +14,8 @@ export interface ScenarioSettings {
   warmupMs: number;
   drainMs: number;
   requestTimeoutMs: number;
+  /** Generator processes per phase (slots dealt round-robin between them). */
+  generators: number;
   /** Connections for read scenarios and the hello baseline. */
   connections: number;
   /** Agents for the write scenarios (one connection each). */

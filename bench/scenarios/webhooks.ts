@@ -86,11 +86,11 @@ export const webhooks: Scenario = {
         targetIds.push(created.id);
       }
       const writesStart = Date.now();
-      const out = await runWritePhases(ctx, { label: 'webhooks', agents, readRatio: 0, readPaths: [], recordAcked: true });
+      const out = await runWritePhases(ctx, { label: 'webhooks', agents, readRatio: 0, readPaths: [] });
       const writesEnd = Date.now();
 
       // Wait until every target has seen every acknowledged change (or the drain timeout).
-      const expected = new Set(out.ackedChangeIds);
+      const expected = new Set(out.agents.flatMap((a) => a.chain));
       const deadline = writesEnd + s.webhookDrainMs;
       let snap = await receiver.snapshot(false);
       while (snap.perTarget.some((c) => c < expected.size) && Date.now() < deadline) {

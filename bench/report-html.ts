@@ -1,0 +1,281 @@
+/**
+ * Renders a benchmark report as one self-contained HTML page: Chart.js is inlined and the chart
+ * data is embedded as JSON, so the page needs no network when viewed (and can be attached to a
+ * CI run or a PR as a single file). Chart configurations are computed here in Node and are plain
+ * JSON; the page's own script only instantiates them and then sets
+ * `document.body.dataset.chartsDrawn` to the number drawn (the headless test waits for it).
+ */
+import { closedPhase, formatNumber as fmt, helloThroughput, resultLabel } from './report-data.js';
+import type { BenchReport, PhaseResult, ScenarioResult, WorkerRun } from './report-types.js';
+
+const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#475569', '#ea580c'];
+
+interface ChartSpec {
+  id: string;
+  title: string;
+  /** A Chart.js configuration (JSON only: no callbacks). */
+  config: Record<string, unknown>;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** JSON that is safe inside <script>: no `</script>`, no `<!--`. */
+function scriptJson(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+}
+
+function workerKey(run: WorkerRun): string {
+  return run.workers === null ? 'external' : String(run.workers);
+}
+
+function throughputChart(report: BenchReport): ChartSpec {
+  const runs = [...report.runs].sort((a, b) => (a.workers ?? 0) - (b.workers ?? 0));
+  const labels = runs.map(workerKey);
+  const series = new Map<string, Array<number | null>>();
+  runs.forEach((run, i) => {
+    for (const r of run.results) {
+      const closed = closedPhase(r);
+      if (!closed) continue;
+      const label = resultLabel(r);
+      const values = series.get(label) ?? new Array<number | null>(runs.length).fill(null);
+      values[i] = closed.throughput;
+      series.set(label, values);
+    }
+  });
+  const hello = helloThroughput(report);
+  const datasets = [...series.entries()].map(([label, data], i) => ({
+    label,
+    data,
+    borderColor: PALETTE[i % PALETTE.length],
+    backgroundColor: PALETTE[i % PALETTE.length],
+    tension: 0,
+  }));
+  if (hello !== null) {
+    datasets.push({
+      label: 'hello (baseline)',
+      data: labels.map(() => hello),
+      borderColor: '#9ca3af',
+      backgroundColor: '#9ca3af',
+      tension: 0,
+    });
+  }
+  return {
+    id: 'throughput-by-workers',
+    title: 'Closed-loop throughput vs server worker count',
+    config: {
+      type: 'line',
+      data: { labels, datasets },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        scales: {
+          x: { title: { display: true, text: 'workers' } },
+          y: { type: 'logarithmic', title: { display: true, text: 'req/s (log)' } },
+        },
+      },
+    },
+  };
+}
+
+const PERCENTILES: Array<[keyof PhaseResult['latency'], string]> = [
+  ['p50', 'p50'],
+  ['p90', 'p90'],
+  ['p99', 'p99'],
+  ['p999', 'p99.9'],
+  ['max', 'max'],
+];
+
+function latencyChart(id: string, title: string, results: ScenarioResult[]): ChartSpec {
+  const rows = results.flatMap((r) => r.phases.map((p) => ({ label: `${resultLabel(r)} ${p.phase}`, p })));
+  return {
+    id,
+    title,
+    config: {
+      type: 'bar',
+      data: {
+        labels: rows.map((r) => r.label),
+        datasets: PERCENTILES.map(([key, label], i) => ({
+          label,
+          data: rows.map((r) => Math.max(r.p.latency[key], 0.001)),
+          backgroundColor: PALETTE[i % PALETTE.length],
+        })),
+      },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        scales: { y: { type: 'logarithmic', title: { display: true, text: 'ms (log)' } } },
+      },
+    },
+  };
+}
+
+function ratioChart(report: BenchReport, hello: number): ChartSpec {
+  const labels: string[] = [];
+  for (const run of report.runs) for (const r of run.results) if (closedPhase(r) && !labels.includes(resultLabel(r))) labels.push(resultLabel(r));
+  return {
+    id: 'ratio-to-hello',
+    title: 'Closed-loop throughput as a fraction of the uWS hello-world baseline',
+    config: {
+      type: 'bar',
+      data: {
+        labels,
+        datasets: report.runs.map((run, i) => ({
+          label: `workers ${workerKey(run)}`,
+          data: labels.map((label) => {
+            const phase = run.results.find((r) => resultLabel(r) === label);
+            const closed = phase ? closedPhase(phase) : undefined;
+            return closed ? Math.round((closed.throughput / hello) * 1000) / 1000 : null;
+          }),
+          backgroundColor: PALETTE[i % PALETTE.length],
+        })),
+      },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        scales: { y: { beginAtZero: true, title: { display: true, text: '× hello' } } },
+      },
+    },
+  };
+}
+
+export function buildCharts(report: BenchReport): ChartSpec[] {
+  const charts: ChartSpec[] = [];
+  if (report.runs.some((run) => run.results.some((r) => closedPhase(r)))) charts.push(throughputChart(report));
+  const baselineWithPhases = report.baseline.filter((r) => r.phases.length > 0);
+  for (const run of report.runs) {
+    const results = [...baselineWithPhases, ...run.results.filter((r) => r.phases.length > 0)];
+    if (results.length > 0) {
+      charts.push(latencyChart(`latency-w${workerKey(run)}`, `Latency percentiles, workers ${workerKey(run)}`, results));
+    }
+  }
+  if (report.runs.length === 0 && baselineWithPhases.length > 0) {
+    charts.push(latencyChart('latency-baseline', 'Latency percentiles (baseline)', baselineWithPhases));
+  }
+  const hello = helloThroughput(report);
+  if (hello !== null && report.runs.length > 0) charts.push(ratioChart(report, hello));
+  return charts;
+}
+
+
+function resultsTable(title: string, results: ScenarioResult[], hello: number | null): string {
+  const rows = results
+    .flatMap((r) => {
+      const status = `<td class="${r.status}">${escapeHtml(r.status)}${r.verification ? (r.verification.ok ? ' (verified)' : ' (verification failed)') : ''}</td>`;
+      if (r.phases.length === 0) {
+        return [`<tr><td>${escapeHtml(resultLabel(r))}</td><td colspan="12"></td>${status}</tr>`];
+      }
+      return r.phases.map(
+        (p) =>
+          `<tr><td>${escapeHtml(resultLabel(r))}</td><td>${p.phase}</td><td>${p.connections}</td>` +
+          `<td>${p.targetRate === null ? '' : fmt(p.targetRate)}</td><td>${fmt(p.throughput)}</td>` +
+          `<td>${fmt(p.latency.p50, 2)}</td><td>${fmt(p.latency.p90, 2)}</td><td>${fmt(p.latency.p99, 2)}</td>` +
+          `<td>${fmt(p.latency.p999, 2)}</td><td>${fmt(p.latency.max, 2)}</td><td>${p.errors}</td><td>${Math.round(p.generatorCpu * 100)} %</td>` +
+          `<td>${hello && p.phase === 'closed' ? `${fmt(p.throughput / hello, 2)}×` : ''}</td>${status}</tr>`,
+      );
+    })
+    .join('\n');
+  const notes = results
+    .flatMap((r) => {
+      const items: string[] = [];
+      if (r.note) items.push(`<li><b>${escapeHtml(resultLabel(r))}</b>: ${escapeHtml(r.note)}</li>`);
+      const metrics = Object.entries(r.metrics);
+      if (metrics.length > 0) {
+        items.push(`<li><b>${escapeHtml(resultLabel(r))}</b>: ${metrics.map(([k, v]) => `${escapeHtml(k)} = ${fmt(v, Number.isInteger(v) ? 0 : 2)}`).join(', ')}</li>`);
+      }
+      return items;
+    })
+    .join('\n');
+  return `<h2>${escapeHtml(title)}</h2>
+<table><thead><tr><th>scenario</th><th>phase</th><th>conns</th><th>target rate</th><th>req/s</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>errors</th><th title="CPU of the load generator (one core = 100 %)">gen cpu</th><th>vs hello</th><th>status</th></tr></thead>
+<tbody>${rows}</tbody></table>${notes ? `<ul class="notes">${notes}</ul>` : ''}`;
+}
+
+function comparisonTable(report: BenchReport, baseline: BenchReport): string {
+  const rows: string[] = [];
+  const find = (r: BenchReport, label: string, workers: number | null): PhaseResult | undefined => {
+    const all = [...r.baseline.map((x) => ({ w: null as number | null, x })), ...r.runs.flatMap((run) => run.results.map((x) => ({ w: run.workers, x })))];
+    const hit = all.find((e) => resultLabel(e.x) === label && (e.x.scenario === 'hello' || e.w === workers));
+    return hit ? closedPhase(hit.x) : undefined;
+  };
+  const current = [...report.baseline.map((x) => ({ w: null as number | null, x })), ...report.runs.flatMap((run) => run.results.map((x) => ({ w: run.workers, x })))];
+  for (const { w, x } of current) {
+    const now = closedPhase(x);
+    const then = find(baseline, resultLabel(x), w);
+    if (!now || !then) continue;
+    const delta = ((now.throughput - then.throughput) / then.throughput) * 100;
+    rows.push(
+      `<tr><td>${escapeHtml(resultLabel(x))}</td><td>${w ?? '-'}</td><td>${fmt(then.throughput)}</td><td>${fmt(now.throughput)}</td>` +
+        `<td class="${delta < -10 ? 'failed' : ''}">${delta >= 0 ? '+' : ''}${fmt(delta, 1)} %</td><td>${fmt(then.latency.p99, 2)}</td><td>${fmt(now.latency.p99, 2)}</td></tr>`,
+    );
+  }
+  if (rows.length === 0) return '';
+  return `<h2>Against the committed baseline (${escapeHtml(baseline.date)}, ${escapeHtml(baseline.machine.model)} × ${baseline.machine.cpus})</h2>
+<table><thead><tr><th>scenario</th><th>workers</th><th>baseline req/s</th><th>this run req/s</th><th>change</th><th>baseline p99 ms</th><th>this p99 ms</th></tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
+}
+
+export interface RenderOptions {
+  /** The committed baseline (`bench/results/baseline-2core.json`) to compare against, if any. */
+  baseline?: BenchReport | null;
+}
+
+export function renderReportHtml(report: BenchReport, chartJsSource: string, options: RenderOptions = {}): string {
+  if (/<\/script/i.test(chartJsSource)) throw new Error('Chart.js source contains </script: cannot inline it safely');
+  const charts = buildCharts(report);
+  const hello = helloThroughput(report);
+  const m = report.machine;
+  const sections = [
+    report.baseline.length > 0 ? resultsTable('Baseline', report.baseline, hello) : '',
+    ...report.runs.map((run) => resultsTable(run.workers === null ? 'External server' : `Server with ${run.workers} worker(s)`, run.results, hello)),
+    options.baseline && options.baseline !== report ? comparisonTable(report, options.baseline) : '',
+  ].join('\n');
+  const chartDivs = charts
+    .map((c) => `<section class="chart"><h2>${escapeHtml(c.title)}</h2><div class="canvas-box"><canvas id="${c.id}"></canvas></div></section>`)
+    .join('\n');
+  const method = Object.entries(report.method)
+    .map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`)
+    .join('');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>repohost bench ${escapeHtml(report.date)}</title>
+<style>
+body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#111}
+h1{font-size:1.5rem}h2{font-size:1.1rem;margin-top:2rem}
+table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid #e5e7eb;padding:.25rem .5rem;text-align:right}th:first-child,td:first-child{text-align:left}
+.ok{color:#15803d}.failed{color:#b91c1c;font-weight:600}.skipped{color:#92400e}
+.canvas-box{position:relative;height:360px}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
+.badge{padding:.1rem .5rem;border-radius:.25rem;color:#fff;background:${report.ok ? '#15803d' : '#b91c1c'}}
+</style></head>
+<body>
+<h1>repohost benchmark <span class="badge">${report.ok ? 'all passed' : 'FAILED'}</span></h1>
+<p>${escapeHtml(report.date)} · ${escapeHtml(m.model)} × ${m.cpus} CPUs · ${escapeHtml(m.platform)} ${escapeHtml(m.release)} · Node ${escapeHtml(report.node.version)} · commit ${escapeHtml(report.gitCommit ?? 'unknown')} · ${report.target.kind === 'external' ? `external server ${escapeHtml(report.target.url ?? '')}` : 'server spawned by the bench'} · wall time ${fmt(report.wallTimeSec, 1)} s</p>
+${chartDivs}
+${sections}
+<h2>Method</h2><dl>${method}</dl>
+<h2>Options</h2><pre>${escapeHtml(JSON.stringify(report.options, null, 2))}</pre>
+<script type="application/json" id="bench-charts">${scriptJson(charts)}</script>
+<script>${chartJsSource}</script>
+<script>
+(function () {
+  var specs = JSON.parse(document.getElementById('bench-charts').textContent);
+  var drawn = 0;
+  for (var i = 0; i < specs.length; i++) {
+    try {
+      new Chart(document.getElementById(specs[i].id), specs[i].config);
+      drawn++;
+    } catch (err) {
+      console.error('chart ' + specs[i].id + ' failed: ' + err);
+    }
+  }
+  document.body.dataset.chartsDrawn = String(drawn);
+})();
+</script>
+</body></html>
+`;
+}

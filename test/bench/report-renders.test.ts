@@ -1,0 +1,58 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { buildCharts, renderReportHtml } from '../../bench/report-html.js';
+import { loadPage } from './headless-chromium.js';
+import { reportFixture } from './fixtures/report-fixture.js';
+
+const REPORT_CLI = fileURLToPath(new URL('../../bench/report.js', import.meta.url));
+
+// What the page reports once its script ran: charts drawn, canvases, and how many have pixels.
+const PROBE = `(() => {
+  const canvases = [...document.querySelectorAll('canvas')];
+  const painted = canvases.filter((c) => {
+    const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    for (let i = 3; i < data.length; i += 4) if (data[i] !== 0) return true;
+    return false;
+  }).length;
+  return { drawn: Number(document.body.dataset.chartsDrawn), canvases: canvases.length, painted,
+           externalRefs: document.querySelectorAll('script[src], link[href], img[src]').length };
+})()`;
+
+t.test('bench report - renders a self-contained page whose charts draw in headless chromium', async (t) => {
+  const dir = await mkdtemp(join(os.tmpdir(), 'bench-report-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const input = join(dir, 'fixture.json');
+  const out = join(dir, 'report.html');
+  await writeFile(input, JSON.stringify(reportFixture));
+
+  const cli = spawnSync(process.execPath, [REPORT_CLI, '--input', input, '--out', out], { encoding: 'utf8' });
+  t.equal(cli.status, 0, `report CLI exits 0 (stderr: ${cli.stderr})`);
+  const html = await readFile(out, 'utf8');
+  t.notMatch(html, /<script[^>]+src=/i, 'no external scripts');
+  t.notMatch(html, /sourceMappingURL/, 'no source map to fetch');
+  t.match(html, /Chart\.js v4/, 'Chart.js is inlined');
+  t.notMatch(html, /open <\/script>/, 'report text is escaped');
+
+  const expected = buildCharts(reportFixture).length;
+  t.equal(expected, 4, 'fixture yields throughput, two latency and the ratio chart');
+
+  const page = await loadPage(out, 'document.body && document.body.dataset.chartsDrawn !== undefined', PROBE);
+  t.same(page.errors, [], 'no console errors or exceptions');
+  t.same(page.requests.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), [], 'no network requests');
+  t.same(page.probe, { drawn: expected, canvases: expected, painted: expected, externalRefs: 0 }, 'every chart drew on its canvas');
+});
+
+t.test('bench report - a chart that cannot draw is reported, not hidden', async (t) => {
+  const dir = await mkdtemp(join(os.tmpdir(), 'bench-report-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const out = join(dir, 'broken.html');
+  // A stand-in for Chart.js that always throws: the page must say so on the console.
+  await writeFile(out, renderReportHtml(reportFixture, 'window.Chart = function () { throw new Error("cannot draw"); };'));
+  const page = await loadPage(out, 'document.body && document.body.dataset.chartsDrawn !== undefined', PROBE);
+  t.equal((page.probe as { drawn: number }).drawn, 0, 'no chart counted as drawn');
+  t.ok(page.errors.some((e) => e.includes('cannot draw')), 'the failure reached the console');
+});

@@ -1,0 +1,89 @@
+/**
+ * Runs the whole bench on a tiny configuration (`--smoke`: ~1 s phases, 4 agents) against a real
+ * server, so the bench cannot silently rot as the API evolves. Needs the built server.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import type { BenchReport, ScenarioResult } from '../../bench/report-types.js';
+import { SCENARIOS } from '../../bench/scenarios/index.js';
+
+const RUN = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
+
+// Two full bench runs: ~1 min on a quiet 2-core machine, several on a busy one.
+t.setTimeout(600_000);
+const WRITE_SCENARIOS = new Set(['agent-fleet', 'hot-repo', 'mixed', 'webhooks']);
+
+interface BenchRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  report: BenchReport;
+}
+
+async function bench(args: string[]): Promise<BenchRun> {
+  const dir = await mkdtemp(join(os.tmpdir(), 'bench-smoke-'));
+  try {
+    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(process.execPath, [RUN, '--smoke', '--no-progress', '--out-dir', dir, ...args], { maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      });
+    });
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.json'));
+    if (files.length !== 1) throw new Error(`expected one report in ${dir}, found ${files.length}; stderr: ${stderr.slice(-3000)}`);
+    const report = JSON.parse(await readFile(join(dir, files[0] as string), 'utf8')) as BenchReport;
+    return { code, stdout, stderr, report };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function results(report: BenchReport): ScenarioResult[] {
+  return [...report.baseline, ...report.runs.flatMap((r) => r.results)];
+}
+
+t.test('bench smoke - every scenario runs for about a second and verifies its writes', async (t) => {
+  const run = await bench([]);
+  t.equal(run.code, 0, `bench exits 0 (stderr tail: ${run.stderr.slice(-2000)})`);
+  t.match(run.stdout, /req\/s/, 'prints the summary table');
+  t.equal(run.report.ok, true, 'report says every scenario passed');
+  t.ok(run.report.machine.cpus > 0 && run.report.node.version.startsWith('v'), 'machine and node recorded');
+  t.ok(run.report.method.openLoop.length > 0, 'method recorded');
+
+  for (const scenario of SCENARIOS) {
+    for (const variant of scenario.variants.length > 0 ? scenario.variants : [null]) {
+      const label = variant ? `${scenario.name}/${variant}` : scenario.name;
+      const found = results(run.report).find((r) => r.scenario === scenario.name && r.variant === variant);
+      if (!found) {
+        t.fail(`${label}: missing from the report`);
+        continue;
+      }
+      if (scenario.name === 'sync' && found.status === 'skipped') {
+        t.match(found.note, /not available/, `${label}: skipped only as "not available"`);
+        continue;
+      }
+      t.equal(found.status, 'ok', `${label}: ok (${found.note ?? ''})`);
+      const closed = found.phases.find((p) => p.phase === 'closed');
+      t.ok(closed && closed.throughput > 0, `${label}: closed loop measured a rate`);
+      t.ok(closed && closed.latency.count > 0 && closed.histogram.length > 0, `${label}: latency histogram recorded`);
+      if (WRITE_SCENARIOS.has(scenario.name)) {
+        const open = found.phases.find((p) => p.phase === 'open');
+        t.ok(open && open.targetRate !== null && open.targetRate > 0, `${label}: open loop ran at a fixed rate`);
+        t.equal(found.verification?.ok, true, `${label}: writes verified`);
+      }
+    }
+  }
+});
+
+t.test('bench smoke - --sweep-workers restarts the server per worker count and compares', async (t) => {
+  const run = await bench(['--scenarios', 'read:reused-token', '--sweep-workers', '1,2']);
+  t.equal(run.code, 0, `bench exits 0 (stderr tail: ${run.stderr.slice(-2000)})`);
+  t.same(run.report.runs.map((r) => r.workers), [1, 2], 'one run per worker count');
+  const row = run.report.comparison.find((c) => c.scenario === 'read' && c.variant === 'reused-token' && c.phase === 'closed');
+  t.ok(row && row.throughput['1'] !== undefined && row.throughput['2'] !== undefined, 'comparison has both worker counts');
+  t.match(run.stdout, /by worker count/, 'prints the comparison');
+});
