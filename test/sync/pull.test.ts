@@ -2,9 +2,11 @@ import t from 'tap';
 import { syntheticChangeId } from '../../src/vcs/ids.js';
 import {
   HEADER_CHANGE_ID,
+  applyOps,
   cleanupWork,
   createRepo,
   enqueue,
+  eventsOf,
   makeUpstream,
   passwordAuth,
   pullAndWait,
@@ -147,4 +149,82 @@ t.test('pull - upstream moving forward updates; a force-pushed branch is rejecte
   t.same(refsOf(diverged)['refs/heads/main'], { before: c4, after: c4, outcome: 'rejected' });
   t.equal((await bookmarkCommit('moving', 'main')).commit, c4, 'bookmark kept');
   t.not(rewritten, c4);
+});
+
+t.test('pull - one push event with the updates and reconciliation counts, beside the bookmark events', async (t) => {
+  const repo = await createRepo(env.s, 'events', { url: up.url, auth: passwordAuth });
+  const sync = await pullAndWait(env.s, 'events');
+  const events = await eventsOf(env, repo.id, (all) => all.some((e) => e.type === 'sync.completed'));
+  const afterQueue = events.map((e) => e.type).filter((type) => type !== 'repo.created');
+  t.same(afterQueue, ['bookmark.created', 'sync.queued', 'sync.in_progress', 'bookmark.created', 'bookmark.created', 'bookmark.moved', 'push', 'sync.completed']);
+  const byType = (type: string): any[] => events.filter((e) => e.type === type).map((e) => e.data);
+  t.same(byType('bookmark.created').slice(1).map((d) => [d.bookmark.name, d.bookmark.commit_oid]), [
+    ['feat/login', up.oids.feat],
+    ['hotfix/crash', up.oids.hotfix],
+  ]);
+  t.same(byType('bookmark.moved')[0], {
+    bookmark: { name: 'main', change_id: syntheticChangeId(up.oids.c3), is_default: true, commit_oid: up.oids.c3 },
+    from: { change_id: 'z'.repeat(32), commit_oid: null },
+  });
+  const push = byType('push')[0];
+  t.same(push.updates, [
+    { ref: 'refs/heads/feat/login', bookmark: 'feat/login', before: null, after: up.oids.feat, action: 'created' },
+    { ref: 'refs/heads/hotfix/crash', bookmark: 'hotfix/crash', before: null, after: up.oids.hotfix, action: 'created' },
+    { ref: 'refs/heads/main', bookmark: 'main', before: null, after: up.oids.c3, action: 'updated' },
+  ]);
+  t.same(push.reconciliation, {
+    reconciled_commit_count: 5,
+    touched_change_count: 5,
+    changes_created_count: 5,
+    evolog_inserted_count: 5,
+    invalid_change_id_header_count: 0,
+    dirty_change_skip_count: 0,
+  });
+  t.equal(byType('sync.completed')[0].sync.id, sync.id);
+
+  // Nothing new upstream: the sync completes with every ref unchanged and no push event.
+  const again = await pullAndWait(env.s, 'events');
+  t.ok(again.stats.refs.every((r: any) => r.outcome === 'unchanged'));
+  const later = await eventsOf(env, repo.id, (all) => all.filter((e) => e.type === 'sync.completed').length === 2);
+  t.equal(later.filter((e) => e.type === 'push').length, 1);
+});
+
+t.test('pull - a change-id already taken keeps its change; the newcomer gets its synthetic id; notes are pulled', async (t) => {
+  const own = await makeUpstream(env.git, 'dirty');
+  t.teardown(() => cleanupWork(own));
+  await createRepo(env.s, 'dirty', { url: own.url, auth: passwordAuth });
+  const local = await applyOps(env.s, 'dirty', { base_change_id: 'z'.repeat(32), message: 'local work', ops: [{ op: 'write', path: 'l.txt', content: 'l\n' }], bookmarks: [{ name: 'local', create: true }] });
+
+  // Upstream: a commit claiming the local change's id, then one with a malformed change-id.
+  const g = (args: string[], input?: string): Promise<string> => env.git.gitIn(own.work, args, { input });
+  const tree = await g(['rev-parse', `${own.oids.c3}^{tree}`]);
+  const commit = (parent: string, header: string, message: string): Promise<string> =>
+    g(['hash-object', '-t', 'commit', '-w', '--stdin'], `tree ${tree}\nparent ${parent}\nauthor U <u@example.com> 1700001000 +0000\ncommitter U <u@example.com> 1700001000 +0000\n${header}\n\n${message}\n`);
+  const claiming = await commit(own.oids.c3, `change-id ${local.id}`, 'claims a local change id');
+  const malformed = await commit(claiming, 'change-id not-a-change-id', 'malformed header');
+  await g(['update-ref', 'refs/heads/other', malformed]);
+  await g(['notes', '--ref=agentblame', 'add', '-m', '{"version":2}', own.oids.c3]);
+  await g(['push', '--quiet', `${env.git.root}/dirty.git`, 'other', 'refs/notes/agentblame']);
+  const notes = await env.git.git('dirty', ['rev-parse', 'refs/notes/agentblame']);
+
+  const repo = await env.s.api('GET', '/acme/dirty');
+  const sync = await pullAndWait(env.s, 'dirty', { direction: 'pull', ref_globs: { branches: 'other', tags: 'none' } });
+  t.equal(sync.status, 'completed', sync.error ?? '');
+  t.same(refsOf(sync)['refs/notes/agentblame'], { before: null, after: notes, outcome: 'updated' });
+  t.same(refsOf(sync)['refs/heads/other'], { before: null, after: malformed, outcome: 'updated' });
+  t.equal(refsOf(sync)['refs/heads/main']!.outcome, 'filtered');
+
+  const kept = await env.s.api('GET', `/acme/dirty/changes/${local.id}`);
+  t.equal(kept.json.current_commit_oid, local.current_commit_oid, 'the local change keeps its commit');
+  t.equal((await env.s.api('GET', `/acme/dirty/changes/${syntheticChangeId(claiming)}`)).json.current_commit_oid, claiming);
+  t.equal((await env.s.api('GET', `/acme/dirty/changes/${syntheticChangeId(malformed)}`)).json.current_commit_oid, malformed);
+  const events = await eventsOf(env, repo.json.id, (all) => all.some((e) => e.type === 'push'));
+  t.same(events.find((e) => e.type === 'push')!.data.reconciliation, {
+    reconciled_commit_count: 5,
+    touched_change_count: 5,
+    changes_created_count: 5,
+    evolog_inserted_count: 5,
+    invalid_change_id_header_count: 1,
+    dirty_change_skip_count: 1,
+  });
 });
