@@ -30,6 +30,11 @@ import type { Key } from 'lmdb';
  *   ['syncq', syncId]                 repoId   unfinished syncs in enqueue order (the sync queue)
  *   ['sync-repo', repoId, syncId]     orgId    a repository's sync entries outside its own range,
  *                                     so that deleting the repository can remove them
+ *   ['o', orgId, 'wht', targetId]     WebhookTargetRecord (actors/system/webhooks/records.ts)
+ *   ['o', orgId, 'whd', targetId, deliveryId]  DeliveryRecord: the target's delivery log (7 days)
+ *   ['whq', targetId, lane, deliveryId]  orgId  pending deliveries per target and lane (the event's
+ *                                     repository id, '-' for org events) in creation order: the
+ *                                     webhook actor's durable queue
  *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
  *   ['idem', keyId, idempotencyKey]   IdempotencyRecord
  */
@@ -64,6 +69,9 @@ export const K = {
   orgSync: (orgId: string, syncId: string): Key => ['o', orgId, 'sync', syncId],
   syncQueue: (syncId: string): Key => ['syncq', syncId],
   repoSyncIndex: (repoId: string, syncId: string): Key => ['sync-repo', repoId, syncId],
+  webhookTarget: (orgId: string, targetId: string): Key => ['o', orgId, 'wht', targetId],
+  webhookDelivery: (orgId: string, targetId: string, deliveryId: string): Key => ['o', orgId, 'whd', targetId, deliveryId],
+  webhookPending: (targetId: string, lane: string, deliveryId: string): Key => ['whq', targetId, lane, deliveryId],
   outbox: (eventId: string): Key => ['outbox', eventId],
   idempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
 };

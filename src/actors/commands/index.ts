@@ -1,10 +1,11 @@
 import type { Command } from '../command.js';
 import { createRepo, deleteRepo, updateRepo } from './repos.js';
 import { syncCommands } from './syncs.js';
+import { webhookCommands } from './webhooks.js';
 import { createBookmark, moveBookmark, removeBookmark } from './bookmarks.js';
 import { mergeBookmarks } from './merge.js';
 import { applyOpsCommand, storeBlobCommand } from './apply-ops.js';
 import { createChangeCommand, updateChangeCommand } from './changes.js';
 
 /** Every command the actors understand; the worker loads this module by default. */
-export const commands: Command<any>[] = [createRepo, updateRepo, deleteRepo, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, ...syncCommands];
+export const commands: Command<any>[] = [createRepo, updateRepo, deleteRepo, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, ...syncCommands, ...webhookCommands];

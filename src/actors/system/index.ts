@@ -1,6 +1,7 @@
 import type { Services } from '../../http/services.js';
 import { startSyncActor } from './sync/index.js';
 import { startAnalytics } from './analytics/index.js';
+import { startWebhookActor } from './webhooks/index.js';
 
 /**
  * The system actors that run beside the repository actors (upstream sync, webhook fan-out,
@@ -15,7 +16,7 @@ export interface SystemActors {
 }
 
 type Starter = (services: Services) => Promise<SystemActor> | SystemActor;
-const starters: Starter[] = [startAnalytics, startSyncActor];
+const starters: Starter[] = [startAnalytics, startSyncActor, startWebhookActor];
 
 export async function startSystemActors(services: Services): Promise<SystemActors> {
   const running = await Promise.all(starters.map((start) => start(services)));

@@ -5,10 +5,11 @@ import { diffRoutes } from './diff.js';
 import { orgRoutes } from './orgs.js';
 import { repoRoutes } from './repos.js';
 import { syncRoutes } from './syncs.js';
+import { webhookRoutes } from './webhooks.js';
 import { bookmarkRoutes } from './bookmarks.js';
 import { changeRoutes } from './changes.js';
 import { applyOpsRoutes } from './apply-ops.js';
 import { blobRoutes } from './blobs.js';
 
 /** The route table: every API route, each defined beside the feature it serves. */
-export const routes: RouteDef[] = [...orgRoutes, ...repoRoutes, ...bookmarkRoutes, ...changeRoutes, ...applyOpsRoutes, ...blobRoutes, ...analyticsRoutes, ...syncRoutes, ...contentRoutes, ...diffRoutes];
+export const routes: RouteDef[] = [...orgRoutes, ...repoRoutes, ...bookmarkRoutes, ...changeRoutes, ...applyOpsRoutes, ...blobRoutes, ...analyticsRoutes, ...syncRoutes, ...contentRoutes, ...diffRoutes, ...webhookRoutes];

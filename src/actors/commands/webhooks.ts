@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import { ServiceError, aborted, invalid, notFound } from '../../errors.js';
+import { K, under } from '../../storage/keys.js';
+import { newId } from '../../storage/ids.js';
+import '../../protocol/schemas/webhooks.js';
+import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
+import { getTarget, laneOf, orgTargets, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../system/webhooks/records.js';
+import { defineCommand, type CommandContext } from '../command.js';
+import { onRepoDeleted } from './repos.js';
+
+/**
+ * Webhook target and redelivery commands (API §11). They run in the org's actor so that writes
+ * to an org's targets are serialized with repository creation and deletion (a target's repo_ids
+ * are checked against the repositories that exist at that very step).
+ *
+ * Every input carries `allowed_repo_ids`: the repositories a restricted caller may reach (null =
+ * unrestricted), resolved by the front end. Such a caller sees and manages only targets whose
+ * repo_ids lie within them and cannot create org-wide targets (API §2).
+ */
+interface Restricted {
+  org_id: string;
+  allowed_repo_ids: string[] | null;
+}
+
+export interface CreateTargetInput extends Restricted {
+  url: string;
+  name: string;
+  events: string[];
+  repo_ids: string[] | null;
+}
+
+export interface UpdateTargetInput extends Restricted {
+  target_id: string;
+  url?: string;
+  name?: string;
+  events?: string[];
+  /** Absent: unchanged; null: org-wide. */
+  repo_ids?: string[] | null;
+}
+
+export interface TargetInput extends Restricted {
+  target_id: string;
+}
+
+export interface RedeliverInput extends TargetInput {
+  delivery_id: string;
+}
+
+function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+function checkRepoIds(ctx: CommandContext, input: Restricted, repoIds: string[] | null): string[] | null {
+  if (repoIds === null) {
+    if (input.allowed_repo_ids !== null) throw new ServiceError('FORBIDDEN', 'a repository-restricted token cannot manage org-wide webhook targets');
+    return null;
+  }
+  const unique = [...new Set(repoIds)];
+  if (input.allowed_repo_ids !== null) {
+    const outside = unique.filter((id) => !input.allowed_repo_ids!.includes(id));
+    if (outside.length) throw new ServiceError('FORBIDDEN', 'this token may not access every repository in repo_ids', { repo_ids: outside });
+  }
+  const unknown = unique.filter((id) => !ctx.storage.meta.get(K.orgRepo(input.org_id, id)));
+  if (unknown.length) throw invalid('repo_ids must name existing repositories of this organization', { repo_ids: unknown });
+  return unique;
+}
+
+/** The target, if it exists and the caller may manage it; NOT_FOUND otherwise (no existence leak). */
+function reachableTarget(ctx: CommandContext, input: TargetInput): WebhookTargetRecord {
+  const target = getTarget(ctx.storage.meta, input.org_id, input.target_id);
+  if (!target || !targetVisible(target, input.allowed_repo_ids)) throw notFound('NOT_FOUND', `webhook target "${input.target_id}" not found`);
+  return target;
+}
+
+export const createTarget = defineCommand<CreateTargetInput>('webhook.target.create', (input, ctx) => {
+  const now = ctx.now.toISOString();
+  const secret = newSecret();
+  const target: WebhookTargetRecord = {
+    id: newId('wht'),
+    org_id: input.org_id,
+    name: input.name,
+    url: input.url,
+    events: [...new Set(input.events)],
+    repo_ids: checkRepoIds(ctx, input, input.repo_ids),
+    departed_repo_ids: [],
+    sealed_secret: ctx.secrets.seal(secret),
+    created_at: now,
+    updated_at: now,
+  };
+  ctx.storage.meta.putSync(K.webhookTarget(target.org_id, target.id), target);
+  return { status: 201, body: { ...webhookTargetView(target), secret }, schema: 'webhookTargetCreated' };
+});
+
+export const updateTarget = defineCommand<UpdateTargetInput>('webhook.target.update', (input, ctx) => {
+  const target = reachableTarget(ctx, input);
+  if (input.url !== undefined) target.url = input.url;
+  if (input.name !== undefined) target.name = input.name;
+  if (input.events !== undefined) target.events = [...new Set(input.events)];
+  if (input.repo_ids !== undefined) target.repo_ids = checkRepoIds(ctx, input, input.repo_ids);
+  target.updated_at = ctx.now.toISOString();
+  ctx.storage.meta.putSync(K.webhookTarget(target.org_id, target.id), target);
+  return { status: 200, body: webhookTargetView(target), schema: 'webhookTarget' };
+});
+
+/** Removes the target with its delivery log; the webhook actor drops its queued deliveries when it finds them gone. */
+export const deleteTarget = defineCommand<TargetInput>('webhook.target.delete', (input, ctx) => {
+  const target = reachableTarget(ctx, input);
+  const { meta } = ctx.storage;
+  // Keys are collected first: a range is not iterated while it is being deleted.
+  for (const key of [...meta.getKeys(under(['o', target.org_id, 'whd', target.id])), ...meta.getKeys(under(['whq', target.id]))]) meta.removeSync(key);
+  meta.removeSync(K.webhookTarget(target.org_id, target.id));
+  return { status: 200, body: { success: true }, schema: 'success' };
+});
+
+// The contract (§3) keeps the old secret signing for 24 h beside the new one; the issue that
+// introduced rotation overrides it: after a rotation only the new secret signs.
+export const rotateTargetSecret = defineCommand<TargetInput>('webhook.target.rotate-secret', (input, ctx) => {
+  const target = reachableTarget(ctx, input);
+  const secret = newSecret();
+  target.sealed_secret = ctx.secrets.seal(secret);
+  target.updated_at = ctx.now.toISOString();
+  ctx.storage.meta.putSync(K.webhookTarget(target.org_id, target.id), target);
+  return { status: 200, body: { secret }, schema: 'webhookSecret' };
+});
+
+/** A new delivery of the same event (same body) to the same target; the original stays in the log. */
+export const redeliver = defineCommand<RedeliverInput>('webhook.redeliver', (input, ctx) => {
+  const target = reachableTarget(ctx, input);
+  const { meta } = ctx.storage;
+  const original = meta.get(K.webhookDelivery(target.org_id, target.id, input.delivery_id)) as DeliveryRecord | undefined;
+  if (!original) throw notFound('NOT_FOUND', `delivery "${input.delivery_id}" not found`);
+  if (original.status === 'pending') throw aborted('the delivery is still pending; redeliver it once it has succeeded or failed');
+  const now = ctx.now.toISOString();
+  const delivery: DeliveryRecord = {
+    ...original,
+    id: newId('dlv'),
+    status: 'pending',
+    attempts: 0,
+    last_status_code: null,
+    last_error: null,
+    next_attempt_at: now,
+    redelivery_of: original.id,
+    created_at: now,
+  };
+  meta.putSync(K.webhookDelivery(target.org_id, target.id, delivery.id), delivery);
+  meta.putSync(K.webhookPending(target.id, laneOf(delivery), delivery.id), target.org_id);
+  return { status: 201, body: deliveryView(delivery), schema: 'webhookDelivery' };
+});
+
+// A deleted repository leaves every target's repo_ids (in the deletion's own transaction). It is
+// kept as departed until its last events, up to repo.deleted, have been fanned out to the target.
+onRepoDeleted((ctx, repo) => {
+  const { meta } = ctx.storage;
+  for (const target of [...orgTargets(meta, repo.org_id)]) {
+    if (!target.repo_ids?.includes(repo.id)) continue;
+    target.repo_ids = target.repo_ids.filter((id) => id !== repo.id);
+    target.departed_repo_ids = [...target.departed_repo_ids, repo.id];
+    meta.putSync(K.webhookTarget(target.org_id, target.id), target);
+  }
+});
+
+export const webhookCommands = [createTarget, updateTarget, deleteTarget, rotateTargetSecret, redeliver];

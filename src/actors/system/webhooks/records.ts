@@ -1,0 +1,73 @@
+import type { Database, Key } from 'lmdb';
+import { K, under } from '../../../storage/keys.js';
+
+/** The webhook records kept in LMDB (layout in `storage/keys.ts`). Timestamps are ISO-8601 UTC. */
+export interface WebhookTargetRecord {
+  id: string;
+  org_id: string;
+  name: string;
+  url: string;
+  events: string[];
+  /** null = every repository of the org. */
+  repo_ids: string[] | null;
+  /**
+   * Repositories deleted while listed in `repo_ids`: their deletion removed them from `repo_ids`,
+   * but the events they emitted up to and including `repo.deleted` still go to this target. The
+   * fan-out drops an id from here once it has fanned out that repository's `repo.deleted`.
+   */
+  departed_repo_ids: string[];
+  /** `whsec_…`, sealed with the data directory's SecretBox; never returned after creation. */
+  sealed_secret: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface DeliveryRecord {
+  id: string;
+  org_id: string;
+  target_id: string;
+  event_id: string;
+  event_type: string;
+  /** The repository of the event (its ordering lane), null for org-level events. */
+  repo_id: string | null;
+  /** The envelope exactly as sent (and signed). */
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  /** When the next attempt is due; null once the delivery is final. */
+  next_attempt_at: string | null;
+  redelivery_of: string | null;
+  created_at: string;
+}
+
+/**
+ * The ordering lane of a delivery: deliveries to one target for one repository go out one at a
+ * time, in event order (API §11.3).
+ */
+export function laneOf(d: Pick<DeliveryRecord, 'repo_id'>): string {
+  return d.repo_id ?? '-';
+}
+
+type Meta = Database<any, Key>;
+
+export function getTarget(meta: Meta, orgId: string, targetId: string): WebhookTargetRecord | undefined {
+  return meta.get(K.webhookTarget(orgId, targetId)) as WebhookTargetRecord | undefined;
+}
+
+/** Targets of an org in creation order. */
+export function* orgTargets(meta: Meta, orgId: string): Generator<WebhookTargetRecord> {
+  for (const { value } of meta.getRange(under(['o', orgId, 'wht']))) yield value as WebhookTargetRecord;
+}
+
+/**
+ * Whether a caller limited to `allowed` repositories may see and manage a target (API §2): only
+ * targets whose repositories all lie within its own; `allowed` null means unrestricted.
+ */
+export function targetVisible(target: Pick<WebhookTargetRecord, 'repo_ids'>, allowed: readonly string[] | null): boolean {
+  if (allowed === null) return true;
+  return target.repo_ids !== null && target.repo_ids.every((id) => allowed.includes(id));
+}

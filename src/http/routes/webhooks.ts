@@ -1,0 +1,178 @@
+import type { Key } from 'lmdb';
+import { invalid, notFound } from '../../errors.js';
+import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
+import { K, under } from '../../storage/keys.js';
+import { createTargetBody, patchTargetBody, noBody } from '../../protocol/schemas/webhooks.js';
+import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
+import type { CreateTargetInput, RedeliverInput, TargetInput, UpdateTargetInput } from '../../actors/commands/webhooks.js';
+import { getTarget, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../actors/system/webhooks/records.js';
+import { adoptWebhookDelivery } from '../../actors/system/webhooks/index.js';
+import { callActor, orgActor } from '../actor-call.js';
+import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
+import type { RequestContext, RouteDef } from '../route.js';
+import { allowedRepoIds } from './orgs.js';
+
+/**
+ * Webhook target routes (API §11). Writes go to the org's actor; reads are served here from an
+ * LMDB snapshot. A repository-restricted admin only ever sees targets whose repo_ids lie within
+ * its repositories (others are "not found" to it) and cannot create org-wide ones (API §2).
+ */
+
+interface TargetBody {
+  url?: string | null;
+  name?: string | null;
+  events?: string[] | null;
+  repo_ids?: string[] | null;
+}
+
+/** The address policy at the front door; the webhook actor applies it again at every connection. */
+async function checkTargetUrl(ctx: RequestContext, raw: string): Promise<URL> {
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(raw)) throw invalid('url must not contain credentials (user:password@)');
+  const url = checkUrlForm(raw, 'url');
+  await checkUrlAddress(url, ctx.services.config.allowPrivateWebhooks, 'url');
+  return url;
+}
+
+function restriction(ctx: RequestContext): { org_id: string; allowed_repo_ids: string[] | null } {
+  return { org_id: ctx.org.id, allowed_repo_ids: allowedRepoIds(ctx.services.storage, ctx.principal) };
+}
+
+function reachableTarget(ctx: RequestContext): WebhookTargetRecord {
+  const target = getTarget(ctx.services.storage.meta, ctx.org.id, ctx.params.id!);
+  if (!target || !targetVisible(target, allowedRepoIds(ctx.services.storage, ctx.principal))) {
+    throw notFound('NOT_FOUND', `webhook target "${ctx.params.id}" not found`);
+  }
+  return target;
+}
+
+/** Newest first, strictly before `before`, as `{items, next_cursor, has_more}`. */
+function newestFirst<T, V>(
+  ctx: RequestContext,
+  prefix: string[],
+  before: string | undefined,
+  keep: (value: T) => boolean,
+  view: (value: T) => V,
+): { items: V[]; next_cursor: string | null; has_more: boolean } {
+  const limit = ctx.query.limit as number;
+  const range = under(prefix);
+  const start: Key = before ? [...prefix, before] : range.end;
+  const items: V[] = [];
+  let last: string | null = null;
+  let hasMore = false;
+  for (const { key, value } of ctx.services.storage.meta.getRange({ start, end: range.start, reverse: true })) {
+    const id = (key as string[])[prefix.length]!;
+    if (id === before || !keep(value as T)) continue;
+    if (items.length === limit) {
+      hasMore = true;
+      break;
+    }
+    items.push(view(value as T));
+    last = id;
+  }
+  return { items, next_cursor: hasMore && last ? encodeCursor({ before: last }) : null, has_more: hasMore };
+}
+
+const pageQuery = { keys: { cursor: { type: 'string' as const }, limit: { type: 'int' as const, min: 1, max: 100, default: 50 } } };
+
+export const webhookRoutes: RouteDef[] = [
+  {
+    method: 'POST',
+    path: '/{org}/webhook-targets',
+    permission: 'admin',
+    body: createTargetBody,
+    async handler(ctx) {
+      const body = ctx.body as TargetBody;
+      const url = await checkTargetUrl(ctx, body.url!);
+      const input: CreateTargetInput = {
+        ...restriction(ctx),
+        url: body.url!,
+        name: body.name ?? url.host,
+        events: body.events ?? ['push'],
+        repo_ids: body.repo_ids ?? null,
+      };
+      return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.create', input);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/{org}/webhook-targets',
+    permission: 'admin',
+    query: pageQuery,
+    handler(ctx) {
+      const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
+      const allowed = allowedRepoIds(ctx.services.storage, ctx.principal);
+      const page = newestFirst<WebhookTargetRecord, unknown>(ctx, ['o', ctx.org.id, 'wht'], cursor?.before, (t) => targetVisible(t, allowed), webhookTargetView);
+      return { status: 200, schema: 'webhookTargetPage', value: { webhook_targets: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/{org}/webhook-targets/{id}',
+    permission: 'admin',
+    handler: (ctx) => ({ status: 200, schema: 'webhookTarget', value: webhookTargetView(reachableTarget(ctx)) }),
+  },
+  {
+    method: 'PATCH',
+    path: '/{org}/webhook-targets/{id}',
+    permission: 'admin',
+    body: patchTargetBody,
+    async handler(ctx) {
+      const body = ctx.body as TargetBody;
+      const input: UpdateTargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
+      if (body.url != null) {
+        await checkTargetUrl(ctx, body.url);
+        input.url = body.url;
+      }
+      if (body.name != null) input.name = body.name;
+      if (body.events != null) input.events = body.events;
+      if (body.repo_ids !== undefined) input.repo_ids = body.repo_ids;
+      return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.update', input);
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/{org}/webhook-targets/{id}',
+    permission: 'admin',
+    handler(ctx) {
+      const input: TargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
+      return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.delete', input);
+    },
+  },
+  {
+    method: 'POST',
+    path: '/{org}/webhook-targets/{id}/rotate-secret',
+    permission: 'admin',
+    body: noBody,
+    handler(ctx) {
+      const input: TargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
+      return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.rotate-secret', input);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/{org}/webhook-targets/{id}/deliveries',
+    permission: 'admin',
+    query: pageQuery,
+    handler(ctx) {
+      const target = reachableTarget(ctx);
+      const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
+      const page = newestFirst<DeliveryRecord, unknown>(ctx, ['o', ctx.org.id, 'whd', target.id], cursor?.before, () => true, deliveryView);
+      return { status: 200, schema: 'webhookDeliveryPage', value: { deliveries: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/{org}/webhook-targets/{id}/deliveries/{deliveryId}/redeliver',
+    permission: 'admin',
+    body: noBody,
+    async handler(ctx) {
+      const input: RedeliverInput = { ...restriction(ctx), target_id: ctx.params.id!, delivery_id: ctx.params.deliveryId! };
+      const reply = await callActor(ctx, orgActor(ctx.org.id), 'webhook.redeliver', input);
+      if ('json' in reply && reply.status === 201) {
+        const created = JSON.parse(Buffer.from(reply.json).toString('utf8')) as { id: string };
+        adoptWebhookDelivery(ctx.org.id, ctx.params.id!, created.id);
+      }
+      return reply;
+    },
+  },
+];

@@ -1,0 +1,67 @@
+import { registerResponseSchemas } from '../serializers.js';
+import { arr, nullable, obj, page, str, type JsonSchema } from './common.js';
+
+/** Webhook shapes (API §11): targets, their one-time secret, the delivery log. */
+export const WEBHOOK_EVENT_KINDS = [
+  'repo.created',
+  'repo.updated',
+  'repo.deleted',
+  'bookmark.created',
+  'bookmark.deleted',
+  'bookmark.moved',
+  'bookmark.merged',
+  'change.created',
+  'change.evolved',
+  'push',
+  'sync.queued',
+  'sync.in_progress',
+  'sync.completed',
+  'sync.failed',
+] as const;
+
+export type WebhookEventKind = (typeof WEBHOOK_EVENT_KINDS)[number];
+
+const targetFields: Record<string, JsonSchema> = {
+  id: str(),
+  name: str(),
+  url: str(),
+  events: arr(str()),
+  repo_ids: nullable(arr(str())),
+  created_at: str(),
+  updated_at: str(),
+};
+
+export const webhookTarget: JsonSchema = obj(targetFields);
+/** The create response: the only place the secret ever appears besides rotate-secret. */
+export const webhookTargetCreated: JsonSchema = obj({ ...targetFields, secret: str() });
+export const webhookTargetPage = page('webhook_targets', webhookTarget);
+export const webhookSecret: JsonSchema = obj({ secret: str() });
+
+export const webhookDelivery: JsonSchema = obj({
+  id: str(),
+  event_id: str(),
+  event_type: str(),
+  status: str(),
+  attempts: { type: 'integer' },
+  last_status_code: nullable({ type: 'integer' }),
+  last_error: nullable(str()),
+  next_attempt_at: nullable(str()),
+  redelivery_of: nullable(str()),
+  created_at: str(),
+});
+export const webhookDeliveryPage = page('deliveries', webhookDelivery);
+
+registerResponseSchemas({ webhookTarget, webhookTargetCreated, webhookTargetPage, webhookSecret, webhookDelivery, webhookDeliveryPage });
+
+// ---- request bodies ----
+
+const url = str({ minLength: 1, maxLength: 2048 });
+const name = { type: ['string', 'null'], minLength: 1, maxLength: 256 };
+const events = { type: ['array', 'null'], items: { type: 'string', enum: WEBHOOK_EVENT_KINDS }, minItems: 1, maxItems: 64 };
+// The 1 MiB body limit bounds the list long before this does.
+const repoIds = { type: ['array', 'null'], items: str({ minLength: 1, maxLength: 128 }), minItems: 1, maxItems: 10_000 };
+
+export const createTargetBody: JsonSchema = obj({ url, name, events, repo_ids: repoIds }, ['url']);
+export const patchTargetBody: JsonSchema = obj({ url: { ...url, type: ['string', 'null'] }, name, events, repo_ids: repoIds }, []);
+/** rotate-secret and redeliver take no fields: an empty body or `{}`. */
+export const noBody: JsonSchema = obj({}, []);

@@ -1,0 +1,66 @@
+import t from 'tap';
+import { createServer } from 'node:http';
+import { request } from 'undici';
+import { AddressRefusedError, createWebhookAgent } from '../../src/actors/system/webhooks/outbound-agent.js';
+import { MAX_ATTEMPTS, classifyStatus, parseRetryAfter, retryDelayMs } from '../../src/actors/system/webhooks/retry-policy.js';
+import { signatureHeader } from '../../src/actors/system/webhooks/signature.js';
+import { verifySignature } from '../helpers/webhook-receiver.js';
+
+t.test('webhook policy - the address policy is applied at connection time, to the address dialled', async (t) => {
+  const server = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const port = (server.address() as { port: number }).port;
+  const strict = createWebhookAgent(false, 1000);
+  const open = createWebhookAgent(true, 1000);
+  t.teardown(() => Promise.all([strict.destroy(), open.destroy()]));
+
+  const refusal = async (agent: typeof strict, url: string): Promise<unknown> => {
+    try {
+      const res = await request(url, { method: 'POST', body: '{}', dispatcher: agent });
+      await res.body.dump();
+      return res.statusCode;
+    } catch (err) {
+      let e: unknown = err;
+      while (e && !(e instanceof AddressRefusedError)) e = (e as { cause?: unknown }).cause;
+      return e ?? err;
+    }
+  };
+  // A name that resolves to loopback (as a rebound DNS name would) is judged by what it resolves to.
+  for (const url of [`http://127.0.0.1:${port}/`, `http://localhost:${port}/`]) {
+    t.type(await refusal(strict, url), AddressRefusedError, `refused without private addresses: ${url}`);
+    t.equal(await refusal(open, url), 200, `allowed with private addresses: ${url}`);
+  }
+  for (const url of ['http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/', 'http://0.0.0.0/']) {
+    t.type(await refusal(open, url), AddressRefusedError, `never allowed: ${url}`);
+  }
+});
+
+t.test('webhook policy - retry schedule, Retry-After and verdicts', async (t) => {
+  t.equal(MAX_ATTEMPTS, 12);
+  const mult = [1, 3, 12, 60, 180, 360, 720, 720, 720, 720, 720];
+  mult.forEach((m, i) => {
+    t.equal(retryDelayMs(i + 1, 1000, () => 0), 800 * m, `attempt ${i + 1}: −20 %`);
+    t.equal(retryDelayMs(i + 1, 1000, () => 1), 1200 * m, `attempt ${i + 1}: +20 %`);
+  });
+  const now = Date.parse('2026-01-01T00:00:00Z');
+  t.equal(parseRetryAfter('7', now), 7000);
+  t.equal(parseRetryAfter('Thu, 01 Jan 2026 00:00:30 GMT', now), 30000);
+  t.equal(parseRetryAfter('soon', now), null);
+  t.equal(parseRetryAfter(undefined, now), null);
+  t.equal(parseRetryAfter('99999999', now), 24 * 3600 * 1000, 'capped at a day');
+  t.same([200, 204, 408, 429, 500, 503, 301, 400, 401, 404, 410].map(classifyStatus), [
+    'succeeded', 'succeeded', 'transient', 'transient', 'transient', 'transient', 'permanent', 'permanent', 'permanent', 'permanent', 'permanent',
+  ]);
+});
+
+t.test('webhook policy - the signature is HMAC-SHA256 over "<t>.<body>" keyed with the whole whsec_ string', async (t) => {
+  const secret = 'whsec_test-secret';
+  const body = '{"id":"evt_1","type":"push"}';
+  const now = Math.floor(Date.now() / 1000);
+  const header = signatureHeader(secret, body, now);
+  // Known answer, computed independently: printf '%s' "<t>.<body>" | openssl dgst -sha256 -hmac whsec_test-secret
+  t.equal(signatureHeader(secret, body, 1700000000), 't=1700000000,sha256=cc736906fb801c0ba3d4b46c9059be64e4fc3c54fa78ff835c857e05f0c262b5');
+  t.ok(verifySignature(secret, header, body));
+  t.notOk(verifySignature(secret, signatureHeader(secret, body, now - 600), body), 'older than 5 minutes is refused by the receiver');
+});
