@@ -211,3 +211,26 @@ function errorReply(err: unknown, queueMs: number): ActorReplyMsg {
 export function requestFingerprint(method: string, path: string, body: Uint8Array | string): string {
   return createHash('sha256').update(method).update('\0').update(path).update('\0').update(body).digest('base64url');
 }
+
+/**
+ * The same fingerprint for a body that streams through: `stream` hashes each piece as its consumer
+ * reads it; `fingerprint()` covers what has been read (the whole body once the consumer is done).
+ */
+export function fingerprintStream(method: string, path: string, body: AsyncIterable<Uint8Array>): { stream: AsyncIterable<Uint8Array>; fingerprint(): string } {
+  const hash = createHash('sha256').update(method).update('\0').update(path).update('\0');
+  let digest: string | null = null;
+  return {
+    stream: {
+      async *[Symbol.asyncIterator]() {
+        for await (const piece of body) {
+          if (digest === null) hash.update(piece);
+          yield piece;
+        }
+      },
+    },
+    fingerprint() {
+      digest ??= hash.digest('base64url');
+      return digest;
+    },
+  };
+}

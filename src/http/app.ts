@@ -6,7 +6,7 @@ import { log } from '../log.js';
 import { K } from '../storage/keys.js';
 import type { IdempotencyRecord } from '../storage/records.js';
 import { getRepoByName } from '../storage/repo-store.js';
-import { IDEMPOTENCY_TTL_MS, requestFingerprint } from '../actors/mailbox.js';
+import { IDEMPOTENCY_TTL_MS, fingerprintStream, requestFingerprint } from '../actors/mailbox.js';
 import { checkRepoName } from '../protocol/names.js';
 import { canAccessRepo, mayNameRepo } from './auth/principal.js';
 import { compileBodyCheck, type BodyCheck } from './body-validator.js';
@@ -139,16 +139,21 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       const org = principal.org;
       if (m.params.org !== undefined && m.params.org !== org.slug) throw new ServiceError('FORBIDDEN', 'this token is not valid for that organization');
       if (!principal.permissions.has(m.route.permission)) throw new ServiceError('FORBIDDEN', `this token lacks the permission ${m.route.permission}`);
+      const idemKey = method === 'POST' || method === 'PATCH' ? headers['idempotency-key'] : '';
+      if (idemKey && idemKey.length > 255) throw new ServiceError('INVALID_REQUEST', 'Idempotency-Key must be at most 255 characters');
       let repo = null;
+      let missing: ServiceError | null = null;
       if (m.params.repo !== undefined) {
         // A name no repository can have (`a/b`, `x.git`, `..`) is a bad path, not a missing repository.
         checkRepoName(m.params.repo);
         repo = getRepoByName(services.storage.meta, org.id, m.params.repo) ?? null;
         if (!repo) {
           if (!mayNameRepo(principal, m.params.repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
-          throw new ServiceError('REPO_NOT_FOUND', `repository "${m.params.repo}" not found`);
-        }
-        if (!canAccessRepo(principal, repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
+          missing = new ServiceError('REPO_NOT_FOUND', `repository "${m.params.repo}" not found`);
+          // With an Idempotency-Key the repository may be missing because the first request
+          // renamed or removed it: its stored response is still the answer (below).
+          if (!idemKey || m.route.streamBody) throw missing;
+        } else if (!canAccessRepo(principal, repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
       }
       const query = parseQuery(rawQuery, m.route.query);
 
@@ -169,39 +174,50 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
         }
         prepared.get(m.route)!.check?.(body);
       }
+      if (!idemKey) return m.route.handler(context(m, principal, repo, query, body, null, m.bodyStream));
 
-      let idempotency: RequestContext['idempotency'] = null;
-      const idemKey = headers['idempotency-key'];
-      if (idemKey && (method === 'POST' || method === 'PATCH')) {
-        if (idemKey.length > 255) throw new ServiceError('INVALID_REQUEST', 'Idempotency-Key must be at most 255 characters');
-        idempotency = { key: idemKey, fingerprint: requestFingerprint(method, url.slice(prefix!.length - 1), rawBody ?? '') };
-        const slot = `${principal.key.id}\0${idemKey}`;
-        // A repeat that arrives while the first is still running waits for it, then replays.
-        while (inFlightIdempotent.has(slot)) await inFlightIdempotent.get(slot);
+      const route = url.slice(prefix!.length - 1);
+      let stream = m.bodyStream;
+      let idempotency: RequestContext['idempotency'];
+      if (stream) {
+        // A streamed body is fingerprinted as the handler reads it; the actor compares the
+        // fingerprint with the stored one inside its transaction, so a replay or a conflict is
+        // still decided there, after the body has been read.
+        const hashed = fingerprintStream(method, route, stream);
+        stream = hashed.stream;
+        idempotency = { key: idemKey, get fingerprint() { return hashed.fingerprint(); } };
+      } else {
+        idempotency = { key: idemKey, fingerprint: requestFingerprint(method, route, rawBody ?? '') };
+      }
+      const slot = `${principal.key.id}\0${idemKey}`;
+      // A repeat that arrives while the first is still running waits for it, then replays.
+      while (inFlightIdempotent.has(slot)) await inFlightIdempotent.get(slot);
+      if (!m.bodyStream) {
         const prior = services.storage.meta.get(K.idempotency(principal.key.id, idemKey)) as IdempotencyRecord | undefined;
         if (prior && Date.now() - prior.at < IDEMPOTENCY_TTL_MS) {
           if (prior.fingerprint !== idempotency.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
           return { status: prior.status, json: prior.body };
         }
-        let release!: () => void;
-        inFlightIdempotent.set(slot, new Promise<void>((r) => (release = r)));
-        try {
-          return await m.route.handler(context(m, principal, repo, query, body, idempotency));
-        } finally {
-          inFlightIdempotent.delete(slot);
-          release();
-        }
       }
-      return m.route.handler(context(m, principal, repo, query, body, idempotency));
+      if (missing) throw missing;
+      let release!: () => void;
+      inFlightIdempotent.set(slot, new Promise<void>((r) => (release = r)));
+      try {
+        return await m.route.handler(context(m, principal, repo, query, body, idempotency, stream));
+      } finally {
+        inFlightIdempotent.delete(slot);
+        release();
+      }
     }
 
     function context(
-      m: { route: RouteDef; params: Record<string, string>; bodyStream: AsyncIterable<Uint8Array> | null },
+      m: { route: RouteDef; params: Record<string, string> },
       principal: RequestContext['principal'],
       repo: RequestContext['repo'],
       query: ReturnType<typeof parseQuery>,
       body: unknown,
       idempotency: RequestContext['idempotency'],
+      bodyStream: AsyncIterable<Uint8Array> | null,
     ): RequestContext {
       return {
         method: method as RequestContext['method'],
@@ -211,7 +227,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
         queryPairs: query.pairs,
         headers,
         body,
-        bodyStream: m.bodyStream,
+        bodyStream,
         principal,
         org: principal.org,
         repo,

@@ -1,0 +1,50 @@
+import t from 'tap';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { metricValue } from './metrics-text.js';
+
+/** Races through HTTP: one name claimed by many at once, many names at once, and group commit. */
+let s: TestServer;
+
+t.before(async () => {
+  s = await startTestServer({ workers: 2 });
+});
+t.teardown(async () => {
+  await s.stop();
+  s.cleanup();
+});
+
+t.test('concurrency - 50 parallel creates of one name in mixed casing: exactly one 201, the rest 409', async (t) => {
+  const token = await s.token();
+  const casings = ['race', 'RACE', 'Race', 'rAcE', 'raCE'];
+  const results = await Promise.all(Array.from({ length: 50 }, (_, i) => s.api('POST', '/acme/repos', { token, body: { name: casings[i % casings.length] } })));
+  const created = results.filter((r) => r.status === 201);
+  const refused = results.filter((r) => r.status === 409);
+  t.equal(created.length, 1, 'one winner');
+  t.equal(refused.length, 49, 'every other request is a conflict');
+  t.ok(refused.every((r) => r.json.error.code === 'REPO_EXISTS'));
+  const winner = created[0]!.json.name as string;
+  t.ok(refused.every((r) => r.json.error.message.includes(`"${winner}"`)), 'conflicts name the winner with its casing');
+  const list = await s.api('GET', '/acme/repos?limit=100', { token });
+  t.equal(list.json.repos.filter((r: { name: string }) => r.name.toLowerCase() === 'race').length, 1);
+  t.equal((await s.api('GET', '/acme/RACE', { token })).json.name, winner, 'original casing kept');
+});
+
+t.test('concurrency - 200 parallel creates of distinct names all succeed, several per LMDB transaction', async (t) => {
+  const before = await s.metrics();
+  const sum0 = metricValue(before, 'repohost_actor_batch_size_sum') || 0;
+  const count0 = metricValue(before, 'repohost_actor_batch_size_count') || 0;
+  const token = await s.token();
+  const results = await Promise.all(Array.from({ length: 200 }, (_, i) => s.api('POST', '/acme/repos', { token, body: { name: `distinct-${i}` } })));
+  t.same([...new Set(results.map((r) => r.status))], [201], 'all 201');
+  t.equal(new Set(results.map((r) => r.json.id)).size, 200, '200 distinct repositories');
+  const list = await s.api('GET', '/acme/repos/list?pageSize=100&sortBy=name', { token });
+  t.equal(list.json.total, 201);
+  for (const r of results.slice(0, 20)) t.equal((await s.api('GET', `/acme/${r.json.name}`, { token })).status, 200, 'readable right after the 201');
+
+  const after = await s.metrics();
+  const writes = metricValue(after, 'repohost_actor_batch_size_sum') - sum0;
+  const batches = metricValue(after, 'repohost_actor_batch_size_count') - count0;
+  t.equal(writes, 200, 'the batch-size histogram saw every write');
+  t.ok(batches < writes, `${writes} writes in ${batches} transactions (${(writes / batches).toFixed(1)} per transaction)`);
+  t.ok(writes / batches > 1, 'more than one write per LMDB transaction on average');
+});
