@@ -27,13 +27,22 @@ interface Entry {
   code: number;
   dataStart: number;
   dataEnd: number;
+  /** Inflated size (of the delta itself for deltas). */
+  size: number;
   baseOffset?: number;
   baseOid?: string;
+  /** A delta's instructions, kept from the first pass (small) until the delta is resolved. */
+  delta?: Buffer;
 }
 
-function inflateAt(pack: Buffer, start: number): { data: Buffer; consumed: number } {
+/**
+ * Inflates the zlib stream at `start`, whose inflated size the entry header gave. Sizing the
+ * output buffer to it spares zlib's default 16 KiB chunks (most objects are far smaller), which
+ * otherwise dominate the cost of reading a pack of many small objects.
+ */
+function inflateAt(pack: Buffer, start: number, size: number): { data: Buffer; consumed: number } {
   try {
-    const { buffer, engine } = inflateSync(pack.subarray(start), { info: true }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    const { buffer, engine } = inflateSync(pack.subarray(start), { info: true, chunkSize: Math.max(64, size) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
     return { data: buffer, consumed: engine.bytesWritten };
   } catch {
     throw new GitProtocolError('the upstream sent a corrupt packfile (bad compressed data)');
@@ -105,8 +114,12 @@ export function* readPack(pack: Buffer, external: (oid: string) => GitObject | u
     const offset = pos;
     let byte = pack[pos++]!;
     const code = (byte >> 4) & 7;
-    while (byte & 0x80) byte = pack[pos++]!;
-    const entry: Entry = { offset, code, dataStart: 0, dataEnd: 0 };
+    let size = byte & 0x0f;
+    for (let shift = 4; byte & 0x80; shift += 7) {
+      byte = pack[pos++]!;
+      size += (byte & 0x7f) * 2 ** shift;
+    }
+    const entry: Entry = { offset, code, dataStart: 0, dataEnd: 0, size };
     if (code === OFS_DELTA) {
       byte = pack[pos++]!;
       let rel = byte & 0x7f;
@@ -122,12 +135,14 @@ export function* readPack(pack: Buffer, external: (oid: string) => GitObject | u
       pos += 20;
     } else if (!TYPE_BY_CODE[code]) throw new GitProtocolError(`the upstream sent a corrupt packfile (object type ${code})`);
     entry.dataStart = pos;
-    const { data, consumed } = inflateAt(pack, pos);
+    const { data, consumed } = inflateAt(pack, pos, size);
     pos += consumed;
     entry.dataEnd = pos;
     entries.set(offset, entry);
-    if (code === OFS_DELTA || code === REF_DELTA) deltas.push(entry);
-    else {
+    if (code === OFS_DELTA || code === REF_DELTA) {
+      entry.delta = data;
+      deltas.push(entry);
+    } else {
       const type = TYPE_BY_CODE[code]!;
       const oid = hashObject(type, data);
       oidOffset.set(oid, offset);
@@ -137,7 +152,7 @@ export function* readPack(pack: Buffer, external: (oid: string) => GitObject | u
 
   // Resolved objects kept while deltas later in the pack still name them as their base.
   const cache = new Map<number, { type: ObjectType; content: Buffer }>();
-  const inflateEntry = (e: Entry): Buffer => inflateAt(pack.subarray(0, e.dataEnd), e.dataStart).data;
+  const inflateEntry = (e: Entry): Buffer => inflateAt(pack.subarray(0, e.dataEnd), e.dataStart, e.size).data;
   const keep = (e: Entry, value: { type: ObjectType; content: Buffer }): void => {
     if ((dependents.get(e.offset) ?? 0) > 0) cache.set(e.offset, value);
   };
@@ -167,8 +182,9 @@ export function* readPack(pack: Buffer, external: (oid: string) => GitObject | u
       }
     }
     for (let i = chain.length - 1; i >= 0; i--) {
-      base = { type: base.type, content: applyDelta(base.content, inflateEntry(chain[i]!)) };
-      keep(chain[i]!, base);
+      const link = chain[i]!;
+      base = { type: base.type, content: applyDelta(base.content, link.delta ?? inflateEntry(link)) };
+      keep(link, base);
     }
     return base;
   };
@@ -185,6 +201,7 @@ export function* readPack(pack: Buffer, external: (oid: string) => GitObject | u
       }
       const oid = hashObject(value.type, value.content);
       oidOffset.set(oid, d.offset);
+      d.delta = undefined;
       if (d.baseOffset !== undefined) {
         const left = (dependents.get(d.baseOffset) ?? 1) - 1;
         dependents.set(d.baseOffset, left);
