@@ -211,7 +211,10 @@ class ContentSink {
 type Container = Record<string, unknown> | unknown[];
 interface Frame {
   value: Container;
+  /** The key awaiting its value (objects). */
   key: string | null;
+  /** The key this container sits under in its parent object (null in arrays and at the top). */
+  name: string | null;
 }
 
 const NONE = Symbol.for('object-stream.none');
@@ -249,7 +252,7 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
   const contentItem = (): { item: Record<string, unknown>; index: number } | null => {
     if (frames.length !== 3) return null;
     const [top, list, item] = frames as [Frame, Frame, Frame];
-    if (top.key !== opts.listKey || !Array.isArray(list.value) || Array.isArray(item.value) || Array.isArray(top.value)) return null;
+    if (Array.isArray(top.value) || list.name !== opts.listKey || !Array.isArray(list.value) || Array.isArray(item.value)) return null;
     return { item: item.value, index: list.value.length - 1 };
   };
 
@@ -258,10 +261,11 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
       case 'startObject':
       case 'startArray': {
         const value: Container = token.name === 'startObject' ? {} : [];
+        const name = frames[frames.length - 1]?.key ?? null;
         addValue(value);
-        frames.push({ value, key: null });
-        const list = frames[1]?.value;
-        if (frames.length === 3 && frames[0]!.key === opts.listKey && Array.isArray(list) && list.length > opts.maxItems) {
+        frames.push({ value, key: null, name });
+        const list = frames[1];
+        if (frames.length === 3 && list!.name === opts.listKey && Array.isArray(list!.value) && list!.value.length > opts.maxItems) {
           throw invalid(`"${opts.listKey}" has more than ${opts.maxItems} items`);
         }
         return;

