@@ -21,7 +21,7 @@ import type { Remote } from './git-remote.js';
 import { readPack, type PackObject } from './packfile.js';
 import type { PulledRefs, RemoteRef } from './pull-apply.js';
 import { NOTES_REF, TAG_PREFIX, refFilter, type RefGlobs } from './ref-filter.js';
-import { GitProtocolError } from './sync-errors.js';
+import { GitProtocolError, SyncFailure } from './sync-errors.js';
 
 const BATCH_OBJECTS = 2000;
 const BATCH_BYTES = 8 * 1024 * 1024;
@@ -74,6 +74,7 @@ function referencesOf(object: PackObject): string[] {
 
 /** Stores a pack's objects in short transactions (other writers wait on the same lock) and checks connectivity. */
 async function storePack(storage: Storage, store: LmdbObjectStore, pack: Buffer): Promise<void> {
+  const repoKey = K.repo(store.repoId);
   const received = new Set<string>();
   const needed = new Set<string>();
   let batch: PackObject[] = [];
@@ -81,6 +82,8 @@ async function storePack(storage: Storage, store: LmdbObjectStore, pack: Buffer)
   const flush = async (): Promise<void> => {
     const objects = batch;
     storage.root.transactionSync(() => {
+      // Checked in the same transaction: objects are never written under a deleted repository.
+      if (!storage.meta.doesExist(repoKey)) throw new SyncFailure('the repository was deleted during the sync', false);
       for (const o of objects) store.write(o.type, o.content);
     });
     batch = [];

@@ -87,6 +87,9 @@ export function gitHttpClient(opts: GitHttpOptions): GitHttpClient {
       const transport = url.protocol === 'https:' ? https : http;
       return new Promise<GitHttpResponse>((resolve, reject) => {
         const request = transport.request(url, { method, headers, lookup, timeout: opts.idleTimeoutMs }, (res) => {
+          // A body nobody reads any more (an error answer) may still fail later, e.g. on the idle
+          // timeout: that must not become an unhandled 'error' event. Readers see errors anyway.
+          res.on('error', () => undefined);
           const flat: Record<string, string> = {};
           for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v;
           resolve({
