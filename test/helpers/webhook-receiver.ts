@@ -1,6 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { WEBHOOK_EVENT_KINDS } from '../../src/protocol/schemas/webhooks.js';
+import { openStorage } from '../../src/storage/database.js';
+import { under } from '../../src/storage/keys.js';
+import type { EventEnvelope } from '../../src/storage/records.js';
+import type { TestServer } from './server.js';
 
 /**
  * A real webhook receiver on loopback, as a customer would write one: it verifies every
@@ -136,4 +141,54 @@ export async function startWebhookReceiver(opts: { brand?: string } = {}): Promi
     },
   };
   return receiver;
+}
+
+/**
+ * Every event the server emits, observed as a customer would: an org-wide target subscribed to
+ * every kind, posting to its own receiver. `settled()` waits until every event written so far
+ * has been delivered (the outbox is drained and no delivery is pending), so a test can then
+ * count events, or their absence, exactly.
+ */
+export interface EventLog {
+  receiver: WebhookReceiver;
+  /** Delivered events in arrival order (in event order per repository), optionally of one repository (id or name). */
+  events(repo?: string): EventEnvelope[];
+  settled(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startEventLog(s: TestServer, opts: { brand?: string } = {}): Promise<EventLog> {
+  const receiver = await startWebhookReceiver(opts);
+  const path = '/event-log';
+  const res = await s.api('POST', `/${s.org}/webhook-targets`, { body: { url: receiver.url(path), name: 'event-log', events: [...WEBHOOK_EVENT_KINDS] } });
+  if (res.status !== 201) throw new Error(`event log target: ${res.status} ${res.text}`);
+  receiver.setSecret(path, res.json.secret);
+  const targetId = res.json.id as string;
+  const drained = (): boolean => {
+    const storage = openStorage(s.dataDir);
+    try {
+      // Outbox first: an event still there has no delivery yet; once it is gone, its delivery
+      // to this log's target is in the pending index until it has been received.
+      for (const _ of storage.meta.getKeys({ ...under(['outbox']), limit: 1 })) return false;
+      for (const _ of storage.meta.getKeys({ ...under(['whq', targetId]), limit: 1 })) return false;
+      return true;
+    } finally {
+      void storage.close();
+    }
+  };
+  return {
+    receiver,
+    events(repo) {
+      const all = receiver.unique(path).map((d) => d.body as EventEnvelope);
+      return repo === undefined ? all : all.filter((e) => e.repository?.id === repo || e.repository?.name === repo);
+    },
+    async settled(timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!drained()) {
+        if (Date.now() > deadline) throw new Error('event log: deliveries still pending');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    close: () => receiver.close(),
+  };
 }

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { verifySignature, type ReceivedDelivery } from '../helpers/webhook-receiver.js';
+import { startEventLog, verifySignature, type ReceivedDelivery } from '../helpers/webhook-receiver.js';
 import { createRepo, createTarget, deliveries, startEnv, waitForLog, type CreatedTarget, type Env } from './setup.js';
 
 const PUBLIC_URL = 'https://repohost.test';
@@ -153,4 +153,16 @@ t.test('webhook delivery - a target that never answers does not delay another ta
   t.ok(e.rx.received(dead.path).length >= 6, 'the dead target was being tried meanwhile');
   const log = await waitForLog(e, dead.id, (l) => l.length === 18);
   t.ok(log.every((d) => d.status === 'pending'), 'its deliveries wait, pending');
+});
+
+t.test('webhook delivery - an event log (every kind, org-wide) has every event once settled', async (t) => {
+  const log = await startEventLog(e.s);
+  t.teardown(() => log.close());
+  const repo = await createRepo(e, 'logged');
+  for (let i = 0; i < 5; i++) await e.s.api('PATCH', '/acme/logged', { body: { tags: { i: String(i) } } });
+  await e.s.api('DELETE', '/acme/logged');
+  await log.settled();
+  const events = log.events(repo.id);
+  t.same(events.map((x) => x.type), ['repo.created', 'bookmark.created', 'repo.updated', 'repo.updated', 'repo.updated', 'repo.updated', 'repo.updated', 'repo.deleted']);
+  t.same(events.filter((x) => x.type === 'repo.updated').map((x) => (x.data.after as { tags: { i: string } }).tags.i), ['0', '1', '2', '3', '4'], 'in event order');
 });

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { createRepo, createTarget, deliveries, startEnv, waitForLog, sleep, type Env } from './setup.js';
 
-// Retries wait base × 1, 3, 12, … (±20 %): 100 ms gives gaps of 80–120 ms, then 240–360 ms.
-const BASE_MS = 100;
+// Retries wait base × 1, 3, 12, … (±20 %): 200 ms gives gaps of 160–240 ms, then 480–720 ms.
+const BASE_MS = 200;
 let e: Env;
 t.before(async () => {
   e = await startEnv({ env: { REPOHOST_WEBHOOK_RETRY_BASE_MS: String(BASE_MS) } });

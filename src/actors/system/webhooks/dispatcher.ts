@@ -12,8 +12,8 @@ import { MAX_ATTEMPTS, classifyStatus, parseRetryAfter, retryDelayMs, type Verdi
 import { deliveryHeaders, signatureHeader } from './signature.js';
 
 /**
- * The webhook actor (API §11.3). It runs on the main thread — its work is waiting on sockets —
- * and never inside a repository's mailbox:
+ * The webhook actor (API §11.3). It runs in its own thread (`worker.ts`), never inside a
+ * repository's mailbox:
  *
  *   outbox ──drain (one small async transaction: events out, delivery records in)──▶ LMDB
  *   pending index ['whq', target, lane, delivery] ──▶ one head per (target, lane) in memory
@@ -91,11 +91,6 @@ export class WebhookDispatcher {
 
   constructor(private readonly opts: DispatcherOptions) {
     this.agent = createWebhookAgent(opts.allowPrivate, opts.timeoutMs);
-  }
-
-  /** Deliveries pending (queued, in flight or waiting for a retry), counted from the index. */
-  backlog(): number {
-    return this.opts.storage.meta.getKeysCount(under(['whq']));
   }
 
   start(): void {
@@ -183,7 +178,7 @@ export class WebhookDispatcher {
   private fanOut(): { created: Queued[]; consumed: number } {
     const { meta } = this.opts.storage;
     const entries = [...meta.getRange({ ...under(['outbox']), limit: DRAIN_BATCH })];
-    const targetsByOrg = new Map<string, WebhookTargetRecord[]>();
+    const targetsByOrg = new Map<string, Subscriber[]>();
     const created: Queued[] = [];
     const now = Date.now();
     const nowIso = new Date(now).toISOString();
@@ -192,11 +187,12 @@ export class WebhookDispatcher {
       const event = value as EventEnvelope;
       const orgId = event.organization.id;
       let targets = targetsByOrg.get(orgId);
-      if (!targets) targetsByOrg.set(orgId, (targets = [...orgTargets(meta, orgId)]));
+      if (!targets) targetsByOrg.set(orgId, (targets = [...orgTargets(meta, orgId)].map(subscriber)));
       const repoId = event.repository?.id ?? null;
       let body: string | null = null;
-      for (const target of targets) {
-        if (!matches(target, event.type, repoId)) continue;
+      for (const sub of targets) {
+        if (!matches(sub, event.type, repoId)) continue;
+        const target = sub.record;
         // The envelope exactly as its producer wrote it; no compiled serializer fits every `data`.
         body ??= JSON.stringify(event);
         const record: DeliveryRecord = {
@@ -222,10 +218,10 @@ export class WebhookDispatcher {
       }
       if (event.type === 'repo.deleted' && repoId) {
         // The repository's last event has been fanned out: it leaves the targets for good.
-        for (const target of targets) {
-          if (!target.departed_repo_ids.includes(repoId)) continue;
-          target.departed_repo_ids = target.departed_repo_ids.filter((id) => id !== repoId);
-          meta.putSync(K.webhookTarget(orgId, target.id), target);
+        for (const sub of targets) {
+          if (!sub.departed.delete(repoId)) continue;
+          sub.record.departed_repo_ids = [...sub.departed];
+          meta.putSync(K.webhookTarget(orgId, sub.record.id), sub.record);
         }
       }
     }
@@ -460,11 +456,22 @@ export class WebhookDispatcher {
   }
 }
 
+/** A target as the fan-out matches it: sets, since a target may list thousands of repositories. */
+interface Subscriber {
+  record: WebhookTargetRecord;
+  repos: Set<string> | null;
+  departed: Set<string>;
+}
+
+function subscriber(record: WebhookTargetRecord): Subscriber {
+  return { record, repos: record.repo_ids && new Set(record.repo_ids), departed: new Set(record.departed_repo_ids) };
+}
+
 /** Whether an event goes to a target: a subscribed kind, and an org-wide target or one of its repositories. */
-function matches(target: WebhookTargetRecord, type: string, repoId: string | null): boolean {
-  if (!target.events.includes(type)) return false;
-  if (target.repo_ids === null) return true;
-  return repoId !== null && (target.repo_ids.includes(repoId) || target.departed_repo_ids.includes(repoId));
+function matches(sub: Subscriber, type: string, repoId: string | null): boolean {
+  if (!sub.record.events.includes(type)) return false;
+  if (sub.repos === null) return true;
+  return repoId !== null && (sub.repos.has(repoId) || sub.departed.has(repoId));
 }
 
 function findRefusal(err: unknown): AddressRefusedError | null {

@@ -1,28 +1,34 @@
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 import { Gauge } from 'prom-client';
+import { log } from '../../../log.js';
 import type { Services } from '../../../http/services.js';
 import type { SystemActor } from '../index.js';
-import { WebhookDispatcher } from './dispatcher.js';
+import { pendingCount } from './records.js';
+import type { ToWebhookWorker, WebhookWorkerData } from './worker.js';
 
 /**
- * Starts the webhook actor on the main thread (see `dispatcher.ts`). Routes call
- * `adoptWebhookDelivery(…)` after a redelivery so that it goes out without waiting for a restart.
+ * Starts the webhook actor (`dispatcher.ts`) in its own worker thread. Routes call
+ * `adoptWebhookDelivery(…)` after a redelivery so that it goes out at once. A worker that dies is
+ * restarted: its state is all in LMDB, and it resumes the pending deliveries.
  */
 const POLL_MS = 25;
 const CONCURRENCY_PER_TARGET = 8;
 const TIMEOUT_MS = 10_000;
 const RETENTION_MS = 7 * 24 * 3600 * 1000;
+const RESTART_DELAY_MS = 1000;
 
-let active: WebhookDispatcher | null = null;
+let active: Worker | null = null;
 
 export function adoptWebhookDelivery(orgId: string, targetId: string, deliveryId: string): void {
-  active?.adopt(orgId, targetId, deliveryId);
+  active?.postMessage({ type: 'adopt', orgId, targetId, deliveryId } satisfies ToWebhookWorker);
 }
 
 export function startWebhookActor(services: Services): SystemActor {
   const { config } = services;
-  const dispatcher = new WebhookDispatcher({
-    storage: services.storage,
-    secrets: services.secrets,
+  const data: WebhookWorkerData = {
+    dataDir: config.dataDir,
+    logLevel: config.logLevel,
     brand: config.brand,
     allowPrivate: config.allowPrivateWebhooks,
     retryBaseMs: config.webhookRetryBaseMs,
@@ -30,21 +36,37 @@ export function startWebhookActor(services: Services): SystemActor {
     concurrencyPerTarget: CONCURRENCY_PER_TARGET,
     timeoutMs: TIMEOUT_MS,
     retentionMs: RETENTION_MS,
-  });
-  active = dispatcher;
+  };
+  let stopping = false;
+  let restartTimer: NodeJS.Timeout | null = null;
+  let exited: Promise<unknown> = Promise.resolve();
+  const spawn = (): void => {
+    const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: data });
+    active = worker;
+    exited = once(worker, 'exit');
+    worker.on('error', (err) => log.error('webhook worker failed', { error: err.message }));
+    worker.on('exit', (code) => {
+      if (active === worker) active = null;
+      if (stopping) return;
+      log.error('webhook worker exited; restarting', { code });
+      restartTimer = setTimeout(spawn, RESTART_DELAY_MS);
+    });
+  };
+  spawn();
   new Gauge({
     name: 'repohost_webhook_backlog',
     help: 'Webhook deliveries pending (queued, in flight or waiting for a retry)',
     registers: [services.metrics.registry],
     collect() {
-      this.set(dispatcher.backlog());
+      this.set(pendingCount(services.storage.meta));
     },
   });
-  dispatcher.start();
   return {
     async stop() {
-      if (active === dispatcher) active = null;
-      await dispatcher.stop();
+      stopping = true;
+      if (restartTimer) clearTimeout(restartTimer);
+      active?.postMessage({ type: 'stop' } satisfies ToWebhookWorker);
+      await exited;
     },
   };
 }

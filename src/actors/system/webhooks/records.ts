@@ -63,6 +63,11 @@ export function* orgTargets(meta: Meta, orgId: string): Generator<WebhookTargetR
   for (const { value } of meta.getRange(under(['o', orgId, 'wht']))) yield value as WebhookTargetRecord;
 }
 
+/** Deliveries pending (queued, in flight or waiting for a retry), counted from the pending index. */
+export function pendingCount(meta: Meta): number {
+  return meta.getKeysCount(under(['whq']));
+}
+
 /**
  * Whether a caller limited to `allowed` repositories may see and manage a target (API §2): only
  * targets whose repositories all lie within its own; `allowed` null means unrestricted.

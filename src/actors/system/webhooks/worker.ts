@@ -1,0 +1,32 @@
+/**
+ * The webhook actor's own thread: signing, HTTP and the small LMDB transactions of every attempt
+ * add up under fan-out load, and none of it may take the front end's event loop. It opens the
+ * data directory's LMDB environment and key like the actor workers do.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { log, setLogLevel } from '../../../log.js';
+import { openStorage } from '../../../storage/database.js';
+import { SecretBox } from '../../../storage/secret-box.js';
+import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.js';
+
+export interface WebhookWorkerData extends Omit<DispatcherOptions, 'storage' | 'secrets'> {
+  dataDir: string;
+  logLevel: string;
+}
+
+export type ToWebhookWorker = { type: 'adopt'; orgId: string; targetId: string; deliveryId: string } | { type: 'stop' };
+
+const { dataDir, logLevel, ...options } = workerData as WebhookWorkerData;
+setLogLevel(logLevel);
+const storage = openStorage(dataDir);
+const dispatcher = new WebhookDispatcher({ ...options, storage, secrets: SecretBox.forDataDir(dataDir) });
+dispatcher.start();
+
+parentPort!.on('message', (message: ToWebhookWorker) => {
+  if (message.type === 'adopt') return dispatcher.adopt(message.orgId, message.targetId, message.deliveryId);
+  dispatcher
+    .stop()
+    .then(() => storage.close())
+    .catch((err: Error) => log.error('webhook worker stop failed', { error: err.message }))
+    .finally(() => parentPort!.close());
+});
