@@ -4,7 +4,7 @@ export function metricValue(text: string, name: string, labels: Record<string, s
   let found = false;
   for (const line of text.split('\n')) {
     if (!line.startsWith(name)) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)/.exec(line);
     if (!m || m[1] !== name) continue;
     const have: Record<string, string> = {};
     for (const pair of (m[2] ?? '').slice(1, -1).matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) have[pair[1]!] = pair[2]!;
