@@ -44,3 +44,20 @@ t.test('crash - syncs interrupted by kill -9 resume after a restart: one record 
   const types = events.filter(ofFirst).map((e) => e.type);
   t.same(types, ['sync.queued', 'sync.in_progress', 'sync.queued', 'sync.in_progress', 'sync.completed']);
 });
+
+t.test('crash - a graceful stop during a try exits cleanly and the next start finishes the sync', async (t) => {
+  const url = await env.git.createRepo('graceful');
+  await createRepo(env.s, 'graceful', { url, auth: passwordAuth });
+  const change = await applyOps(env.s, 'graceful', { base_change_id: 'z'.repeat(32), message: 'one', ops: [{ op: 'write', path: 'a.txt', content: 'a\n' }], bookmarks: [{ name: 'main' }] });
+  const hold = env.git.hold((r) => r.method === 'GET' && r.service === 'git-receive-pack');
+  const queued = (await env.s.api('POST', '/acme/graceful/push')).json;
+  await hold.held;
+  // The try cannot finish while the remote holds it: the stop gives up on it after its grace.
+  t.equal(await env.s.stop(), 0, 'SIGTERM exits 0');
+  hold.release();
+  await env.s.restart();
+  const done = await waitForSync(env.s, 'graceful', queued.id);
+  t.equal(done.status, 'completed', done.error ?? '');
+  t.equal(done.attempt, 2);
+  t.equal(await env.git.git('graceful', ['rev-parse', 'refs/heads/main']), change.current_commit_oid);
+});
