@@ -1,9 +1,17 @@
 import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request } from 'undici';
+import { WebhookDispatcher } from '../../src/actors/system/webhooks/dispatcher.js';
 import { AddressRefusedError, createWebhookAgent } from '../../src/actors/system/webhooks/outbound-agent.js';
 import { MAX_ATTEMPTS, classifyStatus, parseRetryAfter, retryDelayMs } from '../../src/actors/system/webhooks/retry-policy.js';
 import { signatureHeader } from '../../src/actors/system/webhooks/signature.js';
+import { openStorage } from '../../src/storage/database.js';
+import { newId } from '../../src/storage/ids.js';
+import { K, under } from '../../src/storage/keys.js';
+import { SecretBox } from '../../src/storage/secret-box.js';
 import { verifySignature } from '../helpers/webhook-receiver.js';
 
 t.test('webhook policy - the address policy is applied at connection time, to the address dialled', async (t) => {
@@ -63,4 +71,26 @@ t.test('webhook policy - the signature is HMAC-SHA256 over "<t>.<body>" keyed wi
   t.equal(signatureHeader(secret, body, 1700000000), 't=1700000000,sha256=cc736906fb801c0ba3d4b46c9059be64e4fc3c54fa78ff835c857e05f0c262b5');
   t.ok(verifySignature(secret, header, body));
   t.notOk(verifySignature(secret, signatureHeader(secret, body, now - 600), body), 'older than 5 minutes is refused by the receiver');
+});
+
+t.test('webhook policy - the delivery log keeps finished deliveries for the retention period', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'repohost-prune-'));
+  const storage = openStorage(dir);
+  t.teardown(async () => {
+    await storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const dispatcher = new WebhookDispatcher({
+    storage, secrets: SecretBox.forDataDir(dir), brand: 'Svc', allowPrivate: true, retryBaseMs: 1000, pollMs: 1000, concurrencyPerTarget: 1, timeoutMs: 1000, retentionMs: 7 * 24 * 3600 * 1000,
+  });
+  storage.meta.putSync(['org', 'org_1'], { id: 'org_1', slug: 'o', name: 'o', created_at: '' });
+  storage.meta.putSync(K.webhookTarget('org_1', 'wht_1'), { id: 'wht_1', org_id: 'org_1', repo_ids: null });
+  // Ids carry their creation time: 0000000000… is 1970, the others are made now.
+  const old = (n: number, status: string): [string, string] => [`dlv_000000000${n}AAAAAAAAAAAAAAAA`, status];
+  const rows: Array<[string, string]> = [old(1, 'succeeded'), old(2, 'failed'), old(3, 'pending'), [newId('dlv'), 'succeeded']];
+  for (const [id, status] of rows) storage.meta.putSync(K.webhookDelivery('org_1', 'wht_1', id), { id, status });
+  t.equal(await dispatcher.prune(), 2, 'the two old finished deliveries are removed');
+  const left = [...storage.meta.getKeys(under(['o', 'org_1', 'whd', 'wht_1']))].map((k) => (k as string[])[4]);
+  t.same(left, [rows[2]![0], rows[3]![0]], 'an old pending delivery and a recent one stay');
+  await dispatcher.stop();
 });
