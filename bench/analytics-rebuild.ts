@@ -28,7 +28,6 @@ import { createOrgAndKey, startRepohost } from './server-process.js';
 import type { SigningKey } from './tokens.js';
 import { openStorage } from '../src/storage/database.js';
 import { K, under } from '../src/storage/keys.js';
-import { getRepoByName, getOrgBySlug } from '../src/storage/repo-store.js';
 
 const ORG = 'bench';
 const ROOT = 'z'.repeat(32);
@@ -179,9 +178,9 @@ async function main(): Promise<void> {
     log(`idle probe for ${args.idleMs} ms…`);
     const idle = summarize(await probe(clients, sleep(args.idleMs)));
 
+    const repoId = (await api.expect<{ id: string }>(200, 'GET', api.repoPath('big'))).id;
+    // The server's own LMDB environment, opened beside it as the CLI does (multi-process safe).
     const storage = openStorage(dataDir);
-    const org = getOrgBySlug(storage.meta, ORG)!;
-    const repoId = getRepoByName(storage.meta, org.id, 'big')!.id;
     const forceRebuild = async (mode: 'cold' | 'warm'): Promise<{ runMs: number; endToEndMs: number; during: ReturnType<typeof summarize> }> => {
       if (mode === 'cold') {
         await storage.meta.batch(() => {
@@ -189,7 +188,8 @@ async function main(): Promise<void> {
           storage.meta.remove(K.analyticsState(repoId));
         });
       } else {
-        const state = storage.meta.get(K.analyticsState(repoId)) as Record<string, unknown>;
+        const state = storage.meta.get(K.analyticsState(repoId)) as Record<string, unknown> | undefined;
+        if (!state) throw new Error(`no analytics state for ${repoId} in ${dataDir}`);
         await storage.meta.put(K.analyticsState(repoId), { ...state, rebuilding: true });
       }
       const t0 = performance.now();

@@ -1,4 +1,7 @@
 import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { AgentTable, normalizeProvider, providerOfModel } from '../../src/actors/system/analytics/agent-table.js';
 import { AgentblameNotes, parseAgentblameNote, readNotesIndex } from '../../src/actors/system/analytics/agentblame-notes.js';
 import { MAX_EDIT_LENGTH, diffLineCounts } from '../../src/actors/system/analytics/line-diff.js';
@@ -49,6 +52,13 @@ t.test('agent table - a file extends the defaults, or replaces them, and bad fil
   t.equal(only.match({ name: 'x', email: null })?.provider, 'x');
   t.not(only.fingerprint, extended.fingerprint);
   t.throws(() => AgentTable.parse('{'), /not valid JSON/);
+  const dir = mkdtempSync(join(tmpdir(), 'repohost-agents-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'ok.json'), JSON.stringify([{ provider: 'x', names: ['X Bot'] }]));
+  writeFileSync(join(dir, 'bad.json'), JSON.stringify({ agents: [{ provider: 'x' }] }));
+  t.equal(AgentTable.load(join(dir, 'ok.json')).match({ name: 'x bot', email: null })?.provider, 'x');
+  t.equal(AgentTable.load('').fingerprint, AgentTable.defaults().fingerprint, 'no file: the built-in table');
+  t.throws(() => AgentTable.load(join(dir, 'bad.json')), /bad\.json: agents\[0\]: give at least one of/, 'the error names the file');
   t.throws(() => AgentTable.parse('{"agent": []}'), /unknown field agent/);
   t.throws(() => AgentTable.parse('[{"names": ["x"]}]'), /provider must be a non-empty string/);
   t.throws(() => AgentTable.parse('[{"provider": "x"}]'), /give at least one of/);
