@@ -46,6 +46,7 @@ export class Router {
     const raw = path.split('/').slice(1);
     if (raw.length && raw[raw.length - 1] === '') raw.pop(); // tolerate one trailing slash
     const candidates = this.bySize.get(raw.length);
+    let allowedBy: Pattern | undefined;
     if (candidates) {
       let segments: string[];
       try {
@@ -68,12 +69,13 @@ export class Router {
         }
         if (!ok) continue;
         const route = pattern.routes.get(method as Method);
-        if (!route) {
-          throw new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: [...pattern.routes.keys()] });
-        }
-        return { route, params };
+        if (route) return { route, params };
+        // A less specific pattern may serve this method (a bookmark named `merge` under
+        // `/bookmarks/{bookmark}`); 405 only when none does.
+        allowedBy ??= pattern;
       }
     }
+    if (allowedBy) throw new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: [...allowedBy.routes.keys()] });
     throw new ServiceError('NOT_FOUND', 'no such route');
   }
 }

@@ -11,7 +11,7 @@ import type { CreateBookmarkInput, DeleteBookmarkInput, MoveBookmarksInput, Move
 import type { MergeBookmarksInput, MergeBody } from '../../actors/commands/merge.js';
 import { callActor, repoActor } from '../actor-call.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
-import type { RequestContext, RouteDef } from '../route.js';
+import type { RouteDef } from '../route.js';
 
 /**
  * Bookmark routes (API §6). Reads are served here from an LMDB snapshot; every write goes to the
@@ -94,49 +94,39 @@ export const bookmarkRoutes: RouteDef[] = [
       return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.merge', input);
     },
   },
-  ...bookmarkItemRoutes(BOOKMARK, (ctx) => ctx.params.bookmark!),
-  // `merge` is a literal segment of the merge route, which the router prefers over `{bookmark}`;
-  // these keep a bookmark named "merge" readable, movable and deletable.
-  ...bookmarkItemRoutes('/{org}/{repo}/bookmarks/merge', () => 'merge'),
+  {
+    method: 'GET',
+    path: BOOKMARK,
+    permission: 'git:read',
+    handler(ctx) {
+      const repo = ctx.repo!;
+      const name = ctx.params.bookmark!;
+      const record = getBookmark(ctx.services.storage.meta, repo.id, name);
+      if (!record) throw notFound('BRANCH_NOT_FOUND', `bookmark "${name}" not found`);
+      return { status: 200, schema: 'bookmark', value: bookmarkView(repo, record) };
+    },
+  },
+  {
+    method: 'PATCH',
+    path: BOOKMARK,
+    permission: 'git:write',
+    body: moveBookmarkBody,
+    handler(ctx) {
+      const body = ctx.body as Omit<MoveRequest, 'name'>;
+      const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: true, moves: [moveRequest({ ...body, name: ctx.params.bookmark! })] };
+      return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.move', input);
+    },
+  },
+  {
+    method: 'DELETE',
+    path: BOOKMARK,
+    permission: 'git:write',
+    handler(ctx) {
+      const input: DeleteBookmarkInput = { repo_id: ctx.repo!.id, name: ctx.params.bookmark! };
+      return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.delete', input);
+    },
+  },
 ];
-
-/** GET, PATCH and DELETE of one bookmark, named by `nameOf`. */
-function bookmarkItemRoutes(path: string, nameOf: (ctx: RequestContext) => string): RouteDef[] {
-  return [
-    {
-      method: 'GET',
-      path,
-      permission: 'git:read',
-      handler(ctx) {
-        const repo = ctx.repo!;
-        const name = nameOf(ctx);
-        const record = getBookmark(ctx.services.storage.meta, repo.id, name);
-        if (!record) throw notFound('BRANCH_NOT_FOUND', `bookmark "${name}" not found`);
-        return { status: 200, schema: 'bookmark', value: bookmarkView(repo, record) };
-      },
-    },
-    {
-      method: 'PATCH',
-      path,
-      permission: 'git:write',
-      body: moveBookmarkBody,
-      handler(ctx) {
-        const body = ctx.body as Omit<MoveRequest, 'name'>;
-        const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: true, moves: [moveRequest({ ...body, name: nameOf(ctx) })] };
-        return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.move', input);
-      },
-    },
-    {
-      method: 'DELETE',
-      path,
-      permission: 'git:write',
-      handler(ctx) {
-        const input: DeleteBookmarkInput = { repo_id: ctx.repo!.id, name: nameOf(ctx) };
-        return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.delete', input);
-      },
-    },
-  ];
-}
 
 /** Drops the `null`s a client may send for omitted optional fields (API §1). */
 function moveRequest(m: { name: string; change_id: string; allow_backwards?: boolean | null; expected_change_id?: string | null }): MoveRequest {
