@@ -34,6 +34,9 @@ class SwitchableSource implements AnalyticsSource {
     if (this.failure) throw new Error(this.failure);
     return this.history.store;
   }
+  predecessor(repoId: string, oid: string): string | null {
+    return this.#lmdb.predecessor(repoId, oid);
+  }
 }
 
 const status = (storage: Storage) => {

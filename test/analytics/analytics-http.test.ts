@@ -155,4 +155,15 @@ t.test('analytics - notes, trailers, agent authors and humans are counted exactl
   t.equal(again.analytics.history[0].sha, a4);
   t.equal(again.analytics.contributors[HANA.email].commitCount, 5);
   t.equal(again.analytics.summary.aiLines, 8);
+
+  // ---- the server rewrites U2 (an evolve rebases everything above it): its note follows it
+  const listed = await s.api('GET', `${base}/changes?limit=200`);
+  const u2Change = (listed.json.changes as Array<{ id: string; current_commit_oid: string }>).find((c) => c.current_commit_oid === u2)!;
+  const evolved = await s.api('POST', `${base}/apply-ops`, { body: { change_id: u2Change.id, ops: [{ op: 'write', path: 'legacy2.txt', content: 'z\n' }] } });
+  t.equal(evolved.status, 200, evolved.text);
+  const rewritten = await waitCurrent(s, 18);
+  const u2b = rewritten.analytics.history.find((h: { message: string }) => h.message === 'partly cursor\n');
+  t.equal(u2b.sha, evolved.json.change.current_commit_oid);
+  t.same([u2b.added, u2b.aiLines, u2b.providers, u2b.models], [6, 2, { cursor: 2 }, { 'gpt-5': 2 }], 'the note of U2 counts for its rewrite');
+  t.same([rewritten.analytics.summary.aiLines, rewritten.analytics.history.length], [8, 6], 'the rebased descendants kept their attribution');
 });

@@ -274,3 +274,24 @@ t.test('engine - more new commits than one write chunk are written in chunks, wi
   t.equal(docOf(storage).summary.totalLines, 16 + 5);
   t.equal(keptOids(storage).length, 11);
 });
+
+t.test('engine - a note follows its commit through the server rewriting it, twice', async (t) => {
+  const { storage, cleanup } = tempStorage();
+  t.teardown(cleanup);
+  seedRepo(storage, REPO, null);
+  const { h, c3, c4, a4, b, c } = buildHistory();
+  const engine = new AnalyticsEngine(storage, h, AgentTable.defaults());
+  await engine.run(REPO);
+  const c4b = h.commit({ files: { 'a.txt': a4, 'b.ts': b, 'c.ts': c, 'x.txt': lines('x') }, parents: [c3], date: at(3), message: 'mixed, evolved' });
+  const c4c = h.commit({ files: { 'a.txt': a4, 'b.ts': b, 'c.ts': c, 'x.txt': lines('x', 'y') }, parents: [c3], date: at(3), message: 'mixed, evolved again' });
+  h.predecessors.set(c4b, c4).set(c4c, c4b);
+  h.headOid = c4c;
+  t.equal((await engine.run(REPO)).kind, 'rebuild');
+  const top = docOf(storage).history[0]!;
+  t.equal(top.sha, c4c);
+  t.same([top.added, top.aiLines, top.providers, top.models], [7, 2, { cursor: 2 }, { 'gpt-5': 2 }], "c4's note covers c.ts lines 2–3 of its rewrite's rewrite");
+  h.predecessors.clear();
+  h.writeNotes({});
+  await engine.run(REPO);
+  t.equal(docOf(storage).history[0]!.aiLines, 0, 'without the note, the lines are human again');
+});

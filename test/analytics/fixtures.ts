@@ -39,6 +39,8 @@ export class TestHistory implements AnalyticsSource {
   headOid: string | null = null;
   notesOid: string | null = null;
   repoExists = true;
+  /** Rewritten commit → the commit it replaced. */
+  readonly predecessors = new Map<string, string>();
 
   commit(spec: CommitSpec): string {
     const tree = makeTree(this.store, spec.files);
@@ -95,6 +97,10 @@ export class TestHistory implements AnalyticsSource {
 
   objects(): MemoryObjectStore {
     return this.store;
+  }
+
+  predecessor(_repoId: string, oid: string): string | null {
+    return this.predecessors.get(oid) ?? null;
   }
 }
 

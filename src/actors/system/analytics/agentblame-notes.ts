@@ -107,27 +107,49 @@ export function parseAgentblameNote(content: string): NoteRange[] {
   return out;
 }
 
-/** The notes of one computation: the index, read once, and each note parsed once. */
+/** Rewrites followed back to a noted commit, at most (a chain longer than this is not followed). */
+const MAX_REWRITES_FOLLOWED = 1000;
+
+/**
+ * The notes of one computation: the index, read once, and each note parsed once. A note follows
+ * its commit when the server rewrites it (API §10): a commit without a note of its own takes the
+ * note of the commit it replaced (evolve or rebase), nearest first.
+ */
 export class AgentblameNotes {
   readonly #parsed = new Map<string, NoteRange[]>();
+  readonly #followed = new Map<string, string | null>();
 
   private constructor(
     private readonly store: ObjectStore,
     private readonly index: ReadonlyMap<string, string>,
+    private readonly predecessorOf: (commitOid: string) => string | null,
   ) {}
 
-  static read(store: ObjectStore, notesOid: string | null): AgentblameNotes {
-    return new AgentblameNotes(store, notesOid ? readNotesIndex(store, notesOid) : new Map());
+  static read(store: ObjectStore, notesOid: string | null, predecessorOf: (commitOid: string) => string | null = () => null): AgentblameNotes {
+    return new AgentblameNotes(store, notesOid ? readNotesIndex(store, notesOid) : new Map(), predecessorOf);
   }
 
   /** The note blob of a commit, or null: results computed with a note stay valid while it is the same. */
   blobOf(commitOid: string): string | null {
-    return this.index.get(commitOid) ?? null;
+    const own = this.index.get(commitOid);
+    if (own !== undefined) return own;
+    if (this.index.size === 0) return null;
+    let blob = this.#followed.get(commitOid);
+    if (blob === undefined) {
+      blob = null;
+      let oid: string | null = commitOid;
+      for (let i = 0; i < MAX_REWRITES_FOLLOWED && oid !== null && blob === null; i++) {
+        oid = this.predecessorOf(oid);
+        if (oid !== null) blob = this.index.get(oid) ?? null;
+      }
+      this.#followed.set(commitOid, blob);
+    }
+    return blob;
   }
 
   rangesOf(commitOid: string): NoteRange[] {
-    const blob = this.index.get(commitOid);
-    if (blob === undefined) return [];
+    const blob = this.blobOf(commitOid);
+    if (blob === null) return [];
     let ranges = this.#parsed.get(blob);
     if (!ranges) {
       ranges = parseAgentblameNote(Buffer.from(readBlob(this.store, blob)).toString('utf8'));

@@ -164,7 +164,7 @@ export class AnalyticsEngine {
     }
 
     const store = this.source.objects(repoId);
-    const notes = AgentblameNotes.read(store, notesOid);
+    const notes = AgentblameNotes.read(store, notesOid, (oid) => this.source.predecessor(repoId, oid));
     const fresh = new Map<string, CommitResult>();
     if (consistent && state.head !== null && head !== null) {
       const walk = await this.#walk(store, head, notes, fresh, (oid) => meta.doesExist(K.analyticsCommit(repoId, oid)), () => undefined);

@@ -8,8 +8,7 @@ import { K } from '../../../storage/keys.js';
 import type { ObjectStore } from '../../../vcs/object-store.js';
 import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
 import type { Storage } from '../../../storage/database.js';
-import { LmdbObjectStore } from '../../../storage/git-object-store.js';
-import { getChange } from '../../../storage/change-store.js';
+import { changeIdOfCommitOid, evolutionOf, getChange, objectStore } from '../../../storage/change-store.js';
 import { getRepo, headChangeId } from '../../../storage/repo-store.js';
 import type { RepoRecord } from '../../../storage/records.js';
 
@@ -22,6 +21,8 @@ export interface AnalyticsSource {
   notes(repoId: string): string | null;
   /** The repository's objects; writes (materialized views) must stay out of the repository. */
   objects(repoId: string): ObjectStore;
+  /** The commit this one replaced when the server rewrote its change (evolve or rebase), or null. */
+  predecessor(repoId: string, commitOid: string): string | null;
 }
 
 type Meta = Database<any, Key>;
@@ -55,6 +56,16 @@ export class LmdbAnalyticsSource implements AnalyticsSource {
   }
 
   objects(repoId: string): ObjectStore {
-    return new LmdbObjectStore(this.storage, repoId, { scratch: true });
+    return objectStore(this.storage, repoId, { scratch: true });
+  }
+
+  predecessor(repoId: string, commitOid: string): string | null {
+    const meta = this.storage.meta;
+    const changeId = changeIdOfCommitOid(meta, repoId, commitOid);
+    if (!changeId) return null;
+    for (const { record } of evolutionOf(meta, repoId, changeId)) {
+      if (record.commit_oid === commitOid) return record.predecessor_oid;
+    }
+    return null;
   }
 }
