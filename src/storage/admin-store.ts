@@ -49,7 +49,9 @@ export function createSigningKey(storage: Storage, orgSlug: string, opts: { scop
     let repoIds: string[] | null = null;
     if (opts.repos && opts.repos.length) {
       repoIds = opts.repos.map((r) => {
-        const repo = getRepoByName(storage.meta, org.id, r.includes('/') ? r.split('/')[1]! : r);
+        const slash = r.indexOf('/');
+        if (slash >= 0 && r.slice(0, slash) !== org.slug) throw invalid(`repository "${r}" is not in ${org.slug}: a key reaches only its own org`);
+        const repo = getRepoByName(storage.meta, org.id, r.slice(slash + 1));
         if (!repo) throw invalid(`repository "${r}" does not exist in ${org.slug}`);
         return repo.id;
       });

@@ -15,7 +15,7 @@ import { open, type Database, type RootDatabase, type Key } from 'lmdb';
  */
 export interface Storage {
   root: RootDatabase;
-  meta: Database<any, Key>;
+  meta: Database<unknown, Key>;
   objects: Database<Buffer, Key>;
   chunks: Database<Buffer, Key>;
   close(): Promise<void>;
@@ -32,7 +32,7 @@ export function openStorage(dataDir: string): Storage {
     encoder: { useRecords: false },
     mapSize: 64 * 1024 ** 3,
   }) as RootDatabase;
-  const meta = root.openDB({ name: 'meta', encoder: { useRecords: false } } as unknown as { name: string }) as Database<any, Key>;
+  const meta = root.openDB({ name: 'meta', encoder: { useRecords: false } } as unknown as { name: string }) as Database<unknown, Key>;
   const objects = root.openDB({ name: 'objects', encoding: 'binary' }) as Database<Buffer, Key>;
   const chunks = root.openDB({ name: 'chunks', encoding: 'binary' }) as Database<Buffer, Key>;
   return {

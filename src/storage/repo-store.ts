@@ -8,7 +8,7 @@ import type { BookmarkRecord, OrgRecord, RepoRecord, SigningKeyRecord } from './
  */
 export const ROOT_CHANGE_ID = 'z'.repeat(32);
 
-type Meta = Database<any, Key>;
+type Meta = Database<unknown, Key>;
 
 export function getOrg(meta: Meta, orgId: string): OrgRecord | undefined {
   return meta.get(K.org(orgId)) as OrgRecord | undefined;

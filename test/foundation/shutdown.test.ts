@@ -6,7 +6,7 @@ import { checkRepositories } from './consistency.js';
 
 /** Graceful shutdown (API §13): stop accepting, say "draining", finish in-flight work, exit 0. */
 
-t.test('shutdown - SIGTERM drains: healthz says draining, new requests get 503, the in-flight request completes, exit 0', async (t) => {
+t.test('shutdown - SIGINT drains like SIGTERM: healthz says draining, new requests get 503, the in-flight request completes, exit 0', async (t) => {
   const s = await startTestServer();
   t.teardown(() => s.cleanup());
   const token = await s.token();
@@ -27,7 +27,10 @@ t.test('shutdown - SIGTERM drains: healthz says draining, new requests get 503, 
   socket.write(`POST /v1/acme/repos HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
   await new Promise((r) => setTimeout(r, 200));
 
-  const exited = s.stop();
+  const exited = new Promise<number | null>((resolve) => {
+    s.process.once('exit', (code) => resolve(code));
+    s.process.kill('SIGINT');
+  });
   let health = '';
   for (let i = 0; i < 100 && health !== 'draining'; i++) {
     health = (await onKeptConnection('GET', '/healthz')).text;
