@@ -25,7 +25,7 @@ export interface AnalyticsSource {
   predecessor(repoId: string, commitOid: string): string | null;
 }
 
-type Meta = Database<any, Key>;
+type Meta = Database<unknown, Key>;
 
 /** The default bookmark's commit oid, or null (virtual root, or a bookmark on a missing change). */
 export function headCommitOid(meta: Meta, repo: RepoRecord): string | null {

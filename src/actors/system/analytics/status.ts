@@ -21,7 +21,7 @@ export interface StoredAnalytics {
  * `none` before the first computation; `current` when the document counts the default
  * bookmark's current commit (and notes) and the last attempt succeeded; `stale` otherwise.
  */
-export function readAnalytics(meta: Database<any, Key>, repo: RepoRecord): StoredAnalytics {
+export function readAnalytics(meta: Database<unknown, Key>, repo: RepoRecord): StoredAnalytics {
   const text = readDocumentText(meta, repo.id);
   if (text === undefined) return { text: null, status: 'none' };
   const state = meta.get(K.analyticsState(repo.id)) as AnalyticsState | undefined;

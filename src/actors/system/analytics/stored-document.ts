@@ -9,7 +9,7 @@ import { serialize } from '../../../protocol/serializers.js';
 import '../../../protocol/schemas/analytics.js';
 import type { AnalyticsDocument } from './document.js';
 
-type Meta = Database<any, Key>;
+type Meta = Database<unknown, Key>;
 
 export function encodeDocument(doc: AnalyticsDocument): string {
   return serialize('analyticsDocument', doc);
