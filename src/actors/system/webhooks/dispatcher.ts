@@ -81,6 +81,8 @@ export class WebhookDispatcher {
   private readonly queues = new Map<string, TargetQueue>();
   /** Deliveries committed by the running drain but not yet flushed: not to be sent yet. */
   private readonly unflushed = new Set<string>();
+  /** Deliveries answered for good whose final state is still being written: not to be sent again. */
+  private readonly finishing = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   private readonly aborts = new Set<AbortController>();
   private readonly secretCache = new Map<string, { sealed: string; secret: string }>();
@@ -242,8 +244,9 @@ export class WebhookDispatcher {
   private advance(q: TargetQueue, lane: string): void {
     const { meta } = this.opts.storage;
     q.heads.delete(lane);
-    for (const { key, value } of meta.getRange({ ...under(['whq', q.targetId, lane]), limit: 1 })) {
+    for (const { key, value } of meta.getRange(under(['whq', q.targetId, lane]))) {
       const id = (key as string[])[3]!;
+      if (this.finishing.has(id)) continue; // answered; its final state is being written
       if (this.unflushed.has(id)) break; // the drain offers it once flushed
       const record = meta.get(K.webhookDelivery(value as string, q.targetId, id)) as DeliveryRecord | undefined;
       const due = record?.next_attempt_at ? Date.parse(record.next_attempt_at) : Date.now();
@@ -254,6 +257,7 @@ export class WebhookDispatcher {
         q.waiting.set(lane, head.dueAt);
         this.armTimer(q);
       }
+      break;
     }
     if (q.heads.size === 0 && q.busy.size === 0) {
       if (q.timer) clearTimeout(q.timer);
@@ -295,8 +299,7 @@ export class WebhookDispatcher {
           return Date.now() + this.opts.retryBaseMs;
         })
         .then((nextAt) => this.settle(q, lane, head, nextAt));
-      this.running.add(run);
-      void run.finally(() => this.running.delete(run));
+      this.track(run);
     }
   }
 
@@ -343,14 +346,29 @@ export class WebhookDispatcher {
       last_error: result.error,
       next_attempt_at: nextAt === null ? null : new Date(nextAt).toISOString(),
     };
-    const saved = await root.transaction(() => {
+    const persist = root.transaction(() => {
       const current = meta.get(key) as DeliveryRecord | undefined;
       if (current?.status !== 'pending') return false;
       meta.putSync(key, updated);
       if (status !== 'pending') meta.removeSync(K.webhookPending(d.targetId, d.lane, d.id));
       return true;
     });
-    return saved ? nextAt : null;
+    if (status === 'pending') return (await persist) ? nextAt : null;
+    // The lane moves on without waiting for this commit: the receiver has answered, and a crash
+    // before the commit only means the same delivery id is sent once more after the restart.
+    this.finishing.add(d.id);
+    this.track(
+      persist
+        .catch((err: unknown) => log.error('webhook delivery state not saved', { err, delivery_id: d.id }))
+        .finally(() => this.finishing.delete(d.id)),
+    );
+    return null;
+  }
+
+  private track(work: Promise<unknown>): void {
+    const done = work.then(() => undefined);
+    this.running.add(done);
+    void done.finally(() => this.running.delete(done));
   }
 
   private secretOf(target: WebhookTargetRecord): string {

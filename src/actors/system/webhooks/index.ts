@@ -13,7 +13,7 @@ import type { ToWebhookWorker, WebhookWorkerData } from './worker.js';
  * restarted: its state is all in LMDB, and it resumes the pending deliveries.
  */
 const POLL_MS = 25;
-const CONCURRENCY_PER_TARGET = 8;
+const CONCURRENCY_PER_TARGET = 32;
 const TIMEOUT_MS = 10_000;
 const RETENTION_MS = 7 * 24 * 3600 * 1000;
 const RESTART_DELAY_MS = 1000;
