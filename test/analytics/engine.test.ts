@@ -295,3 +295,22 @@ t.test('engine - a note follows its commit through the server rewriting it, twic
   await engine.run(REPO);
   t.equal(docOf(storage).history[0]!.aiLines, 0, 'without the note, the lines are human again');
 });
+
+t.test('engine - a cancelled rebuild stops at its next yield and is redone by the next run', async (t) => {
+  const { storage, cleanup } = tempStorage();
+  t.teardown(cleanup);
+  seedRepo(storage, REPO, null);
+  const { h, c4, note } = buildHistory();
+  await new AnalyticsEngine(storage, h, AgentTable.defaults()).run(REPO);
+  h.writeNotes({ [c4]: note(1, 5) });
+  const stopping = new AnalyticsEngine(storage, h, AgentTable.defaults(), { sliceMs: 0 });
+  const running = stopping.run(REPO);
+  stopping.cancel();
+  t.equal((await running).kind, 'cancelled');
+  t.equal(stateOf(storage).rebuilding, true, 'the interrupted rebuild is marked');
+  t.equal(stateOf(storage).error, '', 'a cancelled run is not a failure');
+  const next = new AnalyticsEngine(storage, h, AgentTable.defaults());
+  t.ok(next.needsRun(REPO));
+  t.equal((await next.run(REPO)).kind, 'rebuild');
+  t.equal(docOf(storage).summary.aiLines, 11);
+});

@@ -19,6 +19,8 @@ import type { RunOutcome } from './engine.js';
 export interface AnalyticsRunner {
   needsRun(repoId: string): boolean;
   run(repoId: string): Promise<RunOutcome>;
+  /** Ends a run in progress early (shutdown). */
+  cancel?(): void;
 }
 
 export interface AnalyticsActorOptions {
@@ -69,6 +71,7 @@ export class AnalyticsActor {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
+    this.runner.cancel?.();
     await this.#draining;
   }
 
@@ -124,6 +127,7 @@ export class AnalyticsActor {
         const outcome = await this.runner.run(repoId);
         this.#queued.delete(repoId);
         this.options.onOutcome?.(repoId, outcome);
+        if (outcome.kind === 'cancelled') break;
         if (outcome.kind === 'failed') {
           const previous = this.#retry.get(repoId)?.delayMs;
           const delayMs = previous === undefined ? this.#retryBaseMs : Math.min(previous * 2, this.#retryMaxMs);

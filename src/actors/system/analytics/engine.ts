@@ -57,7 +57,7 @@ interface KeptCommit {
   item: HistoryItem;
 }
 
-export type RunKind = 'unchanged' | 'incremental' | 'rebuild' | 'gone' | 'failed';
+export type RunKind = 'unchanged' | 'incremental' | 'rebuild' | 'gone' | 'failed' | 'cancelled';
 
 export interface RunOutcome {
   kind: RunKind;
@@ -87,12 +87,16 @@ interface Walk {
   reused: number;
 }
 
+/** Thrown at a yield point once `cancel()` was called; the run leaves what it had not written. */
+class RunCancelled extends Error {}
+
 const keptOf = (r: CommitResult, note: string | null): KeptCommit => ({ parents: r.parents, merge: r.merge, note, item: r.item });
 
 export class AnalyticsEngine {
   readonly #now: () => Date;
   readonly #sliceMs: number;
   readonly #writeChunk: number;
+  #cancelled = false;
 
   constructor(
     private readonly storage: Storage,
@@ -113,6 +117,8 @@ export class AnalyticsEngine {
       const outcome = await this.#run(repoId, attempt);
       return { ...outcome, ms: performance.now() - started };
     } catch (err) {
+      // Shutting down: nothing failed, the next start picks the work up again.
+      if (err instanceof RunCancelled) return { kind: 'cancelled', head: null, computed: 0, reused: 0, ms: performance.now() - started };
       const error = err instanceof Error ? err.message : String(err);
       try {
         await this.#recordFailure(repoId, attempt, error);
@@ -121,6 +127,14 @@ export class AnalyticsEngine {
       }
       return { kind: 'failed', head: null, computed: 0, reused: 0, ms: performance.now() - started, error };
     }
+  }
+
+  /**
+   * Stops a run in progress at its next yield (a long rebuild must not hold up a shutdown). An
+   * interrupted rebuild left `rebuilding` set, so it is redone, reusing what it had kept.
+   */
+  cancel(): void {
+    this.#cancelled = true;
   }
 
   /** True when the document does not count the current head and inputs (a run would change it). */
@@ -282,6 +296,7 @@ export class AnalyticsEngine {
       for (const parent of result.parents) stack.push(parent);
       if (performance.now() - sliceStart > this.#sliceMs) {
         await new Promise<void>((resolve) => setImmediate(resolve));
+        if (this.#cancelled) throw new RunCancelled('cancelled');
         sliceStart = performance.now();
       }
     }
