@@ -8,6 +8,15 @@ import type { Storage } from '../database.js';
 import { CHUNK_SIZE, CHUNKED_BLOB, LmdbObjectStore, decodeObjectValue, type ChunkedBlobHeader } from '../git-object-store.js';
 import { K } from '../keys.js';
 
+/**
+ * lmdb-js's zero-copy read: a Buffer over a shared region whose `length` property is set to the
+ * value's size while the typed array itself spans the whole region; `subarray` gives a view that
+ * copies (`copy`, `set`) correctly.
+ */
+function fastView(view: Buffer | undefined): Buffer | undefined {
+  return view && view.subarray(0, view.length);
+}
+
 export class ReadObjectStore extends LmdbObjectStore {
   constructor(
     private readonly db: Storage,
@@ -18,7 +27,7 @@ export class ReadObjectStore extends LmdbObjectStore {
 
   /** The value's bytes as a view that is valid only until the next LMDB read of this thread. */
   private view(oid: string): Buffer | undefined {
-    return this.db.objects.getBinaryFast(K.object(this.repoId, oid));
+    return fastView(this.db.objects.getBinaryFast(K.object(this.repoId, oid)));
   }
 
   private static header(view: Buffer): ChunkedBlobHeader {
@@ -37,7 +46,7 @@ export class ReadObjectStore extends LmdbObjectStore {
     if (!view) throw new ServiceError('INTERNAL_ERROR', `missing blob ${oid}`);
     if (view[0] !== CHUNKED_BLOB) return Buffer.from(view.subarray(1, 1 + length));
     const header = ReadObjectStore.header(view);
-    const first = this.db.chunks.getBinaryFast(K.chunk(this.repoId, header.u, 0));
+    const first = fastView(this.db.chunks.getBinaryFast(K.chunk(this.repoId, header.u, 0)));
     if (!first) throw new ServiceError('INTERNAL_ERROR', `missing chunk 0 of blob ${oid}`);
     return Buffer.from(first.subarray(0, length));
   }
@@ -70,7 +79,7 @@ export function openBlobStream(storage: Storage, repoId: string, oid: string): B
       async *[Symbol.asyncIterator]() {
         const buffer = Buffer.allocUnsafe(Math.min(CHUNK_SIZE, size));
         for (let i = 0; i < n; i++) {
-          const view = storage.chunks.getBinaryFast(K.chunk(repoId, uploadId, i));
+          const view = fastView(storage.chunks.getBinaryFast(K.chunk(repoId, uploadId, i)));
           if (!view) throw new ServiceError('INTERNAL_ERROR', `missing chunk ${i} of blob ${oid}`);
           // The view is only valid until the next read (another request may run while we wait).
           yield view.length <= buffer.length ? buffer.subarray(0, view.copy(buffer)) : Buffer.from(view);
