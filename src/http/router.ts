@@ -1,4 +1,5 @@
 import { invalid, ServiceError } from '../errors.js';
+import { RESERVED_ORG_SLUGS, RESERVED_REPO_NAMES } from '../protocol/names.js';
 import type { Method, RouteDef } from './route.js';
 
 /**
@@ -69,7 +70,9 @@ export class Router {
         }
         if (!ok) continue;
         const route = pattern.routes.get(method as Method);
-        if (route) return { route, params };
+        // A reserved name in a parameter belongs to the literal route that matched first
+        // (`DELETE /{org}/repos` is that route's wrong method, not a repository named "repos").
+        if (route && !(allowedBy && bindsReservedName(params))) return { route, params };
         // A less specific pattern may serve this method (a bookmark named `merge` under
         // `/bookmarks/{bookmark}`); 405 only when none does.
         allowedBy ??= pattern;
@@ -78,4 +81,8 @@ export class Router {
     if (allowedBy) throw new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: [...allowedBy.routes.keys()] });
     throw new ServiceError('NOT_FOUND', 'no such route');
   }
+}
+
+function bindsReservedName(params: Record<string, string>): boolean {
+  return (params.repo !== undefined && RESERVED_REPO_NAMES.has(params.repo.toLowerCase())) || (params.org !== undefined && RESERVED_ORG_SLUGS.has(params.org));
 }

@@ -216,6 +216,12 @@ t.test('routing - unknown route 404, wrong method 405 with Allow, healthz', asyn
   const put = await s.api('PUT', '/acme/repos', { body: {} });
   expectError(t, put, 405, 'METHOD_NOT_ALLOWED');
   t.same(put.headers.get('allow')!.split(', ').sort(), ['GET', 'POST']);
+  const delList = await s.api('DELETE', '/acme/repos');
+  expectError(t, delList, 405, 'METHOD_NOT_ALLOWED');
+  t.same(delList.headers.get('allow')!.split(', ').sort(), ['GET', 'POST'], 'a reserved name is never taken for a repository');
+  const patchRuns = await s.api('PATCH', '/acme/sync-runs', { body: {} });
+  t.equal(patchRuns.status, 405);
+  t.equal(patchRuns.headers.get('allow'), 'GET');
   const del = await s.api('DELETE', '/acme/repos/list');
   expectError(t, del, 405, 'METHOD_NOT_ALLOWED');
   t.equal(del.headers.get('allow'), 'GET');
