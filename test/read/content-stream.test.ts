@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { Agent } from 'undici';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { applyOps, ROOT, startWithRepo } from '../changes/helpers.js';
 
 const SIZE = 100 * 1024 * 1024;
@@ -50,11 +50,11 @@ t.test('content - a 100 MiB file streams raw, chunk by chunk, with flat server m
   // A stream that stops making progress fails the test in seconds, not at undici's 5 minutes.
   const stalled = new AbortController();
   let watchdog = setTimeout(() => stalled.abort(), 15_000);
-  const res = await fetch(`${f.s.url}/v1${f.base}/content?path=video.bin`, {
+  const res = await undiciFetch(`${f.s.url}/v1${f.base}/content?path=video.bin`, {
     headers: { authorization: `Bearer ${await f.s.token()}`, accept: 'application/octet-stream' },
     dispatcher,
     signal: stalled.signal,
-  } as RequestInit);
+  });
   t.equal(res.status, 200, f.s.logs.slice(-5).join('\n'));
   t.equal(res.headers.get('x-svc-blob-hash'), oid);
   t.equal(res.headers.get('x-svc-blob-size'), String(SIZE));
