@@ -129,3 +129,29 @@ t.test('webhook retries - the delivery log pages newest first', async (t) => {
   t.equal((await e.s.api('GET', `/acme/webhook-targets/${many.id}/deliveries?limit=101`)).status, 400);
   t.same(await deliveries(e, many.id, '?limit=1'), [all[0]]);
 });
+
+t.test('webhook retries - one repository waits behind its failing head, another does not; a delivery failed for good is skipped', async (t) => {
+  const one = await createRepo(e, 'hol-one');
+  const two = await createRepo(e, 'hol-two');
+  const target = await createTarget(e, { events: ['repo.updated'], repo_ids: [one.id, two.id] });
+  const tag = (d: { body: any }): string => `${d.body.repository.name}:${d.body.data.after.tags.n}`;
+  // hol-one:1 fails (transient) until hol-two:1 has arrived: were hol-two queued behind hol-one,
+  // neither would ever get through. hol-one:2 is refused for good (400); the rest is taken.
+  const twoArrived = (): boolean => e.rx.received(target.path).some((d) => tag(d) === 'hol-two:1');
+  e.rx.behave(target.path, (req) => {
+    if (tag(req) === 'hol-one:1' && !twoArrived()) return { status: 500 };
+    return tag(req) === 'hol-one:2' ? { status: 400 } : { status: 200 };
+  });
+  for (const n of [1, 2, 3]) await e.s.api('PATCH', '/acme/hol-one', { body: { tags: { n: String(n) } } });
+  await e.rx.waitFor(() => e.rx.received(target.path).length > 0, 5000, 'the first attempt of hol-one:1');
+  await e.s.api('PATCH', '/acme/hol-two', { body: { tags: { n: '1' } } });
+  await e.rx.waitFor(() => e.rx.received(target.path).some((d) => tag(d) === 'hol-one:3'), 5000, 'hol-one:3');
+  const order = e.rx.received(target.path).map((d) => `${tag(d)}=${d.answered}`);
+  const oneAfterRetry = order.filter((x) => x.startsWith('hol-one') && x !== 'hol-one:1=500');
+  t.ok(order[0] === 'hol-one:1=500', 'hol-one:1 failed first');
+  t.same(oneAfterRetry, ['hol-one:1=200', 'hol-one:2=400', 'hol-one:3=200'], 'hol-one in event order, each after its predecessor is done');
+  t.ok(order.indexOf('hol-two:1=200') < order.indexOf('hol-one:1=200'), `hol-two went ahead while hol-one retried (${order.join(', ')})`);
+  t.notOk(order.slice(0, order.indexOf('hol-one:1=200')).some((x) => /hol-one:[23]/.test(x)), 'nothing of hol-one overtook its failing head');
+  const log = await waitForLog(e, target.id, (l) => l.length === 4 && l.every((d) => d.status !== 'pending'));
+  t.same(log.map((d) => d.status).sort(), ['failed', 'succeeded', 'succeeded', 'succeeded']);
+});
