@@ -10,7 +10,7 @@ import { createTarget, startEnv, waitForLog } from './setup.js';
 const REPOS = 40;
 const TOTAL = 1000;
 const KILL_AFTER = 450;
-const CONCURRENCY = 16;
+const CONCURRENCY = 32;
 
 interface Acked {
   i: number;
