@@ -1,7 +1,7 @@
 import type { Key } from 'lmdb';
 import { invalid, notFound } from '../../errors.js';
 import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
-import { K, under } from '../../storage/keys.js';
+import { under } from '../../storage/keys.js';
 import { createTargetBody, patchTargetBody, noBody } from '../../protocol/schemas/webhooks.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
 import type { CreateTargetInput, RedeliverInput, TargetInput, UpdateTargetInput } from '../../actors/commands/webhooks.js';
