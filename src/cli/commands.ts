@@ -74,7 +74,14 @@ export const commandHandlers: Record<string, Handler> = {
     const { startServer } = await import('../server.js');
     // A stray rejection is a bug to find (hence a trace id in the log), not a reason to stop serving.
     process.on('unhandledRejection', (err) => log.error('unhandled rejection', { err, trace_id: randomUUID().replace(/-/g, '') }));
-    const server = await startServer(ctx.config);
+    let server: Awaited<ReturnType<typeof startServer>>;
+    try {
+      server = await startServer(ctx.config);
+    } catch (err) {
+      // Listeners and worker threads may already be up: exit instead of lingering half-started.
+      log.error('start-up failed', { err });
+      process.exit(1);
+    }
     let stopping = false;
     const stop = (signal: string): void => {
       if (stopping) return;
