@@ -231,6 +231,9 @@ t.test('routing - unknown route 404, wrong method 405 with Allow, healthz', asyn
   const repo = await s.api('PUT', '/acme/alpha', { body: {} });
   t.equal(repo.status, 405);
   t.same(repo.headers.get('allow')!.split(', ').sort(), ['DELETE', 'GET', 'PATCH']);
+  // API-key management was removed in 0.48.0: the brief's PATCH /{org}/api-keys/{id} is not served.
+  expectError(t, await s.api('PATCH', `/acme/api-keys/${s.key.id}`, { body: { tags: { a: 'b' } } }), 404, 'NOT_FOUND');
+  expectError(t, await s.api('GET', '/acme/api-keys'), 400, 'INVALID_REQUEST', /reserved/);
   const health = await fetch(`${s.url}/healthz`);
   t.equal(health.status, 200);
   t.equal(await health.text(), 'ok');
