@@ -45,12 +45,15 @@ export function generationOf(meta: Meta, repoId: string, changeId: string): numb
 
 /**
  * Inserts a new change (synchronously, in the caller's transaction): the record, its commit's
- * index entry and the children index. `generation` is computed from the parents, which must exist.
+ * index entry and the children index. `generation` is computed from the parents (which must
+ * exist) unless the caller, holding the parent records, passes it.
  */
-export function putNewChange(meta: Meta, repoId: string, change: Omit<ChangeRecord, 'generation'>): ChangeRecord {
-  let generation = 0;
-  for (const parent of change.parents) generation = Math.max(generation, generationOf(meta, repoId, parent));
-  const record: ChangeRecord = { ...change, generation: generation + 1 };
+export function putNewChange(meta: Meta, repoId: string, change: Omit<ChangeRecord, 'generation'>, generation?: number): ChangeRecord {
+  if (generation === undefined) {
+    generation = 1;
+    for (const parent of change.parents) generation = Math.max(generation, generationOf(meta, repoId, parent) + 1);
+  }
+  const record: ChangeRecord = { ...change, generation };
   meta.putSync(K.change(repoId, record.id), record);
   meta.putSync(K.commit(repoId, record.commit_oid), record.id);
   for (const parent of record.parents) meta.putSync(K.child(repoId, parent, record.id), true);

@@ -72,9 +72,18 @@ export function readChunk(storage: Storage, repoId: string, uploadId: string, in
   return chunk;
 }
 
+/** Objects up to this size are remembered by a store instance once read or written. */
+const CACHED_OBJECT_BYTES = 64 * 1024;
+
 export class LmdbObjectStore implements ObjectStore {
   /** Objects written by a scratch store (never persisted), by oid. */
   private readonly overlay: Map<string, GitObject> | null;
+  /**
+   * Small objects this instance has read or written. Objects never change, so the cache is always
+   * right; an instance lives for one command or one read, which bounds it (a write path reads
+   * the same trees several times: path lookups, edits, merges).
+   */
+  private readonly cache = new Map<string, ObjectInfo>();
 
   /**
    * `scratch`: writes stay in memory. Readers outside an actor use it for computations that
@@ -89,8 +98,14 @@ export class LmdbObjectStore implements ObjectStore {
   }
 
   info(oid: string): ObjectInfo | undefined {
+    const cached = this.cache.get(oid);
+    if (cached) return cached;
     const value = this.storage.objects.get(K.object(this.repoId, oid));
-    if (value) return decodeObjectValue(oid, value);
+    if (value) {
+      const info = decodeObjectValue(oid, value);
+      if (info.chunked === null && info.size <= CACHED_OBJECT_BYTES) this.cache.set(oid, info);
+      return info;
+    }
     const own = this.overlay?.get(oid);
     return own && { type: own.type, size: own.content.length, chunked: null, content: own.content };
   }
@@ -110,22 +125,26 @@ export class LmdbObjectStore implements ObjectStore {
   }
 
   has(oid: string): boolean {
-    return this.storage.objects.doesExist(K.object(this.repoId, oid)) || (this.overlay?.has(oid) ?? false);
+    return this.cache.has(oid) || this.storage.objects.doesExist(K.object(this.repoId, oid)) || (this.overlay?.has(oid) ?? false);
   }
 
   write(type: ObjectType, content: Uint8Array): string {
     const oid = hashObject(type, content);
-    if (this.has(oid)) return oid;
+    if (this.cache.has(oid)) return oid;
     if (this.overlay) {
-      this.overlay.set(oid, { type, content: Uint8Array.from(content) });
+      if (!this.has(oid)) this.overlay.set(oid, { type, content: Uint8Array.from(content) });
       return oid;
     }
     if (type === 'blob' && content.length > CHUNK_SIZE) {
+      if (this.has(oid)) return oid;
       const uploadId = `obj_${oid}`;
       const n = putChunksSync(this.storage, this.repoId, uploadId, content);
       this.storage.objects.putSync(K.object(this.repoId, oid), encodeChunkedHeader({ u: uploadId, s: content.length, n }));
     } else {
+      // No existence check first: an object's bytes are fixed by its oid, so writing one that is
+      // already stored rewrites the same value — rarer and no dearer than a lookup per write.
       this.storage.objects.putSync(K.object(this.repoId, oid), encodeInlineObject(type, content));
+      if (content.length <= CACHED_OBJECT_BYTES) this.cache.set(oid, { type, size: content.length, chunked: null, content: Uint8Array.from(content) });
     }
     return oid;
   }

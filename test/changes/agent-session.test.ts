@@ -1,7 +1,6 @@
 import t from 'tap';
-import { openStorage } from '../../src/storage/database.js';
-import { under } from '../../src/storage/keys.js';
 import type { EventEnvelope } from '../../src/storage/records.js';
+import { startEventLog } from '../helpers/webhook-receiver.js';
 import { ROOT, applyOps, exportRepo, startWithRepo, write } from './helpers.js';
 
 /** `lines.txt`: numbered lines kept apart by a separator line, so edits of different lines merge. */
@@ -9,23 +8,11 @@ function lines(edits: Record<number, string> = {}): string {
   return Array.from({ length: 10 }, (_, i) => `${edits[i] ?? `line ${i}`}\n--\n`).join('');
 }
 
-function outbox(dataDir: string, repoId: string): EventEnvelope[] {
-  const storage = openStorage(dataDir);
-  try {
-    const events: EventEnvelope[] = [];
-    for (const { value } of storage.meta.getRange(under(['outbox']))) {
-      const event = value as EventEnvelope;
-      if (event.repository?.id === repoId) events.push(event);
-    }
-    return events;
-  } finally {
-    void storage.close();
-  }
-}
-
 t.test('agent session - a chain of 21 changes, an evolve in the middle rebases the rest, a conflict is resolved, export is clean', async (t) => {
   const f = await startWithRepo(t, 'session');
   const repoId = (await f.s.api('GET', f.base)).json.id as string;
+  const log = await startEventLog(f.s);
+  t.teardown(() => log.close());
 
   // The first write on the virtual root of an empty repository creates the initial change and
   // advances the default bookmark in the same operation.
@@ -107,7 +94,8 @@ t.test('agent session - a chain of 21 changes, an evolve in the middle rebases t
   t.same(listed.json.changes.map((c: { id: string }) => c.id), [...ids].reverse());
 
   // Events: one change.created per change, change.evolved for 5 and each rebased descendant.
-  const events = outbox(f.s.dataDir, repoId);
+  await log.settled(30_000);
+  const events = log.events(repoId);
   t.equal(events.filter((e) => e.type === 'change.created').length, 21);
   const evolvedEvents = events.filter((e) => e.type === 'change.evolved');
   const fromEvolve5 = evolvedEvents.slice(0, 16) as Array<EventEnvelope & { data: { change: { id: string }; previous_current_commit_oid: string } }>;
@@ -123,8 +111,8 @@ t.test('agent session - a chain of 21 changes, an evolve in the middle rebases t
   const x = exportRepo(f);
   t.teardown(() => x.cleanup());
   t.equal(x.fsckProblems(), null, 'git fsck --strict is clean');
-  const log = x.git('log', '--format=%H', 'main').stdout.trim().split('\n');
-  t.same(log, final.map((c) => c.current_commit_oid).reverse(), 'git log main is the chain');
+  const history = x.git('log', '--format=%H', 'main').stdout.trim().split('\n');
+  t.same(history, final.map((c) => c.current_commit_oid).reverse(), 'git log main is the chain');
   t.equal(x.git('show', 'main:lines.txt').stdout, lines({ 3: 'line 3 by five and twelve' }));
   t.equal(x.git('show', 'main:step-20.txt').stdout, 'step 20\n');
   t.match(x.git('cat-file', '-p', final[7].current_commit_oid).stdout, new RegExp(`\nchange-id ${ids[7]}\n`));

@@ -193,7 +193,7 @@ function evolve(w: RepoWrite, input: ChangeWriteInput, changeId: string): { reco
 
 function create(w: RepoWrite, input: ChangeWriteInput, baseId: string): { record: ChangeRecord; defaultMove: BookmarkMoveResult | null } {
   const base = w.changeOrRoot(baseId);
-  const wasEmpty = w.isEmpty();
+  const firstWrite = w.isFirstWrite(baseId);
   const trees = applyOps(w, input, w.treesOf(base));
   const { authors, authoredAt } = w.newChangeAuthors(input);
   const record = w.createChange({
@@ -206,7 +206,7 @@ function create(w: RepoWrite, input: ChangeWriteInput, baseId: string): { record
     attribution: input.attribution ?? null,
   });
   const explicit = new Set((input.bookmarks ?? []).map((b) => b.name));
-  return { record, defaultMove: w.advanceDefaultOnFirstWrite(wasEmpty, record, explicit) };
+  return { record, defaultMove: firstWrite ? w.advanceDefaultBookmark(record, explicit) : null };
 }
 
 /** The shared write: create or evolve, then the bookmark moves, then the operation. */

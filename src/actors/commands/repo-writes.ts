@@ -1,8 +1,9 @@
+import { randomFillSync } from 'node:crypto';
 import { ServiceError, invalid, notFound } from '../../errors.js';
 import { changeCommitView, writeChangeCommit, type Attribution, type ChangeCommitView, type Person } from '../../vcs/commit.js';
 import type { TreeSet } from '../../vcs/conflict-layout.js';
 import { readCommit } from '../../vcs/git-object.js';
-import { ROOT_CHANGE_ID, isChangeId, newChangeId } from '../../vcs/ids.js';
+import { CHANGE_ID_BYTES, ROOT_CHANGE_ID, encodeReverseHex, isChangeId } from '../../vcs/ids.js';
 import { writeEmptyTree } from '../../vcs/tree-edit.js';
 import { rebaseDescendants, type ChangeGraphNode, type RebasedChange } from '../../vcs/rebase.js';
 import { checkBookmarkName } from '../../protocol/names.js';
@@ -153,6 +154,8 @@ export class RepoWrite {
   readonly store: LmdbObjectStore;
   private readonly pendingEvolution: Array<{ changeId: string; commitOid: string; predecessorOid: string | null }> = [];
   private readonly commits = new Map<string, ChangeCommitView>();
+  /** Change records read or written by this command (it is the only writer meanwhile). */
+  private readonly records = new Map<string, ChangeRecord>();
   private readonly nowIso: string;
 
   constructor(
@@ -201,9 +204,15 @@ export class RepoWrite {
 
   /** A change of this repository, or 404 CHANGE_NOT_FOUND (the virtual root is not a change). */
   change(changeId: string): ChangeRecord {
+    const record = this.records.get(changeId) ?? this.load(changeId);
+    if (!record) throw notFound('CHANGE_NOT_FOUND', `change ${changeId} not found`, { change_id: changeId });
+    return record;
+  }
+
+  private load(changeId: string): ChangeRecord | undefined {
     if (!isChangeId(changeId)) throw invalid(`"${changeId}" is not a change id`);
     const record = changeId === ROOT_CHANGE_ID ? undefined : getChange(this.meta, this.repo.id, changeId);
-    if (!record) throw notFound('CHANGE_NOT_FOUND', `change ${changeId} not found`, { change_id: changeId });
+    if (record) this.records.set(changeId, record);
     return record;
   }
 
@@ -239,10 +248,13 @@ export class RepoWrite {
 
   /** Writes a new change (commit, record, indexes) and emits `change.created`. */
   createChange(input: NewChangeInput): ChangeRecord {
-    const changeId = input.changeId ?? newChangeIdFor(this);
+    const changeId = input.changeId ?? this.newChangeId();
+    const parents = input.parents.length > 0 ? [...input.parents] : [ROOT_CHANGE_ID];
+    let generation = 1;
+    for (const p of parents) if (p !== ROOT_CHANGE_ID) generation = Math.max(generation, this.change(p).generation + 1);
     const commitOid = writeChangeCommit(this.store, {
       trees: input.trees,
-      parents: this.parentCommits(input.parents),
+      parents: this.parentCommits(parents),
       changeId,
       authors: input.authors,
       authoredAt: input.authoredAt,
@@ -251,15 +263,13 @@ export class RepoWrite {
       description: input.description,
       attribution: input.attribution ?? null,
     });
-    const record = putNewChange(this.meta, this.repo.id, {
-      id: changeId,
-      commit_oid: commitOid,
-      parents: input.parents.length > 0 ? [...input.parents] : [ROOT_CHANGE_ID],
-      created_at: this.nowIso,
-      updated_at: this.nowIso,
-      rebased_at_seq: null,
-      is_conflicted: input.trees.length > 1,
-    });
+    const record = putNewChange(
+      this.meta,
+      this.repo.id,
+      { id: changeId, commit_oid: commitOid, parents, created_at: this.nowIso, updated_at: this.nowIso, rebased_at_seq: null, is_conflicted: input.trees.length > 1 },
+      generation,
+    );
+    this.records.set(changeId, record);
     this.pendingEvolution.push({ changeId, commitOid, predecessorOid: null });
     this.ctx.mutation.emit('change.created', this.org, this.repo, { change: this.view(record) });
     return record;
@@ -301,6 +311,7 @@ export class RepoWrite {
     const previous = record.commit_oid;
     const updated: ChangeRecord = { ...record, commit_oid: commitOid, is_conflicted: input.trees.length > 1, updated_at: this.nowIso };
     putChange(this.meta, this.repo.id, updated);
+    this.records.set(updated.id, updated);
     this.pendingEvolution.push({ changeId: record.id, commitOid, predecessorOid: previous });
     this.ctx.mutation.emit('change.evolved', this.org, this.repo, { change: this.view(updated), previous_current_commit_oid: previous });
     const rebased = this.rebaseDescendantsOf(new Map([[record.id, { old: previous, new: commitOid }]]));
@@ -317,7 +328,7 @@ export class RepoWrite {
     const node = (id: string): void => {
       if (graph.has(id) || id === ROOT_CHANGE_ID) return;
       const seed = rewritten.get(id);
-      const record = getChange(this.meta, this.repo.id, id)!;
+      const record = this.change(id);
       graph.set(id, { commitOid: seed ? seed.old : record.commit_oid, parentChangeIds: record.parents });
     };
     const stack = [...rewritten.keys()];
@@ -330,14 +341,14 @@ export class RepoWrite {
         stack.push(child);
         node(child);
         // A merge's other parents must be in the graph too (their commits do not move).
-        for (const parent of getChange(this.meta, this.repo.id, child)!.parents) node(parent);
+        for (const parent of this.change(child).parents) node(parent);
       }
     }
     if (graph.size === rewritten.size) return [];
     const commitMap = new Map([...rewritten.values()].map((r) => [r.old, r.new]));
     const results = rebaseDescendants(this.store, graph, commitMap, { committer: this.writer, committedAt: this.ctx.now });
     for (const result of results) {
-      const record = getChange(this.meta, this.repo.id, result.changeId)!;
+      const record = this.change(result.changeId);
       const updated: ChangeRecord = {
         ...record,
         commit_oid: result.newCommitOid,
@@ -346,6 +357,7 @@ export class RepoWrite {
         rebased_at_seq: this.ctx.seq,
       };
       putChange(this.meta, this.repo.id, updated);
+      this.records.set(updated.id, updated);
       noteRebased(this.ctx, this.repo.id, updated.id);
       this.pendingEvolution.push({ changeId: updated.id, commitOid: result.newCommitOid, predecessorOid: result.oldCommitOid });
       this.ctx.mutation.emit('change.evolved', this.org, this.repo, { change: this.view(updated), previous_current_commit_oid: result.oldCommitOid });
@@ -355,7 +367,7 @@ export class RepoWrite {
 
   /** The commit oid a bookmark at `changeId` shows in events (null at the virtual root). */
   private commitOfTarget(changeId: string): string | null {
-    return changeId === ROOT_CHANGE_ID ? null : getChange(this.meta, this.repo.id, changeId)?.commit_oid ?? null;
+    return changeId === ROOT_CHANGE_ID ? null : this.change(changeId).commit_oid;
   }
 
   /**
@@ -414,19 +426,28 @@ export class RepoWrite {
   }
 
   /**
-   * API §4.2: the first write of an empty repository advances the default bookmark (still at
-   * the virtual root) to the change it created, in the same operation. Returns the move, if any.
+   * API §4.2: whether a change created on `baseId` is the repository's first write — on the
+   * virtual root of a repository without changes whose default bookmark is still at the root.
+   * Ask before creating it; then `advanceDefaultBookmark` moves the bookmark to it.
    */
-  advanceDefaultOnFirstWrite(wasEmpty: boolean, created: ChangeRecord, explicit: ReadonlySet<string>): BookmarkMoveResult | null {
-    if (!wasEmpty || explicit.has(this.repo.default_bookmark)) return null;
-    if (created.parents.length !== 1 || created.parents[0] !== ROOT_CHANGE_ID) return null;
-    const current = getBookmark(this.meta, this.repo.id, this.repo.default_bookmark);
-    if (!current || current.change_id !== ROOT_CHANGE_ID) return null;
+  isFirstWrite(baseId: string): boolean {
+    if (baseId !== ROOT_CHANGE_ID) return false;
+    if (getBookmark(this.meta, this.repo.id, this.repo.default_bookmark)?.change_id !== ROOT_CHANGE_ID) return false;
+    return isRepositoryEmpty(this.meta, this.repo.id);
+  }
+
+  /** Moves the default bookmark to the first change (same operation), unless the body moves it. */
+  advanceDefaultBookmark(created: ChangeRecord, explicit: ReadonlySet<string>): BookmarkMoveResult | null {
+    if (explicit.has(this.repo.default_bookmark)) return null;
     return this.moveBookmarks([{ name: this.repo.default_bookmark, change_id: created.id }])[0]!;
   }
 
-  isEmpty(): boolean {
-    return isRepositoryEmpty(this.meta, this.repo.id);
+  /** A fresh change id this repository has not used (16 random bytes: a clash is theoretical). */
+  newChangeId(): string {
+    for (;;) {
+      const id = randomChangeId();
+      if (!this.records.has(id) && !getChange(this.meta, this.repo.id, id)) return id;
+    }
   }
 
   /**
@@ -449,14 +470,24 @@ export class RepoWrite {
   }
 }
 
-function sameAuthors(a: readonly Person[], b: readonly Person[]): boolean {
-  return a.length === b.length && a.every((p, i) => p.name === b[i]!.name && (p.email ?? '') === (b[i]!.email ?? ''));
+/**
+ * jj change ids (16 random bytes in reverse hex) from a pooled random buffer: one
+ * `randomFillSync` per 256 ids instead of a `randomBytes` call per id, which measured ~35 µs
+ * each in a worker thread — a visible share of a small write.
+ */
+const randomPool = Buffer.alloc(4096);
+let randomPos = randomPool.length;
+function randomChangeId(): string {
+  for (;;) {
+    if (randomPos + CHANGE_ID_BYTES > randomPool.length) {
+      randomFillSync(randomPool);
+      randomPos = 0;
+    }
+    const id = encodeReverseHex(randomPool.subarray(randomPos, (randomPos += CHANGE_ID_BYTES)));
+    if (id !== ROOT_CHANGE_ID) return id;
+  }
 }
 
-/** A fresh change id that this repository has not used (16 random bytes: a clash is theoretical). */
-function newChangeIdFor(w: RepoWrite): string {
-  for (;;) {
-    const id = newChangeId();
-    if (!getChange(w.ctx.storage.meta, w.repo.id, id)) return id;
-  }
+function sameAuthors(a: readonly Person[], b: readonly Person[]): boolean {
+  return a.length === b.length && a.every((p, i) => p.name === b[i]!.name && (p.email ?? '') === (b[i]!.email ?? ''));
 }
