@@ -8,4 +8,4 @@ import { applyOpsCommand, storeBlobCommand } from './apply-ops.js';
 import { createChangeCommand, updateChangeCommand } from './changes.js';
 
 /** Every command the actors understand; the worker loads this module by default. */
-export const commands: Command<any>[] = [createRepo, updateRepo, deleteRepo, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, ...syncCommands, ...webhookCommands];
+export const commands: Command[] = [createRepo, updateRepo, deleteRepo, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, ...syncCommands, ...webhookCommands];
