@@ -115,6 +115,73 @@ t.test('diff', async (t) => {
     t.same(ours.sort(), gitStatus.sort(), 'the same paths and statuses as git diff -M');
   });
 
+  t.test('text/plain: a 50-file change applies with git apply to the base checkout and yields the head tree', async (t) => {
+    const text = (i: number, edit = ''): string => Array.from({ length: 30 }, (_, k) => (k === i % 30 && edit ? `${edit}\n` : `file ${i} line ${k}\n`)).join('');
+    const binary = (seed: number, size = 3000): Buffer => Buffer.from(Array.from({ length: size }, (_, k) => (k * seed + (k >> 3)) % 251 === 7 ? 0 : (k * seed) % 256));
+    const before = await ids({
+      base_change_id: ROOT,
+      ops: [
+        ...Array.from({ length: 15 }, (_, i) => writeOp(`src/mod-${i}.txt`, text(i))),
+        ...Array.from({ length: 8 }, (_, i) => writeOp(`old/gone-${i}.txt`, text(100 + i))),
+        writeOp('old/gone.bin', binary(3)),
+        writeOp('old/gone-link', 'src/mod-1.txt', '120000'),
+        writeOp('move/me.txt', text(200)),
+        writeOp('move/deep.txt', text(201)),
+        ...Array.from({ length: 3 }, (_, i) => writeOp(`bin/mode-${i}.sh`, `echo ${i}\n`)),
+        writeOp('assets/a.bin', binary(5)),
+        writeOp('assets/b.bin', binary(7)),
+        writeOp('becomes-link', 'plain file\n'),
+        writeOp('becomes-dir', 'a file, then a directory\n'),
+        writeOp('crlf.txt', 'one\r\ntwo\r\nthree\r\n'),
+        writeOp('no-eol.txt', 'last line without newline'),
+      ],
+    });
+    const after = await ids({
+      base_change_id: before,
+      ops: [
+        ...Array.from({ length: 13 }, (_, i) => writeOp(`src/mod-${i}.txt`, text(i, `edited ${i}`))),
+        writeOp('crlf.txt', 'one\r\nTWO\r\nthree\r\n'),
+        writeOp('no-eol.txt', 'last line changed, still without newline'),
+        ...Array.from({ length: 8 }, (_, i) => ({ op: 'delete', path: `old/gone-${i}.txt` })),
+        { op: 'delete', path: 'old/gone.bin' },
+        { op: 'delete', path: 'old/gone-link' },
+        { op: 'rename', from: 'move/me.txt', to: 'moved/me.txt' },
+        { op: 'rename', from: 'move/deep.txt', to: 'moved/very/deep/file name.txt' },
+        writeOp('bin/mode-0.sh', 'echo 0\n', '100755'),
+        writeOp('bin/mode-1.sh', 'echo 1\n', '100755'),
+        writeOp('bin/mode-2.sh', 'echo two\n', '100755'),
+        writeOp('assets/a.bin', binary(11)),
+        writeOp('assets/b.bin', Buffer.concat([binary(7).subarray(0, 1000), binary(13, 500)])),
+        writeOp('becomes-link', 'src/mod-2.txt', '120000'),
+        { op: 'delete', path: 'becomes-dir' },
+        writeOp('becomes-dir/inside.txt', 'now inside a directory\n'),
+        ...Array.from({ length: 9 }, (_, i) => writeOp(`new/added-${i}.txt`, text(300 + i))),
+        writeOp('new/empty.txt', ''),
+        writeOp('new/run.sh', '#!/bin/sh\nexit 0\n', '100755'),
+        writeOp('new/link', '../src/mod-3.txt', '120000'),
+        writeOp('new/pic.bin', binary(17, 20_000)),
+        writeOp('new/ünïcødé name.txt', 'ü\n'),
+        writeOp('new/small.bin', Buffer.from([0, 1, 2])),
+      ],
+    });
+    const json = (await diff(before, after)).json;
+    t.equal(json.stats.entries, 50, 'every changed path is an entry');
+    const patch = await f.s.api('GET', `${f.base}/diff?base_change_id=${before}&head_change_id=${after}`, { headers: { accept: 'text/plain' } });
+    const raw = Buffer.from(patch.text, 'utf8');
+    const exported = exportRepo(f);
+    t.teardown(() => exported.cleanup());
+    const commitOf = async (id: string): Promise<string> => (await f.s.api('GET', `${f.base}/changes/${id}`)).json.current_commit_oid;
+    const [baseCommit, headCommit] = [await commitOf(before), await commitOf(after)];
+    const applied = applyPatchToCommit(exported, baseCommit, raw);
+    t.equal(applied.check, '', 'git apply --check accepts the patch');
+    t.equal(applied.tree, exported.git('rev-parse', `${headCommit}^{tree}`).stdout.trim(), 'the applied tree is the head tree, byte for byte');
+    const gitStatus = exported.git('-c', 'core.quotepath=false', 'diff', '--name-status', '-M100%', baseCommit, headCommit).stdout.trim().split('\n');
+    const ours = json.entries.map((e: { path: string; status: string; old_path: string | null }) =>
+      e.status === 'renamed' ? `R100\t${e.old_path}\t${e.path}` : `${e.status[0]!.toUpperCase()}\t${e.path}`,
+    );
+    t.same(ours.sort(), gitStatus.map((line) => line.replace(/^T\t/, 'M\t')).sort(), 'the same paths and statuses as git (a type change is "modified")');
+  });
+
   t.test('errors: 400, 404 and 406 with their codes; repo:read is not enough', async (t) => {
     const cases: Array<[string, Record<string, string>, number, string]> = [
       [`?head_change_id=${head}`, {}, 400, 'INVALID_REQUEST'],
