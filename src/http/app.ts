@@ -94,6 +94,8 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     const fail = (err: unknown, close = false): void => {
       const e = isServiceError(err) ? err : new ServiceError('INTERNAL_ERROR', 'internal error');
       if (!isServiceError(err)) log.error('request failed', { err, trace_id: traceId, request_id: requestId, route: routeLabel });
+      // Every 5xx is logged with the trace id its envelope carries, so a client's report can be found.
+      else if (e.status >= 500) log.warn('request unavailable', { code: e.code, message: e.message, trace_id: traceId, request_id: requestId, route: routeLabel });
       sendError(res, state, e, baseHeaders, traceId, close);
       finish(e.status);
     };

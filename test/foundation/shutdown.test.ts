@@ -42,6 +42,9 @@ t.test('shutdown - SIGINT drains like SIGTERM: healthz says draining, new reques
   const envelope = JSON.parse(refused.text) as { error: { code: string; trace_id?: string } };
   t.equal(envelope.error.code, 'UNAVAILABLE');
   t.match(envelope.error.trace_id, /^[0-9a-f]{32}$/, '5xx carry a trace id');
+  const logged = (): boolean => s.logs.some((l) => l.includes(envelope.error.trace_id!));
+  for (let i = 0; i < 40 && !logged(); i++) await new Promise((r) => setTimeout(r, 50));
+  t.ok(logged(), 'which is in the server log');
   t.equal(refused.headers['retry-after'], '1');
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no answer to the in-flight request: ${answer}`)), 10_000);
