@@ -27,7 +27,7 @@ async function serverMemory(metricsUrl: string): Promise<number> {
 const RESPONDER_FIX_PENDING = 'responder back-pressure: sendStream stalls on its second onWritable wait';
 
 t.test('content - a 100 MiB file streams raw, chunk by chunk, with flat server memory', async (t) => {
-  const f = await startWithRepo(t, 'media');
+  const f = await startWithRepo(t, 'media', { env: { REPOHOST_BRAND: 'Mesa' } });
   let content: Buffer | null = bigContent();
   const oid = createHash('sha1').update(`blob ${SIZE}\0`).update(content).digest('hex');
   const upload = await f.s.api('POST', `${f.base}/blobs`, { raw: content, headers: { 'content-type': 'application/octet-stream' } });
@@ -56,8 +56,9 @@ t.test('content - a 100 MiB file streams raw, chunk by chunk, with flat server m
     signal: stalled.signal,
   });
   t.equal(res.status, 200, f.s.logs.slice(-5).join('\n'));
-  t.equal(res.headers.get('x-svc-blob-hash'), oid);
-  t.equal(res.headers.get('x-svc-blob-size'), String(SIZE));
+  t.equal(res.headers.get('x-mesa-blob-hash'), oid, 'the blob headers carry the configured brand word');
+  t.equal(res.headers.get('x-mesa-blob-size'), String(SIZE));
+  t.equal(res.headers.get('x-svc-blob-hash'), null);
   t.equal(res.headers.get('content-length'), String(SIZE));
   const hash = createHash('sha1').update(`blob ${SIZE}\0`);
   let received = 0;

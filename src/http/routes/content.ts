@@ -37,7 +37,7 @@ function metadataFilters(pairs: ReadonlyArray<[string, string]>): Array<[string,
 }
 
 /** The change's view; a conflicted commit not yet materialized on this thread is done off it. */
-export async function changeView(ctx: RequestContext, ref: ChangeRef): Promise<ChangeView> {
+async function changeView(ctx: RequestContext, ref: ChangeRef): Promise<ChangeView> {
   const storage = ctx.services.storage;
   const repoId = ctx.repo!.id;
   const ready = openChangeView(storage, repoId, ref, { materialize: false });

@@ -130,8 +130,9 @@ export function writeChangePatch(change: PatchChange, read: ContentReader, out: 
   if (!before) header += `new file mode ${after!.mode}\n`;
   else if (!after) header += `deleted file mode ${before.mode}\n`;
   else if (before.mode !== after.mode) header += `old mode ${before.mode}\nnew mode ${after.mode}\n`;
+  // Renames are detected for identical content only (tree-changes.ts).
   if (before && after && before.path !== after.path) {
-    header += `similarity index ${before.oid === after.oid ? 100 : 0}%\nrename from ${quoteName(before.path)}\nrename to ${quoteName(after.path)}\n`;
+    header += `similarity index 100%\nrename from ${quoteName(before.path)}\nrename to ${quoteName(after.path)}\n`;
   }
   const oldOid = before?.oid ?? NULL_OID;
   const newOid = after?.oid ?? NULL_OID;

@@ -11,8 +11,9 @@
  * - hunk ranges use the unified-diff convention (a zero-line range starts at the line before);
  * - `additions`/`deletions` count the lines of the entries whose hunks were computed
  *   (`file_limit` entries are counted in `entries` only);
- * - `too_large`: the hunks' text exceeds 1 MiB, a side exceeds 8 MiB, or the line diff would
- *   cost more than `DIFF_COST_BUDGET`.
+ * - `too_large`: the hunks' text exceeds 1 MiB, a side exceeds 8 MiB, the line diff would cost
+ *   more than the line diff's bounds, or the response already carries 64 MiB of hunk text (so
+ *   3,000 large diffs cannot build a response of gigabytes).
  */
 import type { TreeValue } from '../git-object.js';
 import type { ObjectStore } from '../object-store.js';
@@ -31,6 +32,8 @@ export const DIFF_ROW_LIMIT = 10_000;
 export const DIFF_MAX_BYTES = 1024 * 1024;
 /** Sides larger than this are not read for a line diff. */
 export const DIFF_READ_MAX_BYTES = 8 * 1024 * 1024;
+/** Hunk text one response may carry in all. */
+export const DIFF_TOTAL_MAX_BYTES = 64 * 1024 * 1024;
 
 export interface DiffLineJson {
   kind: 'context' | 'added' | 'deleted';
@@ -104,21 +107,25 @@ interface EntryContent {
   hunks: DiffHunkJson[] | null;
   additions: number;
   deletions: number;
+  /** Bytes of hunk text. */
+  bytes: number;
 }
 
-function entryContent(store: ObjectStore, change: FileChange, options: DiffReadOptions): EntryContent {
+const omit = (omitted: OmittedReason, additions = 0, deletions = 0): EntryContent => ({ omitted, hunks: null, additions, deletions, bytes: 0 });
+
+function entryContent(store: ObjectStore, change: FileChange, options: DiffReadOptions, budget: number): EntryContent {
   const { before, after } = change;
-  if (before && after && before.oid === after.oid) return { omitted: null, hunks: [], additions: 0, deletions: 0 };
+  if (before && after && before.oid === after.oid) return { omitted: null, hunks: [], additions: 0, deletions: 0, bytes: 0 };
   const sides = [before, after];
   if (sides.some((v) => v && v.mode !== '160000' && sizeOf(store, v) > DIFF_READ_MAX_BYTES)) {
     const binary = options.prefix && sides.some((v) => v && v.mode !== '160000' && isBinaryContent(options.prefix!(v.oid, BINARY_SNIFF_BYTES)));
-    return { omitted: binary ? 'binary' : 'too_large', hunks: null, additions: 0, deletions: 0 };
+    return omit(binary ? 'binary' : 'too_large');
   }
   const oldContent = contentOf(store, before);
   const newContent = contentOf(store, after);
-  if (isBinaryContent(oldContent) || isBinaryContent(newContent)) return { omitted: 'binary', hunks: null, additions: 0, deletions: 0 };
+  if (isBinaryContent(oldContent) || isBinaryContent(newContent)) return omit('binary');
   const diff = diffContents(oldContent, newContent);
-  if (!diff) return { omitted: 'too_large', hunks: null, additions: 0, deletions: 0 };
+  if (!diff) return omit('too_large');
   let bytes = 0;
   const hunks: DiffHunkJson[] = [];
   for (const h of diff.hunks) {
@@ -131,8 +138,8 @@ function entryContent(store: ObjectStore, change: FileChange, options: DiffReadO
     }
     hunks.push({ old_start: rangeStart(h.oldStart, h.oldLines), old_lines: h.oldLines, new_start: rangeStart(h.newStart, h.newLines), new_lines: h.newLines, lines });
   }
-  if (bytes > DIFF_MAX_BYTES) return { omitted: 'too_large', hunks: null, additions: diff.additions, deletions: diff.deletions };
-  return { omitted: null, hunks, additions: diff.additions, deletions: diff.deletions };
+  if (bytes > Math.min(DIFF_MAX_BYTES, budget)) return omit('too_large', diff.additions, diff.deletions);
+  return { omitted: null, hunks, additions: diff.additions, deletions: diff.deletions, bytes };
 }
 
 /** Why a conflict has no hunks (`[]` from conflictHunks), or null when it has them. */
@@ -163,6 +170,7 @@ export function structuredDiff(
   const conflicted: ConflictedEntryJson[] = [];
   let detailed = 0;
   let truncated = false;
+  let budget = DIFF_TOTAL_MAX_BYTES;
 
   for (const change of changedFiles(store, baseTreeOid, headTreeOid)) {
     const conflict = conflictByPath.get(change.path);
@@ -188,7 +196,8 @@ export function structuredDiff(
       conflicted.push({ path: change.path, size_bytes: size, omitted_reason: omitted, hunks });
       continue;
     }
-    const content: EntryContent = overLimit ? { omitted: 'file_limit', hunks: null, additions: 0, deletions: 0 } : entryContent(store, change, options);
+    const content = overLimit ? omit('file_limit') : entryContent(store, change, options, budget);
+    budget -= content.bytes;
     stats.additions += content.additions;
     stats.deletions += content.deletions;
     entries.push({
