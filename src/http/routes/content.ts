@@ -3,7 +3,7 @@ import { TREE_MODE, readBlob, readTree } from '../../vcs/git-object.js';
 import { readPool } from '../../actors/read-pool.js';
 import '../../protocol/schemas/content.js';
 import { headChangeId } from '../../storage/repo-store.js';
-import { adoptView, openChangeView, resolveChange, type ChangeRef, type ChangeView, type ShippedView } from '../../storage/read/change-view.js';
+import { adoptView, openChangeView, resolveChange, type ChangeRef, type ChangeView, type MaterializedView, type ShippedView } from '../../storage/read/change-view.js';
 import { contentPath, dirJson, fileJson, locate, type ContentRequest } from '../../storage/read/content.js';
 import { openBlobStream } from '../../storage/read/repo-objects.js';
 import { negotiateOrRefuse } from '../negotiation.js';
@@ -36,15 +36,23 @@ function metadataFilters(pairs: ReadonlyArray<[string, string]>): Array<[string,
   return filters;
 }
 
+/** Materializations running on the read pool, by commit: concurrent readers share one. */
+const materializing = new Map<string, Promise<MaterializedView>>();
+
 /** The change's view; a conflicted commit not yet materialized on this thread is done off it. */
 async function changeView(ctx: RequestContext, ref: ChangeRef): Promise<ChangeView> {
   const storage = ctx.services.storage;
   const repoId = ctx.repo!.id;
   const ready = openChangeView(storage, repoId, ref, { materialize: false });
   if (ready) return ready;
-  const shipped = (await readPool(ctx.services.config.dataDir).run({ kind: 'materialize', repoId, commitOid: ref.commitOid! })) as ShippedView;
-  adoptView(shipped);
-  return openChangeView(storage, repoId, ref, { materialize: false })!;
+  const key = `${repoId}\0${ref.commitOid}`;
+  let pending = materializing.get(key);
+  if (!pending) {
+    const task = readPool(ctx.services.config.dataDir).run({ kind: 'materialize', repoId, commitOid: ref.commitOid! });
+    pending = task.then((shipped) => adoptView(shipped as ShippedView)).finally(() => materializing.delete(key));
+    materializing.set(key, pending);
+  }
+  return openChangeView(storage, repoId, ref, { materialize: false, materialized: await pending })!;
 }
 
 function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {

@@ -107,13 +107,15 @@ export function shipView(repoId: string, commitOid: string, view: MaterializedVi
   return { repoId, commitOid, treeOid: view.treeOid, objects: [...view.objects.entries()], conflicts: view.conflicts };
 }
 
-/** Adds a view computed on another thread to this thread's cache. */
-export function adoptView(shipped: ShippedView): void {
+/** Adds a view computed on another thread to this thread's cache, and returns it. */
+export function adoptView(shipped: ShippedView): MaterializedView {
   const objects = new MemoryObjectStore();
   for (const [oid, object] of shipped.objects) {
     if (objects.write(object.type, object.content) !== oid) throw new ServiceError('INTERNAL_ERROR', 'a shipped view object does not match its oid');
   }
-  cache.set(cacheKey(shipped.repoId, shipped.commitOid), { treeOid: shipped.treeOid, objects, conflicts: shipped.conflicts });
+  const view: MaterializedView = { treeOid: shipped.treeOid, objects, conflicts: shipped.conflicts };
+  cache.set(cacheKey(shipped.repoId, shipped.commitOid), view);
+  return view;
 }
 
 export function materializeCommit(storage: Storage, repoId: string, commitOid: string): MaterializedView {
@@ -130,10 +132,15 @@ export function materializeCommit(storage: Storage, repoId: string, commitOid: s
 
 /**
  * The view of a resolved change. A conflicted commit whose view is not cached in this thread is
- * materialized here when `materialize` is true; otherwise null is returned so the caller can
- * have it computed off its thread first (`adoptView`).
+ * materialized here when `materialize` is true, taken from `materialized` when given (a view
+ * computed off this thread, see `adoptView`), and otherwise null is returned.
  */
-export function openChangeView(storage: Storage, repoId: string, ref: ChangeRef, options: { materialize: boolean }): ChangeView | null {
+export function openChangeView(
+  storage: Storage,
+  repoId: string,
+  ref: ChangeRef,
+  options: { materialize: boolean; materialized?: MaterializedView },
+): ChangeView | null {
   const objects = new ReadObjectStore(storage, repoId);
   const clean = (treeOid: string): ChangeView => ({
     ref,
@@ -147,7 +154,7 @@ export function openChangeView(storage: Storage, repoId: string, ref: ChangeRef,
   if (ref.commitOid === null) return clean(EMPTY_TREE_OID);
   const trees = treeSetOfCommit(readCommit(objects, ref.commitOid));
   if (trees.length === 1) return clean(trees[0]!);
-  const view = options.materialize ? materializeCommit(storage, repoId, ref.commitOid) : cache.get(cacheKey(repoId, ref.commitOid));
+  const view = options.materialize ? materializeCommit(storage, repoId, ref.commitOid) : (options.materialized ?? cache.get(cacheKey(repoId, ref.commitOid)));
   if (!view) return null;
   return {
     ref,
