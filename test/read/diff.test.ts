@@ -257,6 +257,12 @@ t.test('diff', async (t) => {
     t.equal(exclude.stats.conflicted_entries, 0);
     t.same(exclude.entries.map((e: { path: string }) => e.path), ['child.txt']);
 
+    const same = (await diff(child, child)).json;
+    t.equal(same.stats.entries + same.stats.conflicted_entries, 0, 'a conflict the base already has is not a change');
+    const back = (await diff(child, parent)).json;
+    t.same(back.entries.map((e: { path: string; status: string }) => `${e.status} ${e.path}`), ['deleted child.txt', 'modified lines.txt'], 'a conflicted base reads as its materialized view');
+    t.strictSame(back.conflicted_entries, []);
+
     const patch = (await diff(parent, child, '', { accept: 'text/plain' })).text;
     t.match(patch, /diff --git a\/lines\.txt b\/lines\.txt\n[^]*\+<<<<<<< target\n/, 'conflicted files appear as their materialized text');
     t.notMatch((await diff(parent, child, '&conflicts=exclude', { accept: 'text/plain' })).text, 'lines.txt');
