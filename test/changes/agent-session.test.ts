@@ -1,4 +1,6 @@
 import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { EventEnvelope } from '../../src/storage/records.js';
 import { startEventLog } from '../helpers/webhook-receiver.js';
 import { ROOT, applyOps, exportRepo, startWithRepo, write } from './helpers.js';
@@ -68,6 +70,10 @@ t.test('agent session - a chain of 21 changes, an evolve in the middle rebases t
   t.equal(Buffer.from(hunks[0]!.target.content, 'base64').toString(), 'line 3 by five\n', 'target is the new parent');
   t.equal(Buffer.from(hunks[0]!.source.content, 'base64').toString(), 'line 3 by twelve\n', 'source is the change itself');
 
+  const viaApplyOps = await applyOps(f, { change_id: ids[12], ops: [write('other.txt', 'x')] });
+  t.equal(viaApplyOps.status, 409, 'apply-ops cannot write into a conflicted change either');
+  t.equal(viaApplyOps.json.error.code, 'MERGE_CONFLICT');
+
   // Resolve per hunk with our own text: change 12 and everything after it are clean again.
   const resolved = await f.s.api('PATCH', `${f.base}/changes/${ids[12]}`, {
     body: { resolutions: [{ path: 'lines.txt', hunks: [{ hunk_id: hunks[0]!.hunk_id, content: 'line 3 by five and twelve\n' }] }] },
@@ -121,4 +127,10 @@ t.test('agent session - a chain of 21 changes, an evolve in the middle rebases t
   t.ok(kept.includes(`refs/jj/keep/${after[12].current_commit_oid}`), 'the conflicted commit is kept too');
   t.match(x.git('cat-file', '-p', after[12].current_commit_oid).stdout, /\njj:trees [0-9a-f]{40}( [0-9a-f]{40}){2}\n/, 'conflicts keep the raw jj layout');
   t.equal(x.git('symbolic-ref', 'HEAD').stdout.trim(), 'refs/heads/main');
+
+  // git can clone the export and check out the default bookmark.
+  const clone = `${x.dir}-clone`;
+  t.equal(x.git('clone', '-q', x.dir, clone).status, 0, 'git clone works');
+  t.equal(readFileSync(join(clone, 'lines.txt'), 'utf8'), lines({ 3: 'line 3 by five and twelve' }));
+  t.equal(readFileSync(join(clone, 'step-20.txt'), 'utf8'), 'step 20\n');
 });
