@@ -35,8 +35,6 @@ export type ContentEncoding = 'utf-8' | 'base64';
 
 /** A file content as the route hands it to the actor. */
 export type ContentRef =
-  /** As the client sent it (small bodies): the actor decodes it. */
-  | { kind: 'text'; content: string; encoding: ContentEncoding }
   /** Decoded while streaming, small enough to travel in the actor message. */
   | { kind: 'bytes'; bytes: Buffer }
   /** Staged in the chunks database; the actor commits it. */
@@ -324,6 +322,7 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
       case 'startString': {
         const target = frames[frames.length - 1]?.key === 'content' ? contentItem() : null;
         if (target) {
+          if (sinks.has(target.item)) throw invalid(`${opts.listKey}[${target.index}]: "content" is given twice`);
           const known = target.item.encoding;
           let mode: ContentEncoding | 'pending' = opts.defaultEncoding;
           if (!opts.encodingFixed) mode = known === 'base64' || known === 'utf-8' ? known : known === undefined || known === null ? 'pending' : mode;

@@ -48,8 +48,7 @@ function content(item: Record<string, unknown>, ref: ContentRef | undefined, enc
     return { content: text, encoding };
   }
   if (ref.kind === 'staged') return { staged: ref.blob };
-  if (ref.kind === 'bytes') return { content: ref.bytes.toString('base64'), encoding: 'base64' };
-  return { content: ref.content, encoding: ref.encoding };
+  return { content: ref.bytes.toString('base64'), encoding: 'base64' };
 }
 
 function applyOpsItems(items: Array<Record<string, unknown>>, contents: Map<number, ContentRef>): WriteOpInput[] {
