@@ -1,11 +1,12 @@
 import { ServiceError } from '../../errors.js';
-import { TREE_MODE, readBlob, readTree } from '../../vcs/git-object.js';
+import { TREE_MODE, readBlob } from '../../vcs/git-object.js';
 import { readPool } from '../../actors/read-pool.js';
 import '../../protocol/schemas/content.js';
 import { headChangeId } from '../../storage/repo-store.js';
 import { adoptView, openChangeView, resolveChange, type ChangeRef, type ChangeView, type MaterializedView, type ShippedView } from '../../storage/read/change-view.js';
 import { contentPath, dirJson, fileJson, locate, type ContentRequest } from '../../storage/read/content.js';
 import { openBlobStream } from '../../storage/read/repo-objects.js';
+import { cachedTree } from '../../storage/read/tree-index.js';
 import { negotiateOrRefuse } from '../negotiation.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
 
@@ -103,7 +104,7 @@ export const contentRoutes: RouteDef[] = [
 
       if (value.mode === TREE_MODE) {
         if (format === RAW_TYPE) throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} is a directory: it has no raw bytes; ask for ${JSON_TYPE}`, { path });
-        if (request.depth <= 1 && readTree(view.store, value.oid).length <= FRONT_END_LISTING_ENTRIES) {
+        if (request.depth <= 1 && cachedTree(view.store, repo.id, value.oid).length <= FRONT_END_LISTING_ENTRIES) {
           return { status: 200, schema: 'contentDir', value: dirJson(storage, repo.id, view, path, value, request) };
         }
         return pooled(ctx, ref, request);

@@ -18,6 +18,7 @@ import type { Storage } from '../database.js';
 import { getChange } from '../change-store.js';
 import { LayeredObjectStore } from './layered-object-store.js';
 import { ReadObjectStore } from './repo-objects.js';
+import { LruCache } from './lru-cache.js';
 
 /** A change pinned to the commit it had when the request resolved it (null: the virtual root). */
 export interface ChangeRef {
@@ -33,6 +34,7 @@ export interface MaterializedView {
 }
 
 export interface ChangeView {
+  repoId: string;
   ref: ChangeRef;
   isConflicted: boolean;
   /** Root tree of the materialized view. */
@@ -56,42 +58,13 @@ export function resolveChange(storage: Storage, repoId: string, changeId: string
 
 // ---- the per-thread cache of materialized views ---------------------------------------------
 
-const CACHE_ENTRIES = 128;
-const CACHE_BYTES = 64 * 1024 * 1024;
-
-function overlayBytes(objects: MemoryObjectStore): number {
+function overlayBytes(view: MaterializedView): number {
   let bytes = 0;
-  for (const [, object] of objects.entries()) bytes += object.content.length + 64;
+  for (const [, object] of view.objects.entries()) bytes += object.content.length + 64;
   return bytes;
 }
 
-class ViewCache {
-  private readonly views = new Map<string, { view: MaterializedView; bytes: number }>();
-  private bytes = 0;
-
-  get(key: string): MaterializedView | undefined {
-    const hit = this.views.get(key);
-    if (!hit) return undefined;
-    this.views.delete(key);
-    this.views.set(key, hit);
-    return hit.view;
-  }
-
-  set(key: string, view: MaterializedView): void {
-    if (this.views.has(key)) return;
-    const bytes = overlayBytes(view.objects);
-    this.views.set(key, { view, bytes });
-    this.bytes += bytes;
-    for (const [k, v] of this.views) {
-      if (this.views.size <= CACHE_ENTRIES && this.bytes <= CACHE_BYTES) break;
-      if (k === key) continue;
-      this.views.delete(k);
-      this.bytes -= v.bytes;
-    }
-  }
-}
-
-const cache = new ViewCache();
+const cache = new LruCache<MaterializedView>(128, 64 * 1024 * 1024, overlayBytes);
 const cacheKey = (repoId: string, commitOid: string): string => `${repoId}\0${commitOid}`;
 
 /** A materialized view as plain data (for postMessage between threads). */
@@ -143,6 +116,7 @@ export function openChangeView(
 ): ChangeView | null {
   const objects = new ReadObjectStore(storage, repoId);
   const clean = (treeOid: string): ChangeView => ({
+    repoId,
     ref,
     isConflicted: false,
     treeOid,
@@ -157,6 +131,7 @@ export function openChangeView(
   const view = options.materialize ? materializeCommit(storage, repoId, ref.commitOid) : (options.materialized ?? cache.get(cacheKey(repoId, ref.commitOid)));
   if (!view) return null;
   return {
+    repoId,
     ref,
     isConflicted: true,
     treeOid: view.treeOid,

@@ -5,13 +5,13 @@
  */
 import type { Database, Key } from 'lmdb';
 import { ServiceError } from '../../errors.js';
-import { TREE_MODE, readBlob, readTree, type TreeValue } from '../../vcs/git-object.js';
+import { TREE_MODE, readBlob, type TreeValue } from '../../vcs/git-object.js';
 import { normalizePath } from '../../vcs/paths.js';
-import { lookupPath, walkTree } from '../../vcs/tree-edit.js';
 import type { Storage } from '../database.js';
 import { K } from '../keys.js';
 import type { FileMetadataRecord } from '../records.js';
 import type { ChangeView } from './change-view.js';
+import { cachedLookup, cachedTree, cachedWalk } from './tree-index.js';
 
 export const CONTENT_ROW_LIMIT = 10_000;
 
@@ -73,7 +73,7 @@ export function contentPath(raw: string | undefined): string {
 
 /** What sits at `path` in the view; missing → 404 FILE_NOT_FOUND. */
 export function locate(view: ChangeView, path: string): TreeValue {
-  const value = lookupPath(view.store, view.treeOid, path);
+  const value = cachedLookup(view.store, view.repoId, view.treeOid, path);
   if (!value) throw new ServiceError('FILE_NOT_FOUND', `no file or directory at ${JSON.stringify(path)} in change ${view.ref.changeId}`, { path });
   return value;
 }
@@ -125,8 +125,8 @@ export function fileJson(storage: Storage, repoId: string, view: ChangeView, pat
 }
 
 export function dirJson(storage: Storage, repoId: string, view: ChangeView, path: string, value: TreeValue, request: ContentRequest): ContentDirJson {
-  const children = readTree(view.store, value.oid);
-  const json: ContentDirJson = { type: 'dir', name: nameOf(path), path, sha: value.oid, child_count: children.length, entries: [], truncated: false };
+  const childCount = cachedTree(view.store, repoId, value.oid).length;
+  const json: ContentDirJson = { type: 'dir', name: nameOf(path), path, sha: value.oid, child_count: childCount, entries: [], truncated: false };
   const metaByPath = request.depth > 0 ? metadataUnder(storage.meta, repoId, path) : null;
   const metadataOf = (p: string): FileMetadataRecord | undefined => {
     const record = metaByPath ? metaByPath.get(p) : fileMetadata(storage.meta, repoId, p);
@@ -135,7 +135,7 @@ export function dirJson(storage: Storage, repoId: string, view: ChangeView, path
   const own = fileMetadata(storage.meta, repoId, path);
   if (own) json.metadata = own;
   if (request.depth === 0) return json;
-  for (const entry of walkTree(view.store, value.oid, { maxDepth: request.depth, prefix: path })) {
+  for (const entry of cachedWalk(view.store, repoId, value.oid, request.depth, path)) {
     const metadata = metadataOf(entry.path);
     if (request.filters.length > 0 && !request.filters.every(([k, v]) => metadata?.[k] === v)) continue;
     if (json.entries.length === CONTENT_ROW_LIMIT) {

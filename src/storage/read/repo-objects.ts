@@ -2,11 +2,15 @@
  * Reading a repository's stored objects on the read path, without copying more than needed:
  * sizes and the first bytes of a blob come from LMDB's zero-copy view, and a blob streams out
  * chunk by chunk through one buffer per stream, so serving a 100 MiB file allocates 1 MiB.
+ * Trees, commits and blob sizes are kept in a per-thread LRU (objects never change): the root
+ * and the directories on a hot path are read from LMDB once, not on every request.
  */
 import { ServiceError } from '../../errors.js';
 import type { Storage } from '../database.js';
 import { CHUNK_SIZE, CHUNKED_BLOB, LmdbObjectStore, decodeObjectValue, type ChunkedBlobHeader } from '../git-object-store.js';
 import { K } from '../keys.js';
+import type { GitObject } from '../../vcs/object-store.js';
+import { LruCache } from './lru-cache.js';
 
 /**
  * lmdb-js's zero-copy read: a Buffer over a shared region whose `length` property is set to the
@@ -17,12 +21,28 @@ function fastView(view: Buffer | undefined): Buffer | undefined {
   return view && view.subarray(0, view.length);
 }
 
+const objectCache = new LruCache<GitObject>(20_000, 32 * 1024 * 1024, (object) => object.content.length + 96);
+const sizeCache = new LruCache<number>(100_000, Infinity, () => 0);
+
 export class ReadObjectStore extends LmdbObjectStore {
   constructor(
     private readonly db: Storage,
     repoId: string,
   ) {
     super(db, repoId);
+  }
+
+  private key(oid: string): string {
+    return `${this.repoId}\0${oid}`;
+  }
+
+  override read(oid: string): GitObject | undefined {
+    const key = this.key(oid);
+    const cached = objectCache.get(key);
+    if (cached) return cached;
+    const object = super.read(oid);
+    if (object && (object.type === 'tree' || object.type === 'commit')) objectCache.set(key, object);
+    return object;
   }
 
   /** The value's bytes as a view that is valid only until the next LMDB read of this thread. */
@@ -35,9 +55,14 @@ export class ReadObjectStore extends LmdbObjectStore {
   }
 
   override size(oid: string): number | undefined {
+    const key = this.key(oid);
+    const cached = sizeCache.get(key);
+    if (cached !== undefined) return cached;
     const view = this.view(oid);
     if (!view) return undefined;
-    return view[0] === CHUNKED_BLOB ? ReadObjectStore.header(view).s : view.length - 1;
+    const size = view[0] === CHUNKED_BLOB ? ReadObjectStore.header(view).s : view.length - 1;
+    sizeCache.set(key, size);
+    return size;
   }
 
   /** The first `length` bytes of a blob (a copy), without reading the rest. */
