@@ -12,8 +12,9 @@ import {
 } from './git-object-store.js';
 
 /**
- * Large blobs: streamed into the `chunks` database before the mutation that uses them, committed
- * by that mutation, and streamed out again, so a 512 MiB file is never one buffer or one string.
+ * Large blobs: streamed into the `chunks` database before the mutation that uses them and
+ * committed by that mutation, so a 512 MiB file is never one buffer or one string. (Reading them
+ * out chunk by chunk is `read/repo-objects.ts`.)
  *
  * Staging happens on the front end while the body arrives (`BlobStager`, async LMDB writes with
  * at most a few chunks in flight). Committing is the actor's (`commitStagedBlob`, synchronous, in
@@ -112,8 +113,8 @@ export class BlobStager {
 async function hashStoredBlob(storage: Storage, repoId: string, uploadId: string, chunks: number, size: number): Promise<string> {
   const hash = createHash('sha1').update(`blob ${size}\0`);
   for (let i = 0; i < chunks; i++) {
-    // A copy (not getBinaryFast's view of the map): hashing straight from mapped pages measured
-    // ~8x slower than copying first.
+    // A copy, not getBinaryFast's zero-copy view: that view reports the value's length but spans
+    // lmdb-js's whole shared read buffer, which native consumers such as `hash.update` read.
     hash.update(readChunk(storage, repoId, uploadId, i));
     if (i % 16 === 15) await new Promise((r) => setImmediate(r));
   }
@@ -158,33 +159,3 @@ export function commitStagedBlob(storage: Storage, repoId: string, staged: Stage
 export function removeRepositoryChunks(storage: Storage, repoId: string): void {
   for (const key of storage.chunks.getKeys(under([repoId]))) storage.chunks.removeSync(key);
 }
-
-export interface BlobReader {
-  oid: string;
-  size: number;
-  /** The bytes in order, at most `CHUNK_SIZE` per piece; each piece is a fresh copy. */
-  chunks(): AsyncGenerator<Buffer>;
-}
-
-/**
- * Opens a blob of the repository for streaming (any thread): undefined when the repository has
- * no blob with that oid. Chunks are read one at a time as the consumer asks for them.
- */
-export function openBlob(storage: Storage, repoId: string, oid: string): BlobReader | undefined {
-  const value = storage.objects.get(K.object(repoId, oid));
-  if (!value) return undefined;
-  const info = decodeObjectValue(oid, value);
-  if (info.type !== 'blob') return undefined;
-  return {
-    oid,
-    size: info.size,
-    async *chunks() {
-      if (info.chunked === null) {
-        for (let pos = 0; pos < info.size; pos += CHUNK_SIZE) yield Buffer.from(info.content.subarray(pos, pos + CHUNK_SIZE));
-        return;
-      }
-      for (let i = 0; i < info.chunked.n; i++) yield readChunk(storage, repoId, info.chunked.u, i);
-    },
-  };
-}
-

@@ -1,6 +1,4 @@
 import type { Database, Key } from 'lmdb';
-import { readChangeCommit, type ChangeCommitView } from '../vcs/commit.js';
-import { readTree, type TreeEntry } from '../vcs/git-object.js';
 import { ROOT_CHANGE_ID } from '../vcs/ids.js';
 import type { Storage } from './database.js';
 import { LmdbObjectStore } from './git-object-store.js';
@@ -15,7 +13,7 @@ import type { ChangeRecord, EvolutionRecord } from './records.js';
  * `['r', repo, 'commit', oid]` (and kept forever); `['r', repo, 'kid', parent, child]` lists every
  * change's children, so a rebase finds descendants without scanning the repository.
  */
-type Meta = Database<any, Key>;
+type Meta = Database<unknown, Key>;
 
 export function getChange(meta: Meta, repoId: string, changeId: string): ChangeRecord | undefined {
   return meta.get(K.change(repoId, changeId)) as ChangeRecord | undefined;
@@ -108,14 +106,3 @@ export function isChangeAncestor(meta: Meta, repoId: string, ancestorId: string,
 export function objectStore(storage: Storage, repoId: string, options: { scratch?: boolean } = {}): LmdbObjectStore {
   return new LmdbObjectStore(storage, repoId, options);
 }
-
-/** A commit of the repository as the API reads it (message without managed trailers, authors…). */
-export function getCommit(storage: Storage, repoId: string, oid: string): ChangeCommitView {
-  return readChangeCommit(objectStore(storage, repoId), oid);
-}
-
-/** The entries of one tree object of the repository. */
-export function readTreeAt(storage: Storage, repoId: string, treeOid: string): TreeEntry[] {
-  return readTree(objectStore(storage, repoId), treeOid);
-}
-
