@@ -64,7 +64,7 @@ function overlayBytes(view: MaterializedView): number {
   return bytes;
 }
 
-const cache = new LruCache<MaterializedView>(128, 64 * 1024 * 1024, overlayBytes);
+const cache = new LruCache<MaterializedView>(128, 32 * 1024 * 1024, overlayBytes);
 const cacheKey = (repoId: string, commitOid: string): string => `${repoId}\0${commitOid}`;
 
 /** A materialized view as plain data (for postMessage between threads). */

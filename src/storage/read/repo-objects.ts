@@ -21,7 +21,7 @@ function fastView(view: Buffer | undefined): Buffer | undefined {
   return view && view.subarray(0, view.length);
 }
 
-const objectCache = new LruCache<GitObject>(20_000, 32 * 1024 * 1024, (object) => object.content.length + 96);
+const objectCache = new LruCache<GitObject>(20_000, 16 * 1024 * 1024, (object) => object.content.length + 96);
 const sizeCache = new LruCache<number>(100_000, Infinity, () => 0);
 
 export class ReadObjectStore extends LmdbObjectStore {

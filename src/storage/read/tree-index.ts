@@ -16,7 +16,7 @@ interface ParsedTree {
   byName: Map<string, TreeEntry> | null;
 }
 
-const trees = new LruCache<ParsedTree>(20_000, 64 * 1024 * 1024, (tree) => 64 + tree.entries.length * 160);
+const trees = new LruCache<ParsedTree>(20_000, 24 * 1024 * 1024, (tree) => 64 + tree.entries.length * 160);
 
 function parsed(store: ObjectStore, scope: string, oid: string): ParsedTree {
   const key = `${scope}\0${oid}`;
