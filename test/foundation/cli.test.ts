@@ -31,11 +31,12 @@ t.test('cli - org create prints {id, slug, name}; bad, reserved and duplicate sl
   const human = await s.cli(['org', 'create', 'beta-two']);
   t.equal(human.code, 0);
   t.match(human.stdout, /created org beta-two \(org_/);
-  for (const slug of ['Bad_Slug', '-x', 'metrics', 'v1', 'x'.repeat(65)]) {
-    const res = await s.cli(['org', 'create', slug]);
-    t.equal(res.code, 1, `${slug} refused`);
+  const slugs = ['Bad_Slug', '-x', 'metrics', 'v1', 'x'.repeat(65)];
+  const refused = await Promise.all(slugs.map((slug) => s.cli(['org', 'create', slug])));
+  refused.forEach((res, i) => {
+    t.equal(res.code, 1, `${slugs[i]} refused`);
     t.match(res.stderr, /^repohost: /);
-  }
+  });
   const dup = await s.cli(['org', 'create', 'beta']);
   t.equal(dup.code, 1);
   t.match(dup.stderr, /already exists/);
@@ -94,20 +95,27 @@ t.test('cli - key create, list and token work against the running server', async
   t.same(whoPem.json.scopes, ['read']);
   t.same(whoPem.json.repo_ids, []);
 
-  for (const args of [['--ttl', '0'], ['--ttl', 'soon']]) {
-    const bad = await s.cli(['token', '--key', jsonFile, '--org', 'beta', ...args]);
-    t.equal(bad.code, 1, args.join(' '));
-  }
+  const badTokens = await Promise.all([['--ttl', '0'], ['--ttl', 'soon']].map((args) => s.cli(['token', '--key', jsonFile, '--org', 'beta', ...args])));
+  t.same(badTokens.map((r) => r.code), [1, 1], 'a ttl must be a positive number of seconds');
   t.equal((await s.cli(['token', '--org', 'beta'])).code, 1, '--key is required');
 });
 
 t.test('cli - key create refuses bad input; --repos restricts the key', async (t) => {
   t.equal((await s.api('POST', '/acme/repos', { body: { name: 'Only' } })).status, 201);
-  for (const args of [['--scopes', 'read'], ['--org', 'acme'], ['--org', 'acme', '--scopes', 'root'], ['--org', 'nope', '--scopes', 'read'], ['--org', 'acme', '--scopes', 'read', '--repos', 'missing'], ['--org', 'acme', '--scopes', 'read', '--name', 'n'.repeat(129)]]) {
-    const res = await s.cli(['key', 'create', ...args]);
-    t.equal(res.code, 1, args.join(' '));
+  const badArgs = [
+    ['--scopes', 'read'],
+    ['--org', 'acme'],
+    ['--org', 'acme', '--scopes', 'root'],
+    ['--org', 'nope', '--scopes', 'read'],
+    ['--org', 'acme', '--scopes', 'read', '--repos', 'missing'],
+    ['--org', 'acme', '--scopes', 'read', '--repos', 'beta/only'],
+    ['--org', 'acme', '--scopes', 'read', '--name', 'n'.repeat(129)],
+  ];
+  const refusals = await Promise.all(badArgs.map((args) => s.cli(['key', 'create', ...args])));
+  refusals.forEach((res, i) => {
+    t.equal(res.code, 1, badArgs[i]!.join(' '));
     t.match(res.stderr, /^repohost: /);
-  }
+  });
   const restricted = await s.cli(['key', 'create', '--org', 'acme', '--scopes', 'repo:read', '--repos', 'only', '--name', 'ci-reader', '--json']);
   t.equal(restricted.code, 0, restricted.stderr);
   const k = json(restricted.stdout);
@@ -128,9 +136,8 @@ t.test('cli - key tags and key scopes', async (t) => {
   const removed = await s.cli(['key', 'tags', k.id, 'env=', 'owner=a=b']);
   t.equal(removed.code, 0);
   t.same(removed.stdout.trim().split('\n').sort(), ['owner=a=b', 'team=infra'], 'empty value removes; values may contain "="');
-  t.equal((await s.cli(['key', 'tags', k.id, '$bad=1'])).code, 1, '$ keys refused');
-  t.equal((await s.cli(['key', 'tags', k.id, 'noequals'])).code, 1);
-  t.equal((await s.cli(['key', 'tags', 'key_missing', 'a=b'])).code, 1);
+  const badTags = await Promise.all([[k.id, '$bad=1'], [k.id, 'noequals'], ['key_missing', 'a=b']].map((args) => s.cli(['key', 'tags', ...args])));
+  t.same(badTags.map((r) => r.code), [1, 1, 1], '$ keys, pairs without "=" and unknown keys are refused');
   const scoped = await s.cli(['key', 'scopes', k.id, 'git:read,repo:create', '--json']);
   t.equal(scoped.code, 0);
   t.same(json(scoped.stdout).scopes, ['git:read', 'repo:create']);
@@ -141,17 +148,15 @@ t.test('cli - key tags and key scopes', async (t) => {
 });
 
 t.test('cli - usage, unknown commands and REPOHOST_DATA', async (t) => {
-  const none = await runCli([]);
-  t.equal(none.code, 2);
-  t.match(none.stdout, /usage: repohost/);
-  const help = await runCli(['--help']);
-  t.equal(help.code, 0);
-  t.match(help.stdout, /key create --org/);
-  const unknown = await runCli(['frobnicate']);
-  t.equal(unknown.code, 2);
-  t.match(unknown.stderr, /unknown command "frobnicate"/);
-  t.equal((await runCli(['key', 'explode'])).code, 2);
-  t.equal((await runCli(['org', 'create', 'x', '--bogus-flag'])).code, 1, 'unknown flags are refused');
+  const [none, help, unknown, explode, bogus] = await Promise.all([[], ['--help'], ['frobnicate'], ['key', 'explode'], ['org', 'create', 'x', '--bogus-flag']].map((args) => runCli(args)));
+  t.equal(none!.code, 2);
+  t.match(none!.stdout, /usage: repohost/);
+  t.equal(help!.code, 0);
+  t.match(help!.stdout, /key create --org/);
+  t.equal(unknown!.code, 2);
+  t.match(unknown!.stderr, /unknown command "frobnicate"/);
+  t.equal(explode!.code, 2);
+  t.equal(bogus!.code, 1, 'unknown flags are refused');
   const viaEnv = await runCli(['org', 'create', 'from-env', '--json'], { REPOHOST_DATA: s.dataDir });
   t.equal(viaEnv.code, 0, viaEnv.stderr);
   const listed = await s.cli(['key', 'create', '--org', 'from-env', '--scopes', 'read', '--json']);
