@@ -156,6 +156,8 @@ export class RepoWrite {
   private readonly commits = new Map<string, ChangeCommitView>();
   /** Change records read or written by this command (it is the only writer meanwhile). */
   private readonly records = new Map<string, ChangeRecord>();
+  /** Changes rebased by this command, announced to the batch once it has succeeded. */
+  private readonly rebasedIds: string[] = [];
   private readonly nowIso: string;
 
   constructor(
@@ -358,7 +360,7 @@ export class RepoWrite {
       };
       putChange(this.meta, this.repo.id, updated);
       this.records.set(updated.id, updated);
-      noteRebased(this.ctx, this.repo.id, updated.id);
+      this.rebasedIds.push(updated.id);
       this.pendingEvolution.push({ changeId: updated.id, commitOid: result.newCommitOid, predecessorOid: result.oldCommitOid });
       this.ctx.mutation.emit('change.evolved', this.org, this.repo, { change: this.view(updated), previous_current_commit_oid: result.oldCommitOid });
     }
@@ -466,6 +468,8 @@ export class RepoWrite {
     }
     this.pendingEvolution.length = 0;
     this.meta.putSync(K.repo(this.repo.id), this.repo);
+    // Only now: a command that fails rolls back its rebases, which must then refuse nothing.
+    for (const id of this.rebasedIds.splice(0)) noteRebased(this.ctx, this.repo.id, id);
     return opId;
   }
 }
