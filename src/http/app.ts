@@ -67,14 +67,14 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     const url = req.getUrl();
     const method = req.getMethod().toUpperCase();
 
+    const incomingId = req.getHeader('x-request-id');
+    const requestId = REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
     if (url === '/healthz') {
-      if (method === 'GET' || method === 'HEAD') send(res, state, 200, { 'Content-Type': 'text/plain' }, draining ? 'draining' : 'ok');
-      else sendError(res, state, new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: ['GET'] }), {}, '');
+      if (method === 'GET' || method === 'HEAD') send(res, state, 200, { 'X-Request-Id': requestId, 'Content-Type': 'text/plain' }, draining ? 'draining' : 'ok');
+      else sendError(res, state, new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: ['GET'] }), { 'X-Request-Id': requestId }, '');
       return;
     }
 
-    const incomingId = req.getHeader('x-request-id');
-    const requestId = REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
     const traceId = randomUUID().replace(/-/g, '');
     const headers: Record<string, string> = {
       authorization: req.getHeader('authorization'),

@@ -234,9 +234,14 @@ t.test('routing - unknown route 404, wrong method 405 with Allow, healthz', asyn
   // API-key management was removed in 0.48.0: the brief's PATCH /{org}/api-keys/{id} is not served.
   expectError(t, await s.api('PATCH', `/acme/api-keys/${s.key.id}`, { body: { tags: { a: 'b' } } }), 404, 'NOT_FOUND');
   expectError(t, await s.api('GET', '/acme/api-keys'), 400, 'INVALID_REQUEST', /reserved/);
-  const health = await fetch(`${s.url}/healthz`);
+  const health = await fetch(`${s.url}/healthz`, { headers: { 'x-request-id': 'probe-1' } });
   t.equal(health.status, 200);
   t.equal(await health.text(), 'ok');
+  t.equal(health.headers.get('x-request-id'), 'probe-1');
+  const postHealth = await fetch(`${s.url}/healthz`, { method: 'POST' });
+  t.equal(postHealth.status, 405);
+  t.equal(postHealth.headers.get('allow'), 'GET');
+  t.match(postHealth.headers.get('x-request-id'), /^[0-9a-f-]{36}$/);
   t.equal((await fetch(`${s.url}/metrics`)).status, 404, 'metrics are not on the API port');
 });
 
