@@ -3,8 +3,7 @@ import { createHash } from 'node:crypto';
 import { ServiceError, isServiceError } from '../errors.js';
 import type { Storage } from '../storage/database.js';
 import type { SecretBox } from '../storage/secret-box.js';
-import { K } from '../storage/keys.js';
-import type { IdempotencyRecord } from '../storage/records.js';
+import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
 import { serialize } from '../protocol/serializers.js';
 import type { ActorReplyMsg, ActorRequestMsg } from '../protocol/messages.js';
 import type { Command, CommandContext } from './command.js';
@@ -21,7 +20,6 @@ interface Pending {
 
 const encoder = new TextEncoder();
 const EMPTY = new Uint8Array(0);
-export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
 /**
  * Thrown in place of ending the thread when `process.exit` is called while a batch transaction is
@@ -137,8 +135,8 @@ export class Mailboxes {
     try {
       return this.storage.root.transactionSync(() => {
         if (idem) {
-          const prior = this.storage.meta.get(K.idempotency(idem.keyId, idem.key)) as IdempotencyRecord | undefined;
-          if (prior && now.getTime() - prior.at < IDEMPOTENCY_TTL_MS) {
+          const prior = loadOutcome(this.storage, this.secrets, idem.keyId, idem.key, now.getTime());
+          if (prior) {
             if (prior.fingerprint !== idem.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
             return okReply(prior.status, encoder.encode(prior.body), queueMs);
           }
@@ -160,8 +158,7 @@ export class Mailboxes {
         const result = command.handle(input, ctx);
         const body = serialize(result.schema, result.body);
         if (idem) {
-          const record: IdempotencyRecord = { fingerprint: idem.fingerprint, status: result.status, body, at: now.getTime() };
-          this.storage.meta.putSync(K.idempotency(idem.keyId, idem.key), record);
+          saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());
         }
         return okReply(result.status, encoder.encode(body), queueMs);
       });
@@ -171,8 +168,8 @@ export class Mailboxes {
       const reply = errorReply(err, queueMs);
       if (idem && reply.error && replayable(reply.status, reply.error.code)) {
         // Outside the rolled-back child transaction, inside the batch: recorded iff the batch commits.
-        const record: IdempotencyRecord = { fingerprint: idem.fingerprint, status: reply.status, body: serialize('error', { error: errorBody(reply.error) }), at: now.getTime() };
-        this.storage.meta.putSync(K.idempotency(idem.keyId, idem.key), record);
+        const body = serialize('error', { error: errorBody(reply.error) });
+        saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: reply.status, body }, now.getTime());
       }
       return reply;
     }

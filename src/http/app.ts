@@ -3,10 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ServiceError, isServiceError } from '../errors.js';
 import { log } from '../log.js';
-import { K } from '../storage/keys.js';
-import type { IdempotencyRecord } from '../storage/records.js';
 import { getRepoByName } from '../storage/repo-store.js';
-import { IDEMPOTENCY_TTL_MS, fingerprintStream, requestFingerprint } from '../actors/mailbox.js';
+import { fingerprintStream, requestFingerprint } from '../actors/mailbox.js';
+import { loadOutcome } from '../storage/idempotency-store.js';
 import { checkRepoName } from '../protocol/names.js';
 import { canAccessRepo, mayNameRepo } from './auth/principal.js';
 import { compileBodyCheck, type BodyCheck } from './body-validator.js';
@@ -195,8 +194,8 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       // A repeat that arrives while the first is still running waits for it, then replays.
       while (inFlightIdempotent.has(slot)) await inFlightIdempotent.get(slot);
       if (!m.bodyStream) {
-        const prior = services.storage.meta.get(K.idempotency(principal.key.id, idemKey)) as IdempotencyRecord | undefined;
-        if (prior && Date.now() - prior.at < IDEMPOTENCY_TTL_MS) {
+        const prior = loadOutcome(services.storage, services.secrets, principal.key.id, idemKey, Date.now());
+        if (prior) {
           if (prior.fingerprint !== idempotency.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
           return { status: prior.status, json: prior.body };
         }

@@ -36,7 +36,7 @@ import type { Key } from 'lmdb';
  *                                     repository id, '-' for org events) in creation order: the
  *                                     webhook actor's durable queue
  *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
- *   ['idem', keyId, idempotencyKey]   IdempotencyRecord
+ *   ['idem', keyId, idempotencyKey]   outcome (idempotency-store.ts)
  */
 export const K = {
   keyVersion: (): Key => ['cfg', 'key-version'],

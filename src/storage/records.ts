@@ -77,13 +77,6 @@ export interface EventEnvelope {
   data: Record<string, unknown>;
 }
 
-export interface IdempotencyRecord {
-  fingerprint: string;
-  status: number;
-  body: string;
-  at: number;
-}
-
 /**
  * A change (API §5): a stable id whose current commit moves as it evolves. Parents are change ids
  * (the virtual root is `'z' × 32`) and never change after creation: rebases move the commits

@@ -2,7 +2,6 @@ import t from 'tap';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { openStorage } from '../../src/storage/database.js';
 import { K } from '../../src/storage/keys.js';
-import type { IdempotencyRecord } from '../../src/storage/records.js';
 
 /** Idempotency-Key (API §1): a repeat replays the first response and applies nothing again. */
 let s: TestServer;
@@ -111,8 +110,10 @@ t.test('idempotency - a record older than 24 h no longer binds its key', async (
   const storage = openStorage(s.dataDir);
   try {
     const key = K.idempotency(s.key.id, 'expiring');
-    const record = storage.meta.get(key) as IdempotencyRecord;
+    const record = storage.meta.get(key) as { status: number; at: number; sealed_body: string };
     t.equal(record.status, 201);
+    t.notOk('body' in record, 'the stored response is sealed, never kept in plain text');
+    t.notOk(record.sealed_body.includes(first.json.id), 'the sealed body does not show the response');
     await storage.meta.put(key, { ...record, at: Date.now() - 24 * 3600 * 1000 - 1000 });
   } finally {
     await storage.close();
