@@ -3,7 +3,7 @@ import type { Attribution } from '../../vcs/commit.js';
 import { listTreeSetConflicts, mergeTreeSet } from '../../vcs/tree-merge.js';
 import { mergeConflictDetails, resolveConflicts, type ConflictResolution } from '../../vcs/conflict.js';
 import type { TreeSet } from '../../vcs/conflict-layout.js';
-import type { FileMode } from '../../vcs/git-object.js';
+import { TREE_MODE, readTree, type FileMode, type TreeEntry } from '../../vcs/git-object.js';
 import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
 import { applyTreeEdits, lookupPath, type TreeEdit } from '../../vcs/tree-edit.js';
 import { commitStagedBlob, type StagedBlob } from '../../storage/blob-store.js';
@@ -97,9 +97,29 @@ function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where:
   return w.store.write('blob', Buffer.from(content, op.encoding === 'base64' ? 'base64' : 'utf8'));
 }
 
+/**
+ * The mode of the file at `path` in a tree, read through `listings` (each tree parsed once per
+ * command: several writes into one directory look up the same trees).
+ */
+function existingMode(w: RepoWrite, listings: Map<string, Map<string, TreeEntry>>, rootTree: string, path: string): string | undefined {
+  let oid = rootTree;
+  const segments = path.split('/');
+  for (let i = 0; i < segments.length; i++) {
+    let listing = listings.get(oid);
+    if (!listing) listings.set(oid, (listing = new Map(readTree(w.store, oid).map((e) => [e.name, e]))));
+    const entry = listing.get(segments[i]!);
+    if (!entry) return undefined;
+    if (i === segments.length - 1) return entry.mode;
+    if (entry.mode !== TREE_MODE) return undefined;
+    oid = entry.oid;
+  }
+  return undefined;
+}
+
 /** Applies the ops' tree edits to `trees` (every term of a conflicted set) and their metadata. */
 function applyOps(w: RepoWrite, input: ChangeWriteInput, trees: TreeSet): TreeSet {
   if (input.ops.length === 0) return trees;
+  const listings = new Map<string, Map<string, TreeEntry>>();
   const edits: TreeEdit[] = [];
   const opIndexOfEdit: number[] = [];
   const metadata: Array<{ index: number; path: string; values: Record<string, string | null> }> = [];
@@ -107,8 +127,8 @@ function applyOps(w: RepoWrite, input: ChangeWriteInput, trees: TreeSet): TreeSe
     const where = `${input.list_key}[${index}]`;
     switch (op.op) {
       case 'write': {
-        const existing = op.mode ? undefined : lookupPath(w.store, trees[0]!, op.path);
-        const mode: FileMode = op.mode ?? (existing?.mode === '100755' ? '100755' : '100644');
+        // A rewrite without a mode keeps the file's executable bit.
+        const mode: FileMode = op.mode ?? (existingMode(w, listings, trees[0]!, op.path) === '100755' ? '100755' : '100644');
         edits.push({ op: 'write', path: op.path, blobOid: blobOf(w, op, where), mode });
         break;
       }
