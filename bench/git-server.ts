@@ -1,11 +1,9 @@
 /**
- * A local git smart-HTTP server for the `sync` scenario: `git http-backend` behind a node:http
- * front (CGI), serving bare repositories from one directory. Plus a generator for a "large"
- * repository built with `git fast-import` (seconds for thousands of commits, no working tree).
+ * The upstream of the `sync` scenario: a "large" bare repository built with `git fast-import`
+ * (seconds for thousands of commits, no working tree), served by the same `git http-backend`
+ * bridge the tests use.
  */
 import { execFile, spawn } from 'node:child_process';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { agentFileContent } from './agent-files.js';
@@ -74,73 +72,4 @@ export async function createLargeRepo(
   return { name, branch: 'main', head: stdout.trim(), commits: opts.commits, files: paths.size };
 }
 
-export interface GitServer {
-  url: string;
-  close(): Promise<void>;
-}
-
-/** Serves every bare repository under `root` at `http://127.0.0.1:<port>/<name>`. */
-export async function startGitServer(root: string): Promise<GitServer> {
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const cgi = spawn('git', ['http-backend'], {
-      env: {
-        ...process.env,
-        GIT_PROJECT_ROOT: root,
-        GIT_HTTP_EXPORT_ALL: '1',
-        PATH_INFO: decodeURIComponent(url.pathname),
-        QUERY_STRING: url.search.slice(1),
-        REQUEST_METHOD: req.method ?? 'GET',
-        CONTENT_TYPE: req.headers['content-type'] ?? '',
-        HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
-        GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
-        REMOTE_ADDR: req.socket.remoteAddress ?? '',
-      },
-      stdio: ['pipe', 'pipe', 'ignore'],
-    });
-    req.pipe(cgi.stdin);
-    // CGI output: header lines, a blank line, then the body to stream through.
-    let head = Buffer.alloc(0);
-    let headerDone = false;
-    cgi.stdout.on('data', (chunk: Buffer) => {
-      if (headerDone) {
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      let end = head.indexOf('\r\n\r\n');
-      let sep = 4;
-      if (end < 0) {
-        end = head.indexOf('\n\n');
-        sep = 2;
-      }
-      if (end < 0) return;
-      headerDone = true;
-      let status = 200;
-      for (const line of head.subarray(0, end).toString('latin1').split(/\r?\n/)) {
-        const colon = line.indexOf(':');
-        if (colon < 0) continue;
-        const name = line.slice(0, colon).trim();
-        const value = line.slice(colon + 1).trim();
-        if (name.toLowerCase() === 'status') status = parseInt(value, 10);
-        else res.setHeader(name, value);
-      }
-      res.writeHead(status);
-      res.write(head.subarray(end + sep));
-    });
-    cgi.on('close', () => {
-      if (!headerDone) res.writeHead(502);
-      res.end();
-    });
-    cgi.on('error', () => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
+export { startGitServer, type GitServer } from '../test/helpers/git-server.js';

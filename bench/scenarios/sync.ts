@@ -42,7 +42,7 @@ export const sync: Scenario = {
     const gitRoot = join(ctx.workDir, 'git');
     await mkdir(gitRoot, { recursive: true });
     const upstream = await createLargeRepo(gitRoot, 'large.git', { commits: s.syncCommits, filesPerCommit: s.syncFilesPerCommit });
-    const git = await startGitServer(gitRoot);
+    const git = await startGitServer({ root: gitRoot });
     let writers: RunningPhase | null = null;
     try {
       const repo = `${ctx.prefix}-sync`;

@@ -48,8 +48,10 @@ export interface GitServer {
 }
 
 export interface GitServerOptions {
-  /** Accepted Basic credentials: username → password. */
-  users: Record<string, string>;
+  /** Accepted Basic credentials: username → password. Omitted: no authentication. */
+  users?: Record<string, string>;
+  /** Serve the bare repositories already in this directory (left in place on close). */
+  root?: string;
 }
 
 const GIT_ENV = {
@@ -86,7 +88,7 @@ function parseBasic(header: string | undefined): { user: string; password: strin
 }
 
 export async function startGitServer(opts: GitServerOptions): Promise<GitServer> {
-  const root = mkdtempSync(join(tmpdir(), 'repohost-git-'));
+  const root = opts.root ?? mkdtempSync(join(tmpdir(), 'repohost-git-'));
   const requests: GitRequestRecord[] = [];
   const sockets = new Set<Socket>();
   let failures: { left: number; status: number } = { left: 0, status: 503 };
@@ -123,7 +125,7 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
       return;
     }
     const creds = parseBasic(req.headers.authorization);
-    if (!creds || opts.users[creds.user] !== creds.password) {
+    if (opts.users && (!creds || opts.users[creds.user] !== creds.password)) {
       record(401, null);
       req.resume();
       res.writeHead(401, { 'www-authenticate': 'Basic realm="git"', 'content-type': 'text/plain' }).end('authentication required\n');
@@ -144,7 +146,7 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
         GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
         REMOTE_ADDR: req.socket.remoteAddress ?? '',
         // http-backend enables receive-pack for authenticated users.
-        REMOTE_USER: creds.user,
+        REMOTE_USER: creds?.user ?? 'anonymous',
       },
       stdio: ['pipe', 'pipe', 'ignore'],
     });
@@ -183,11 +185,11 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
         status = 502;
         res.writeHead(502);
       }
-      record(status, creds.user);
+      record(status, creds?.user ?? null);
       res.end();
     });
     cgi.on('error', () => {
-      record(500, creds.user);
+      record(500, creds?.user ?? null);
       if (!res.headersSent) res.writeHead(500);
       res.end();
     });
@@ -247,7 +249,7 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
-      rmSync(root, { recursive: true, force: true });
+      if (!opts.root) rmSync(root, { recursive: true, force: true });
     },
   };
 }
