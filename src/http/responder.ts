@@ -65,21 +65,27 @@ export async function sendStream(
     res.cork(() => res.end());
     return;
   }
+  // One writable handler for the whole response, which only wakes the loop below: a handler
+  // replaced while a write is pending is not reliably called again by uWS (the stream stalls).
+  let wake: (() => void) | null = null;
+  res.onWritable(() => {
+    const w = wake;
+    wake = null;
+    w?.();
+    return true;
+  });
   for await (const chunk of chunks) {
-    if (state.aborted) return;
     const start = res.getWriteOffset();
-    let result: [boolean, boolean] = [false, false];
-    res.cork(() => (result = res.tryEnd(chunk, length)));
-    const [ok, done] = result;
-    if (done) return;
-    if (!ok) {
+    for (;;) {
+      if (state.aborted) return;
+      let result: [boolean, boolean] = [false, false];
+      res.cork(() => (result = res.tryEnd(chunk.subarray(res.getWriteOffset() - start), length)));
+      const [ok, done] = result;
+      if (done) return;
+      if (ok) break;
       await new Promise<void>((resolve) => {
+        wake = resolve;
         state.onAbort(resolve);
-        res.onWritable((offset) => {
-          const [ok2, done2] = res.tryEnd(chunk.subarray(offset - start), length);
-          if (ok2 || done2) resolve();
-          return ok2;
-        });
       });
     }
   }

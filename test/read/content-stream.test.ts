@@ -19,13 +19,6 @@ async function serverMemory(metricsUrl: string): Promise<number> {
   return value('repohost_process_nodejs_heap_size_used_bytes') + value('repohost_process_nodejs_external_memory_bytes');
 }
 
-/**
- * Until the responder's back-pressure fix lands (src/http/responder.ts `sendStream`: a second
- * `onWritable` wait never wakes, so a slow reader stalls the stream), the assertions that need
- * the whole stream are todo; the stream is still read, and memory still measured, up to a stall.
- */
-const RESPONDER_FIX_PENDING = 'responder back-pressure: sendStream stalls on its second onWritable wait';
-
 t.test('content - a 100 MiB file streams raw, chunk by chunk, with flat server memory', async (t) => {
   const f = await startWithRepo(t, 'media', { env: { REPOHOST_BRAND: 'Mesa' } });
   let content: Buffer | null = bigContent();
@@ -85,8 +78,8 @@ t.test('content - a 100 MiB file streams raw, chunk by chunk, with flat server m
   } finally {
     clearTimeout(watchdog);
   }
-  t.equal(received, SIZE, { todo: RESPONDER_FIX_PENDING });
-  t.equal(hash.digest('hex'), oid, 'the bytes arrive complete and in order', { todo: RESPONDER_FIX_PENDING });
+  t.equal(received, SIZE);
+  t.equal(hash.digest('hex'), oid, 'the bytes arrive complete and in order');
   const growth = peak - baseline;
   t.comment(`server heap + external: baseline ${(baseline / MiB).toFixed(1)} MiB, peak while streaming ${(peak / MiB).toFixed(1)} MiB`);
   t.ok(growth < 24 * MiB, `server memory grew by ${(growth / MiB).toFixed(1)} MiB while streaming 100 MiB`);
