@@ -161,9 +161,12 @@ t.test('apply-ops - file operations, modes, metadata, blobs', async (t) => {
 });
 
 t.test('apply-ops - bookmarks move with the write atomically and follow the history rule', async (t) => {
-  const f = await startWithRepo(t, 'marks');
-  const log = await startEventLog(f.s);
+  // The event log first, so that it sees everything about the repository from its creation.
+  const { s } = await startWithRepo(t, 'unused');
+  const log = await startEventLog(s);
   t.teardown(() => log.close());
+  t.equal((await s.api('POST', `/${s.org}/repos`, { body: { name: 'marks' } })).status, 201);
+  const f: RepoFixture = { s, repo: 'marks', base: `/${s.org}/marks` };
   const a = await applyOps(f, { base_change_id: ROOT, ops: [write('a', 'a')], bookmarks: [{ name: 'feature/x', create: true }] });
   t.equal(a.status, 201, a.text);
   t.same(a.json.bookmarks.map((b: { name: string }) => b.name).sort(), ['feature/x', 'main'], 'the first write also advanced main');
@@ -200,17 +203,18 @@ t.test('apply-ops - bookmarks move with the write atomically and follow the hist
   t.same(
     events.map((e) => [e.type, (e.data.bookmark as { name: string }).name]),
     [
+      ['bookmark.created', 'main'],
       ['bookmark.moved', 'main'],
       ['bookmark.created', 'feature/x'],
       ['bookmark.moved', 'feature/x'],
       ['bookmark.moved', 'feature/x'],
       ['bookmark.moved', 'feature/x'],
     ],
-    'one event per creation and move (the log started after main was created); none for refused moves',
+    'one event per creation and move; none for refused moves',
   );
-  t.same(events[0]!.data.from, { change_id: ROOT, commit_oid: null });
-  t.same(events[2]!.data.from, { change_id: aId, commit_oid: a.json.change.current_commit_oid });
-  t.same(events[1]!.data.bookmark, { name: 'feature/x', is_default: false, change_id: aId, commit_oid: a.json.change.current_commit_oid });
+  t.same(events[1]!.data.from, { change_id: ROOT, commit_oid: null });
+  t.same(events[3]!.data.from, { change_id: aId, commit_oid: a.json.change.current_commit_oid });
+  t.same(events[2]!.data.bookmark, { name: 'feature/x', is_default: false, change_id: aId, commit_oid: a.json.change.current_commit_oid });
 });
 
 t.test('changes - lists are topological, pinned to the first page, and paginate', async (t) => {
