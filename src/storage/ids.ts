@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { pooledRandomBytes } from '../random-pool.js';
 
 /**
  * Opaque ids (API §1): a prefix and a ULID, so ids sort by creation time. Monotonic within a
@@ -29,7 +29,7 @@ function nextRandom(time: number): string {
     }
   } else {
     lastTime = time;
-    const bytes = randomBytes(16);
+    const bytes = pooledRandomBytes(16);
     for (let i = 0; i < 16; i++) lastRandom[i] = bytes[i]! & 31;
     lastRandom[0] = lastRandom[0]! & 15; // leave room to increment without overflow
   }

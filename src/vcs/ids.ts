@@ -2,7 +2,7 @@
  * Change ids and commit oids. Change ids are jj's: 16 bytes written in "reverse hex" (nibble
  * 0→`z` … f→`k`), so a change id can never be mistaken for a (hex) commit id prefix.
  */
-import { randomBytes } from 'node:crypto';
+import { pooledRandomBytes } from '../random-pool.js';
 
 export const CHANGE_ID_BYTES = 16;
 
@@ -42,7 +42,7 @@ export function decodeReverseHex(text: string): Uint8Array {
 
 export function newChangeId(): string {
   for (;;) {
-    const id = encodeReverseHex(randomBytes(CHANGE_ID_BYTES));
+    const id = encodeReverseHex(pooledRandomBytes(CHANGE_ID_BYTES));
     if (id !== ROOT_CHANGE_ID) return id;
   }
 }

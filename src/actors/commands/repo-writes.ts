@@ -1,9 +1,8 @@
-import { randomFillSync } from 'node:crypto';
 import { ServiceError, invalid, notFound } from '../../errors.js';
 import { changeCommitView, writeChangeCommit, type Attribution, type ChangeCommitView, type Person } from '../../vcs/commit.js';
 import type { TreeSet } from '../../vcs/conflict-layout.js';
 import { readCommit } from '../../vcs/git-object.js';
-import { CHANGE_ID_BYTES, ROOT_CHANGE_ID, encodeReverseHex, isChangeId } from '../../vcs/ids.js';
+import { ROOT_CHANGE_ID, isChangeId, newChangeId } from '../../vcs/ids.js';
 import { writeEmptyTree } from '../../vcs/tree-edit.js';
 import { rebaseDescendants, type ChangeGraphNode, type RebasedChange } from '../../vcs/rebase.js';
 import { checkBookmarkName } from '../../protocol/names.js';
@@ -447,7 +446,7 @@ export class RepoWrite {
   /** A fresh change id this repository has not used (16 random bytes: a clash is theoretical). */
   newChangeId(): string {
     for (;;) {
-      const id = randomChangeId();
+      const id = newChangeId();
       if (!this.records.has(id) && !getChange(this.meta, this.repo.id, id)) return id;
     }
   }
@@ -471,24 +470,6 @@ export class RepoWrite {
     // Only now: a command that fails rolls back its rebases, which must then refuse nothing.
     for (const id of this.rebasedIds.splice(0)) noteRebased(this.ctx, this.repo.id, id);
     return opId;
-  }
-}
-
-/**
- * jj change ids (16 random bytes in reverse hex) from a pooled random buffer: one
- * `randomFillSync` per 256 ids instead of a `randomBytes` call per id, which measured ~35 µs
- * each in a worker thread — a visible share of a small write.
- */
-const randomPool = Buffer.alloc(4096);
-let randomPos = randomPool.length;
-function randomChangeId(): string {
-  for (;;) {
-    if (randomPos + CHANGE_ID_BYTES > randomPool.length) {
-      randomFillSync(randomPool);
-      randomPos = 0;
-    }
-    const id = encodeReverseHex(randomPool.subarray(randomPos, (randomPos += CHANGE_ID_BYTES)));
-    if (id !== ROOT_CHANGE_ID) return id;
   }
 }
 
