@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { startGitServer, type GitServer } from '../helpers/git-server.js';
 import { startTestServer, type StartOptions, type TestServer } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { WEBHOOK_EVENT_KINDS } from '../../src/protocol/schemas/webhooks.js';
 
 /** Shared set-up of the sync tests: a repohost server, a real git server, upstream fixtures. */
 
@@ -21,29 +22,12 @@ export interface SyncEnv {
   close(): Promise<void>;
 }
 
-const EVENT_KINDS = [
-  'repo.created',
-  'repo.updated',
-  'repo.deleted',
-  'bookmark.created',
-  'bookmark.deleted',
-  'bookmark.moved',
-  'bookmark.merged',
-  'change.created',
-  'change.evolved',
-  'push',
-  'sync.queued',
-  'sync.in_progress',
-  'sync.completed',
-  'sync.failed',
-];
-
 export async function startSyncEnv(opts: StartOptions = {}): Promise<SyncEnv> {
   const git = await startGitServer({ users: { [GIT_USER]: GIT_PASSWORD, 'x-access-token': GIT_TOKEN } });
   const rx = await startWebhookReceiver();
   const s = await startTestServer({ ...opts, env: { REPOHOST_SYNC_RETRY_BASE_MS: '100', ...opts.env } });
   const hookPath = '/events';
-  const target = await s.api('POST', '/acme/webhook-targets', { body: { url: rx.url(hookPath), events: EVENT_KINDS } });
+  const target = await s.api('POST', '/acme/webhook-targets', { body: { url: rx.url(hookPath), events: WEBHOOK_EVENT_KINDS } });
   if (target.status !== 201) throw new Error(`webhook target: ${target.status} ${target.text}`);
   rx.setSecret(hookPath, target.json.secret);
   return {

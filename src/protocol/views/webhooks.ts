@@ -15,18 +15,8 @@ export function webhookTargetView(t: WebhookTargetRecord): WebhookTargetView {
   return { id: t.id, name: t.name, url: t.url, events: t.events, repo_ids: t.repo_ids, created_at: t.created_at, updated_at: t.updated_at };
 }
 
-export interface DeliveryView {
-  id: string;
-  event_id: string;
-  event_type: string;
-  status: DeliveryRecord['status'];
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  next_attempt_at: string | null;
-  redelivery_of: string | null;
-  created_at: string;
-}
+/** A delivery as the log shows it: the record without its routing fields and the sent body. */
+export type DeliveryView = Omit<DeliveryRecord, 'org_id' | 'target_id' | 'repo_id' | 'body'>;
 
 export function deliveryView(d: DeliveryRecord): DeliveryView {
   return {
