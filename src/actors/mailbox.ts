@@ -43,12 +43,13 @@ const replayable = (status: number, code: string): boolean => status >= 400 && s
 /**
  * The mailboxes of every actor this worker owns. Each actor's messages apply strictly one after
  * another, in arrival order (single writer). A drain takes everything queued across this worker's
- * actors and commits it in ONE LMDB transaction — each command in its own child transaction, so
- * one failure rolls back alone — then replies once that transaction is flushed to disk. Group
- * commit turns the fsync of a transaction into a per-batch, not per-request, cost: while one
- * batch's commit waits for the disk, the messages that arrive meanwhile form the next batch.
- * (`transactionSync` commits with a synchronous sync, so `flushed` is already settled when the
- * commit returns; the wait on it keeps replies correct should the commit mode ever change.)
+ * actors and applies it as ONE child transaction of lmdb-js's asynchronous write batch — each
+ * command in its own nested child transaction, so one failure rolls back alone — then replies
+ * once the batch is flushed to disk. Group commit turns the fsync of a transaction into a
+ * per-batch, not per-request, cost. The commit and its sync run on lmdb-js's write thread, with
+ * the sync outside LMDB's write lock (overlapping sync): the lock is held only while commands
+ * apply, so the other workers' batches are not kept waiting for this one's disk flush (measured:
+ * agent-fleet 1,265 → 1,597–1,825 apply-ops/s on 2 cores against `transactionSync`).
  */
 export class Mailboxes {
   private readonly queues = new Map<string, Pending[]>();
@@ -86,13 +87,21 @@ export class Mailboxes {
 
     const replies: ActorReplyMsg[] = new Array(batch.length);
     const started = performance.now();
+    let done: Promise<unknown>;
     try {
-      this.inTransaction = true;
-      this.storage.root.transactionSync(() => {
-        const now = new Date();
-        for (let i = 0; i < batch.length; i++) replies[i] = this.apply(batch[i]!, now, started);
+      done = this.storage.root.childTransaction(() => {
+        this.inTransaction = true;
+        try {
+          const now = new Date();
+          for (let i = 0; i < batch.length; i++) replies[i] = this.apply(batch[i]!, now, started);
+        } finally {
+          this.inTransaction = false;
+        }
       });
     } catch (err) {
+      done = Promise.reject(err);
+    }
+    void done.then(() => this.reply(batch, replies, started), (err: unknown) => {
       if (err instanceof ThreadExit) {
         // The batch is rolled back and the write lock released: now the thread may end. Its
         // messages are answered 503 by the runtime when the thread is gone.
@@ -102,9 +111,11 @@ export class Mailboxes {
       // The outer commit itself failed (disk full, map full): nothing in the batch is durable.
       log.error('batch commit failed', { err, size: batch.length });
       for (let i = 0; i < batch.length; i++) replies[i] = errorReply(new ServiceError('UNAVAILABLE', 'storage is unavailable, retry later', undefined, { retryAfter: 1 }), started - batch[i]!.arrived);
-    } finally {
-      this.inTransaction = false;
-    }
+      this.reply(batch, replies, started);
+    });
+  }
+
+  private reply(batch: Pending[], replies: ActorReplyMsg[], started: number): void {
     const committed = performance.now();
     const commitMs = committed - started;
     const size = batch.length;

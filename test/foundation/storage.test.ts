@@ -132,7 +132,7 @@ t.test('batching - concurrent creates commit many per LMDB transaction, each ans
   t.ok(results.every((r) => r.status === 201), 'all created');
   const txns = (storage.root.getStats() as { lastTxnId: number }).lastTxnId - before;
   t.equal(batches.reduce((a, b) => a + b, 0), 300, 'every create was in one batch');
-  t.equal(txns, batches.length, 'one LMDB write transaction per batch');
+  t.ok(txns <= batches.length, `at most one LMDB write transaction per batch (${txns} for ${batches.length}: queued batches may share one)`);
   t.ok(txns < 300, `${txns} transactions for 300 creates (largest batch ${Math.max(...batches)})`);
   for (const r of results) consistent(t, storage.meta.get(K.repo(r.json.id)) as RepoRecord);
 });
