@@ -1,15 +1,8 @@
 import t from 'tap';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { serverForFile } from '../helpers/server.js';
 import { ROOT, bookmarkTarget, chain, createRepo, write } from './history.js';
 
-let s: TestServer;
-t.before(async () => {
-  s = await startTestServer();
-});
-t.teardown(async () => {
-  await s.stop();
-  s.cleanup();
-});
+const s = await serverForFile(t);
 
 t.test('bookmarks - a new repository lists its default bookmark at the virtual root', async (t) => {
   await createRepo(s, 'fresh');

@@ -1,15 +1,8 @@
 import t from 'tap';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { serverForFile } from '../helpers/server.js';
 import { ROOT, bookmarkTarget, createRepo, operations, repoId, write } from './history.js';
 
-let s: TestServer;
-t.before(async () => {
-  s = await startTestServer();
-});
-t.teardown(async () => {
-  await s.stop();
-  s.cleanup();
-});
+const s = await serverForFile(t);
 
 const BASE = '1\n2\n3\n';
 

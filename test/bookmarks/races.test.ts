@@ -1,17 +1,10 @@
 import t from 'tap';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { serverForFile } from '../helpers/server.js';
 import { ROOT, bookmarkTarget, chain, createRepo } from './history.js';
 
 /** Racing writers on one bookmark (API §6.3): serialized by the repository's actor, never 500. */
 
-let s: TestServer;
-t.before(async () => {
-  s = await startTestServer();
-});
-t.teardown(async () => {
-  await s.stop();
-  s.cleanup();
-});
+const s = await serverForFile(t);
 
 interface Attempt {
   kind: 'guarded' | 'unguarded' | 'forward-only';

@@ -2,18 +2,10 @@ import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
-import { runCli, startTestServer, type TestServer } from '../helpers/server.js';
+import { runCli, serverForFile } from '../helpers/server.js';
 
 /** The `repohost` command (API §13), run as a real process against the data directory of a running server. */
-let s: TestServer;
-
-t.before(async () => {
-  s = await startTestServer();
-});
-t.teardown(async () => {
-  await s.stop();
-  s.cleanup();
-});
+const s = await serverForFile(t);
 
 const json = (stdout: string): any => {
   const lines = stdout.trim().split('\n');

@@ -1,17 +1,9 @@
 import t from 'tap';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { serverForFile } from '../helpers/server.js';
 import { metricValue } from './metrics-text.js';
 
 /** Races through HTTP: one name claimed by many at once, many names at once, and group commit. */
-let s: TestServer;
-
-t.before(async () => {
-  s = await startTestServer({ workers: 2 });
-});
-t.teardown(async () => {
-  await s.stop();
-  s.cleanup();
-});
+const s = await serverForFile(t, { workers: 2 });
 
 t.test('concurrency - 50 parallel creates of one name in mixed casing: exactly one 201, the rest 409', async (t) => {
   const token = await s.token();

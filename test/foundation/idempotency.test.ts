@@ -1,18 +1,10 @@
 import t from 'tap';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { serverForFile } from '../helpers/server.js';
 import { openStorage } from '../../src/storage/database.js';
 import { K } from '../../src/storage/keys.js';
 
 /** Idempotency-Key (API §1): a repeat replays the first response and applies nothing again. */
-let s: TestServer;
-
-t.before(async () => {
-  s = await startTestServer();
-});
-t.teardown(async () => {
-  await s.stop();
-  s.cleanup();
-});
+const s = await serverForFile(t);
 
 const createWithKey = (key: string, body: unknown, token?: string) => s.api('POST', '/acme/repos', { body, token, headers: { 'idempotency-key': key } });
 const repoCount = async (): Promise<number> => (await s.api('GET', '/acme')).json.num_repos;

@@ -1,17 +1,9 @@
 import t from 'tap';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { serverForFile } from '../helpers/server.js';
 import { metricValue } from './metrics-text.js';
 
 /** The operator listener (API §13): Prometheus text on its own port, never on the API port. */
-let s: TestServer;
-
-t.before(async () => {
-  s = await startTestServer({ workers: 2 });
-});
-t.teardown(async () => {
-  await s.stop();
-  s.cleanup();
-});
+const s = await serverForFile(t, { workers: 2 });
 
 t.test('metrics - requests and latency per route, mailbox depth per worker, batches, LMDB commit/flush and queue wait', async (t) => {
   const token = await s.token();

@@ -1,16 +1,8 @@
 import t from 'tap';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { serverForFile } from '../helpers/server.js';
 
 /** Bounded mailboxes (API §12 RATE_LIMITED): overload is refused early and cheaply, never a 5xx. */
-let s: TestServer;
-
-t.before(async () => {
-  s = await startTestServer({ env: { REPOHOST_MAILBOX_LIMIT: '2' } });
-});
-t.teardown(async () => {
-  await s.stop();
-  s.cleanup();
-});
+const s = await serverForFile(t, { env: { REPOHOST_MAILBOX_LIMIT: '2' } });
 
 t.test('overload - with a mailbox of 2, a burst gets 429 with Retry-After and no 5xx; accepted writes all landed', async (t) => {
   const token = await s.token();

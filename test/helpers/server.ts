@@ -227,3 +227,13 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   };
   return server;
 }
+
+/** One server for a whole test file, stopped and removed when the file's tests end. */
+export async function serverForFile(tap: { teardown(fn: () => Promise<void>): void }, opts: StartOptions = {}): Promise<TestServer> {
+  const server = await startTestServer(opts);
+  tap.teardown(async () => {
+    await server.stop();
+    server.cleanup();
+  });
+  return server;
+}
