@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { log, setLogLevel } from './log.js';
 import { openStorage, type Storage } from './storage/database.js';
 import { SecretBox } from './storage/secret-box.js';
+import { RecordCache } from './storage/read/record-cache.js';
 import { ActorRuntime } from './actors/runtime.js';
 import { actorSettings } from './actors/settings.js';
 import { TokenVerifier } from './http/auth/token-verifier.js';
@@ -54,17 +55,21 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const secrets = SecretBox.forDataDir(config.dataDir);
   compileAll();
   let metrics: Metrics | null = null;
+  const records = new RecordCache(storage.meta);
   const runtime = new ActorRuntime({
     workers: config.workers,
     settings: actorSettings(config),
     mailboxLimit: config.mailboxLimit,
     commandsModule: fileURLToPath(new URL('./actors/commands/index.js', import.meta.url)),
     onBatch: (stats) => metrics?.observeBatch(stats),
-    onReply: () => storage.root.resetReadTxn(),
+    onSettled: (actor) => {
+      storage.root.resetReadTxn();
+      records.invalidate(actor);
+    },
   });
   metrics = new Metrics(() => runtime.mailboxDepths());
   const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS });
-  const services: Services = { config, storage, secrets, runtime, verifier, metrics };
+  const services: Services = { config, storage, records, secrets, runtime, verifier, metrics };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);
   const operator = await listenOperator(metrics, config.metricsAddr);

@@ -33,11 +33,12 @@ export interface RuntimeOptions {
   commandsModule: string;
   onBatch?: BatchObserver;
   /**
-   * Called on the calling thread when a reply has arrived, before the caller sees it. The server
-   * renews its LMDB read snapshot here: a read that follows an acknowledged write must see it,
-   * and a snapshot taken earlier in the same event-loop turn would not.
+   * Called on the calling thread when a call to `actor` has settled (replied, failed, or lost with
+   * its worker), before the caller sees the outcome. The server renews its LMDB read snapshot
+   * and drops its cached records of that actor here: a read that follows an acknowledged write
+   * must see it, and a snapshot taken earlier in the same event-loop turn would not.
    */
-  onReply?: () => void;
+  onSettled?: (actor: string) => void;
 }
 
 type PiscinaWorker = Parameters<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer'] & {}>[1][number];
@@ -127,7 +128,6 @@ export class ActorRuntime {
         // replacement that takes over the slot); the message may or may not have been applied.
         throw new ServiceError('UNAVAILABLE', 'the worker serving this repository restarted; retry', undefined, { retryAfter: 1 });
       }
-      this.options.onReply?.();
       const reply = decodeReply(raw);
       this.options.onBatch?.({ command: call.command, batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs, queueMs: reply.queueMs });
       if (reply.error) {
@@ -136,6 +136,7 @@ export class ActorRuntime {
       }
       return { status: reply.status, body: reply.body };
     } finally {
+      this.options.onSettled?.(call.actor);
       const d = this.depth.get(call.actor)! - 1;
       if (d === 0) this.depth.delete(call.actor);
       else this.depth.set(call.actor, d);

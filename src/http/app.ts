@@ -1,5 +1,5 @@
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from '@trufflesuite/uws-js-unofficial';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ServiceError, isServiceError } from '../errors.js';
 import { log } from '../log.js';
@@ -26,7 +26,16 @@ if (!String(uWS.App).includes('[native code]')) {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
+const JSON_MEDIA_TYPE = 'application/json';
 const API_PREFIXES = ['/api/v1/', '/v1/'];
+
+/**
+ * Trace ids: 32 hex digits, a random half per process and a counter — unique, and cheap enough to
+ * make for every request although only 5xx answers and logs show them.
+ */
+const TRACE_PREFIX = randomBytes(8).toString('hex');
+let traceCounter = 0;
+const nextTraceId = (): string => TRACE_PREFIX + (++traceCounter).toString(16).padStart(16, '0');
 
 interface Prepared {
   route: RouteDef;
@@ -62,7 +71,14 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const started = performance.now();
     const state = new RequestState();
-    res.onAborted(() => state.abort());
+    // uWS needs onAborted only for a response that outlives this callback; a read answered
+    // synchronously (the common case) skips it.
+    let watching = false;
+    const watch = (): void => {
+      if (watching) return;
+      watching = true;
+      res.onAborted(() => state.abort());
+    };
     const url = req.getUrl();
     const method = req.getMethod().toUpperCase();
 
@@ -74,7 +90,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       return;
     }
 
-    const traceId = randomUUID().replace(/-/g, '');
+    const traceId = nextTraceId();
     const headers: Record<string, string> = {
       authorization: req.getHeader('authorization'),
       'content-type': req.getHeader('content-type'),
@@ -87,8 +103,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     let routeLabel = 'unmatched';
 
     const finish = (status: number): void => {
-      services.metrics.requests.inc({ route: routeLabel, method, status: String(status) });
-      services.metrics.latency.observe({ route: routeLabel, method }, (performance.now() - started) / 1000);
+      services.metrics.requests.observe(routeLabel, method, status, (performance.now() - started) / 1000);
     };
     const fail = (err: unknown, close = false): void => {
       const e = isServiceError(err) ? err : new ServiceError('INTERNAL_ERROR', 'internal error');
@@ -117,15 +132,35 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     const declared = headers['content-length'] ? Number(headers['content-length']) : 0;
     const limit = route.bodyLimit ?? DEFAULT_BODY_LIMIT;
     const hasBody = route.body !== undefined || route.streamBody === true;
+    if (hasBody) watch();
     // The body must be subscribed to synchronously, before this callback returns.
     const bodyPromise = hasBody && !route.streamBody ? readBody(res, state, limit, declared) : null;
     bodyPromise?.catch(() => undefined);
     const bodyStream = route.streamBody ? streamBody(res, state, limit, declared) : null;
+    const failAfter = (err: unknown): void => fail(err, isServiceError(err) && err.code === 'PAYLOAD_TOO_LARGE');
 
+    let result: Reply | Promise<Reply>;
+    try {
+      // A token seen before is answered from the verifier's cache without leaving this callback.
+      const principal = services.verifier.cached(headers.authorization);
+      result = principal ? authorized(principal) : services.verifier.verify(headers.authorization).then(authorized);
+    } catch (err) {
+      failAfter(err);
+      return;
+    }
+    if (!(result instanceof Promise)) {
+      try {
+        write(result);
+      } catch (err) {
+        failAfter(err);
+      }
+      return;
+    }
+    watch();
     inFlight++;
-    void handle({ route, params, bodyPromise, bodyStream })
-      .then((reply) => write(reply))
-      .catch((err) => fail(err, isServiceError(err) && err.code === 'PAYLOAD_TOO_LARGE'))
+    result
+      .then(write)
+      .catch(failAfter)
       .finally(() => {
         if (--inFlight === 0 && idleWaiters.length) {
           const waiters = idleWaiters;
@@ -134,34 +169,44 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
         }
       });
 
-    async function handle(m: { route: RouteDef; params: Record<string, string>; bodyPromise: Promise<Buffer> | null; bodyStream: AsyncIterable<Uint8Array> | null }): Promise<Reply> {
-      const principal = await services.verifier.verify(headers.authorization);
+    /** Everything after authentication; synchronous unless a body, an idempotency key or the handler needs to wait. */
+    function authorized(principal: RequestContext['principal']): Reply | Promise<Reply> {
       limiter.take(principal.key.id);
       const org = principal.org;
-      if (m.params.org !== undefined && m.params.org !== org.slug) throw new ServiceError('FORBIDDEN', 'this token is not valid for that organization');
-      if (!principal.permissions.has(m.route.permission)) throw new ServiceError('FORBIDDEN', `this token lacks the permission ${m.route.permission}`);
+      if (params.org !== undefined && params.org !== org.slug) throw new ServiceError('FORBIDDEN', 'this token is not valid for that organization');
+      if (!principal.permissions.has(route.permission)) throw new ServiceError('FORBIDDEN', `this token lacks the permission ${route.permission}`);
       const idemKey = method === 'POST' || method === 'PATCH' ? headers['idempotency-key'] : '';
       if (idemKey && idemKey.length > 255) throw new ServiceError('INVALID_REQUEST', 'Idempotency-Key must be at most 255 characters');
       let repo = null;
       let missing: ServiceError | null = null;
-      if (m.params.repo !== undefined) {
+      if (params.repo !== undefined) {
         // A name no repository can have (`a/b`, `x.git`, `..`) is a bad path, not a missing repository.
-        checkRepoName(m.params.repo);
-        repo = getRepoByName(services.storage.meta, org.id, m.params.repo) ?? null;
+        checkRepoName(params.repo);
+        repo = getRepoByName(services.records, org.id, params.repo) ?? null;
         if (!repo) {
-          if (!mayNameRepo(principal, m.params.repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
-          missing = new ServiceError('REPO_NOT_FOUND', `repository "${m.params.repo}" not found`);
+          if (!mayNameRepo(principal, params.repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
+          missing = new ServiceError('REPO_NOT_FOUND', `repository "${params.repo}" not found`);
           // With an Idempotency-Key the repository may be missing because the first request
           // renamed or removed it: its stored response is still the answer (below).
-          if (!idemKey || m.route.streamBody) throw missing;
+          if (!idemKey || route.streamBody) throw missing;
         } else if (!canAccessRepo(principal, repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
       }
-      const query = parseQuery(rawQuery, m.route.query);
+      const query = parseQuery(rawQuery, route.query);
+      if (!bodyPromise && !idemKey) return route.handler(context(principal, repo, query, undefined, null, bodyStream));
+      return withBody(principal, repo, query, idemKey, missing);
+    }
 
+    async function withBody(
+      principal: RequestContext['principal'],
+      repo: RequestContext['repo'],
+      query: ReturnType<typeof parseQuery>,
+      idemKey: string,
+      missing: ServiceError | null,
+    ): Promise<Reply> {
       let body: unknown = undefined;
       let rawBody: Buffer | null = null;
-      if (m.bodyPromise) {
-        rawBody = await m.bodyPromise;
+      if (bodyPromise) {
+        rawBody = await bodyPromise;
         const type = headers['content-type'];
         // An empty body means `{}` whatever its type; a non-empty one must be declared JSON.
         if (rawBody.length === 0) body = {};
@@ -173,27 +218,27 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
             throw new ServiceError('INVALID_REQUEST', 'malformed JSON body');
           }
         }
-        prepared.get(m.route)!.check?.(body);
+        prepared.get(route)!.check?.(body);
       }
-      if (!idemKey) return m.route.handler(context(m, principal, repo, query, body, null, m.bodyStream));
+      if (!idemKey) return route.handler(context(principal, repo, query, body, null, bodyStream));
 
-      const route = url.slice(prefix!.length - 1);
-      let stream = m.bodyStream;
+      const path = url.slice(prefix!.length - 1);
+      let stream = bodyStream;
       let idempotency: RequestContext['idempotency'];
       if (stream) {
         // A streamed body is fingerprinted as the handler reads it; the actor compares the
         // fingerprint with the stored one inside its transaction, so a replay or a conflict is
         // still decided there, after the body has been read.
-        const hashed = fingerprintStream(method, route, stream);
+        const hashed = fingerprintStream(method, path, stream);
         stream = hashed.stream;
         idempotency = { key: idemKey, get fingerprint() { return hashed.fingerprint(); } };
       } else {
-        idempotency = { key: idemKey, fingerprint: requestFingerprint(method, route, rawBody ?? '') };
+        idempotency = { key: idemKey, fingerprint: requestFingerprint(method, path, rawBody ?? '') };
       }
       const slot = `${principal.key.id}\0${idemKey}`;
       // A repeat that arrives while the first is still running waits for it, then replays.
       while (inFlightIdempotent.has(slot)) await inFlightIdempotent.get(slot);
-      if (!m.bodyStream) {
+      if (!bodyStream) {
         const prior = loadOutcome(services.storage, services.secrets, principal.key.id, idemKey, Date.now());
         if (prior) {
           if (prior.fingerprint !== idempotency.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
@@ -204,7 +249,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       let release!: () => void;
       inFlightIdempotent.set(slot, new Promise<void>((r) => (release = r)));
       try {
-        return await m.route.handler(context(m, principal, repo, query, body, idempotency, stream));
+        return await route.handler(context(principal, repo, query, body, idempotency, stream));
       } finally {
         inFlightIdempotent.delete(slot);
         release();
@@ -212,23 +257,22 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     }
 
     function context(
-      m: { route: RouteDef; params: Record<string, string> },
       principal: RequestContext['principal'],
       repo: RequestContext['repo'],
       query: ReturnType<typeof parseQuery>,
       body: unknown,
       idempotency: RequestContext['idempotency'],
-      bodyStream: AsyncIterable<Uint8Array> | null,
+      stream: AsyncIterable<Uint8Array> | null,
     ): RequestContext {
       return {
         method: method as RequestContext['method'],
         path: url,
-        params: m.params,
+        params,
         query: query.values,
         queryPairs: query.pairs,
         headers,
         body,
-        bodyStream,
+        bodyStream: stream,
         principal,
         org: principal.org,
         repo,
@@ -240,17 +284,12 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     }
 
     function write(reply: Reply): void {
-      const h: Record<string, string> = { ...baseHeaders, ...(reply.headers ?? {}) };
-      if ('schema' in reply) {
-        h['Content-Type'] = 'application/json';
-        send(res, state, reply.status, h, serialize(reply.schema, reply.value));
-      } else if ('json' in reply) {
-        h['Content-Type'] = 'application/json';
-        send(res, state, reply.status, h, reply.json);
-      } else if ('text' in reply) {
-        send(res, state, reply.status, h, reply.text);
-      } else {
-        void sendStream(res, state, reply.status, h, reply.stream, reply.length).catch((err) => {
+      if ('schema' in reply) send(res, state, reply.status, baseHeaders, serialize(reply.schema, reply.value), false, JSON_MEDIA_TYPE, reply.headers);
+      else if ('json' in reply) send(res, state, reply.status, baseHeaders, reply.json, false, JSON_MEDIA_TYPE, reply.headers);
+      else if ('text' in reply) send(res, state, reply.status, baseHeaders, reply.text, false, null, reply.headers);
+      else {
+        watch();
+        void sendStream(res, state, reply.status, { ...baseHeaders, ...reply.headers }, reply.stream, reply.length).catch((err) => {
           log.error('stream failed', { err, trace_id: traceId });
           if (!state.aborted) res.close();
         });

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { RequestMetrics } from './request-metrics.js';
 
 /**
  * The Prometheus metrics of the process, served on the operator listener (API §13). Request
@@ -6,8 +7,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly requests: Counter<'route' | 'method' | 'status'>;
-  readonly latency: Histogram<'route' | 'method'>;
+  readonly requests: RequestMetrics;
   readonly batchSize: Histogram;
   readonly commitSeconds: Histogram;
   readonly flushSeconds: Histogram;
@@ -17,14 +17,7 @@ export class Metrics {
   constructor(depths: () => readonly number[]) {
     collectDefaultMetrics({ register: this.registry, prefix: 'repohost_process_' });
     const registers = [this.registry];
-    this.requests = new Counter({ name: 'repohost_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'], registers });
-    this.latency = new Histogram({
-      name: 'repohost_http_request_duration_seconds',
-      help: 'HTTP request latency by route',
-      labelNames: ['route', 'method'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-      registers,
-    });
+    this.requests = new RequestMetrics(this.registry);
     this.batchSize = new Histogram({ name: 'repohost_actor_batch_size', help: 'Commands committed per LMDB transaction', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers });
     this.commitSeconds = new Histogram({ name: 'repohost_lmdb_commit_seconds', help: 'Time to apply and commit one batch transaction', buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5], registers });
     this.flushSeconds = new Histogram({ name: 'repohost_lmdb_flush_seconds', help: 'Time from commit until the batch is flushed to disk', buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5], registers });

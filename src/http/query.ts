@@ -1,6 +1,16 @@
 import { invalid } from '../errors.js';
 import type { QuerySpec } from './route.js';
 
+/** A query component: `+` is a space, then percent-decoding (skipped when there is nothing to decode). */
+function decodeComponent(raw: string): string {
+  if (!raw.includes('%') && !raw.includes('+')) return raw;
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    throw invalid('malformed percent-encoding in the query string');
+  }
+}
+
 /**
  * Parses and checks a query string against a route's declared keys (API §1: unknown keys are
  * 400, except on routes whose spec is `open`). Returns typed values plus every pair in order.
@@ -13,11 +23,7 @@ export function parseQuery(raw: string, spec: QuerySpec | undefined): { values: 
       const eq = part.indexOf('=');
       const k = eq < 0 ? part : part.slice(0, eq);
       const v = eq < 0 ? '' : part.slice(eq + 1);
-      try {
-        pairs.push([decodeURIComponent(k.replace(/\+/g, ' ')), decodeURIComponent(v.replace(/\+/g, ' '))]);
-      } catch {
-        throw invalid('malformed percent-encoding in the query string');
-      }
+      pairs.push([decodeComponent(k), decodeComponent(v)]);
     }
   }
   const values: Record<string, string | number | undefined> = {};

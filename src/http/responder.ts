@@ -12,10 +12,7 @@ function statusLine(status: number): string {
   return line;
 }
 
-export interface BaseHeaders {
-  requestId: string;
-}
-
+/** `headers`, then `contentType` and `extra` when given (written as they are: no merged copy). */
 export function send(
   res: HttpResponse,
   state: RequestState,
@@ -23,12 +20,16 @@ export function send(
   headers: Record<string, string>,
   body: string | Uint8Array,
   closeConnection = false,
+  contentType: string | null = null,
+  extra?: Record<string, string>,
 ): void {
   if (state.aborted || state.finished) return;
   state.finished = true;
   res.cork(() => {
     res.writeStatus(statusLine(status));
     for (const name in headers) res.writeHeader(name, headers[name]!);
+    if (contentType !== null) res.writeHeader('Content-Type', contentType);
+    if (extra) for (const name in extra) res.writeHeader(name, extra[name]!);
     res.end(body, closeConnection);
   });
 }
@@ -37,10 +38,10 @@ export function sendError(res: HttpResponse, state: RequestState, err: ServiceEr
   const error: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details !== undefined && err.code !== 'METHOD_NOT_ALLOWED') error.details = err.details;
   if (err.status >= 500) error.trace_id = traceId;
-  const h: Record<string, string> = { ...headers, 'Content-Type': 'application/json' };
-  if (err.retryAfter !== undefined) h['Retry-After'] = String(err.retryAfter);
-  if (err.code === 'METHOD_NOT_ALLOWED') h['Allow'] = ((err.details?.allow as string[]) ?? []).join(', ');
-  send(res, state, err.status, h, serialize('error', { error }), closeConnection);
+  const extra: Record<string, string> = {};
+  if (err.retryAfter !== undefined) extra['Retry-After'] = String(err.retryAfter);
+  if (err.code === 'METHOD_NOT_ALLOWED') extra['Allow'] = ((err.details?.allow as string[]) ?? []).join(', ');
+  send(res, state, err.status, headers, serialize('error', { error }), closeConnection, 'application/json', extra);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { ActorRuntime } from '../actors/runtime.js';
 import type { Storage } from '../storage/database.js';
+import type { RecordCache } from '../storage/read/record-cache.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import type { TokenVerifier } from './auth/token-verifier.js';
 import type { Metrics } from './metrics.js';
@@ -9,6 +10,8 @@ import type { Metrics } from './metrics.js';
 export interface Services {
   config: Config;
   storage: Storage;
+  /** Decoded repository records for the front end's reads (see record-cache.ts). */
+  records: RecordCache;
   secrets: SecretBox;
   runtime: ActorRuntime;
   verifier: TokenVerifier;

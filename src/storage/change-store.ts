@@ -3,6 +3,7 @@ import { ROOT_CHANGE_ID } from '../vcs/ids.js';
 import type { Storage } from './database.js';
 import { LmdbObjectStore } from './git-object-store.js';
 import { K, under } from './keys.js';
+import type { RecordReader } from './read/record-cache.js';
 import type { ChangeRecord, EvolutionRecord } from './records.js';
 
 /**
@@ -15,7 +16,7 @@ import type { ChangeRecord, EvolutionRecord } from './records.js';
  */
 type Meta = Database<unknown, Key>;
 
-export function getChange(meta: Meta, repoId: string, changeId: string): ChangeRecord | undefined {
+export function getChange(meta: RecordReader, repoId: string, changeId: string): ChangeRecord | undefined {
   return meta.get(K.change(repoId, changeId)) as ChangeRecord | undefined;
 }
 
@@ -102,7 +103,10 @@ export function isChangeAncestor(meta: Meta, repoId: string, ancestorId: string,
   return false;
 }
 
-/** The repository's object store; `scratch` keeps derived objects in memory (readers). */
-export function objectStore(storage: Storage, repoId: string, options: { scratch?: boolean } = {}): LmdbObjectStore {
+/**
+ * The repository's object store; `scratch` keeps derived objects in memory (readers), `observer`
+ * accounts for what a writer stores (object-accounting.ts).
+ */
+export function objectStore(storage: Storage, repoId: string, options: ConstructorParameters<typeof LmdbObjectStore>[2] = {}): LmdbObjectStore {
   return new LmdbObjectStore(storage, repoId, options);
 }

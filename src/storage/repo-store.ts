@@ -1,5 +1,6 @@
 import type { Database, Key } from 'lmdb';
 import { K, under } from './keys.js';
+import type { RecordReader } from './read/record-cache.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord, SigningKeyRecord } from './records.js';
 
 /**
@@ -10,34 +11,34 @@ export const ROOT_CHANGE_ID = 'z'.repeat(32);
 
 type Meta = Database<unknown, Key>;
 
-export function getOrg(meta: Meta, orgId: string): OrgRecord | undefined {
+export function getOrg(meta: RecordReader, orgId: string): OrgRecord | undefined {
   return meta.get(K.org(orgId)) as OrgRecord | undefined;
 }
 
-export function getOrgBySlug(meta: Meta, slug: string): OrgRecord | undefined {
+export function getOrgBySlug(meta: RecordReader, slug: string): OrgRecord | undefined {
   const id = meta.get(K.orgSlug(slug)) as string | undefined;
   return id ? getOrg(meta, id) : undefined;
 }
 
-export function getSigningKey(meta: Meta, keyId: string): SigningKeyRecord | undefined {
+export function getSigningKey(meta: RecordReader, keyId: string): SigningKeyRecord | undefined {
   return meta.get(K.key(keyId)) as SigningKeyRecord | undefined;
 }
 
-export function getRepo(meta: Meta, repoId: string): RepoRecord | undefined {
+export function getRepo(meta: RecordReader, repoId: string): RepoRecord | undefined {
   return meta.get(K.repo(repoId)) as RepoRecord | undefined;
 }
 
 /** Repository lookup by name, case-insensitively (API §4.2). */
-export function getRepoByName(meta: Meta, orgId: string, name: string): RepoRecord | undefined {
+export function getRepoByName(meta: RecordReader, orgId: string, name: string): RepoRecord | undefined {
   const id = meta.get(K.repoName(orgId, name)) as string | undefined;
   return id ? getRepo(meta, id) : undefined;
 }
 
-export function getBookmark(meta: Meta, repoId: string, name: string): BookmarkRecord | undefined {
+export function getBookmark(meta: RecordReader, repoId: string, name: string): BookmarkRecord | undefined {
   return meta.get(K.bookmark(repoId, name)) as BookmarkRecord | undefined;
 }
 
-export function headChangeId(meta: Meta, repo: RepoRecord): string {
+export function headChangeId(meta: RecordReader, repo: RepoRecord): string {
   return getBookmark(meta, repo.id, repo.default_bookmark)?.change_id ?? ROOT_CHANGE_ID;
 }
 

@@ -27,7 +27,7 @@ const rt = startRuntime({
   workers: 1,
   commandsModule: fixture('repo-commands'),
   onBatch: (b) => b.batchSize > 0 && batches.push(b.batchSize),
-  onReply: () => storage.root.resetReadTxn(),
+  onSettled: () => storage.root.resetReadTxn(),
 });
 t.teardown(async () => {
   await storage.close();

@@ -101,7 +101,7 @@ export const bookmarkRoutes: RouteDef[] = [
     handler(ctx) {
       const repo = ctx.repo!;
       const name = ctx.params.bookmark!;
-      const record = getBookmark(ctx.services.storage.meta, repo.id, name);
+      const record = getBookmark(ctx.services.records, repo.id, name);
       if (!record) throw notFound('BRANCH_NOT_FOUND', `bookmark "${name}" not found`);
       return { status: 200, schema: 'bookmark', value: bookmarkView(repo, record) };
     },

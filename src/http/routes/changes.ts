@@ -26,7 +26,7 @@ const checkPatch = compileBodyCheck(patchChangeBody);
 function changeParam(ctx: RequestContext): ChangeRecord {
   const id = ctx.params.change_id!;
   if (!isChangeId(id)) throw invalid(`"${id}" is not a change id (32 characters k-z)`);
-  const record = id === ROOT_CHANGE_ID ? undefined : getChange(ctx.services.storage.meta, ctx.repo!.id, id);
+  const record = id === ROOT_CHANGE_ID ? undefined : getChange(ctx.services.records, ctx.repo!.id, id);
   if (!record) throw notFound('CHANGE_NOT_FOUND', `change ${id} not found`, { change_id: id });
   return record;
 }

@@ -40,12 +40,9 @@ function metadataFilters(pairs: ReadonlyArray<[string, string]>): Array<[string,
 /** Materializations running on the read pool, by commit: concurrent readers share one. */
 const materializing = new Map<string, Promise<MaterializedView>>();
 
-/** The change's view; a conflicted commit not yet materialized on this thread is done off it. */
-async function changeView(ctx: RequestContext, ref: ChangeRef): Promise<ChangeView> {
-  const storage = ctx.services.storage;
+/** The view of a conflicted commit not yet materialized on this thread, built off it. */
+async function materializedView(ctx: RequestContext, ref: ChangeRef): Promise<ChangeView> {
   const repoId = ctx.repo!.id;
-  const ready = openChangeView(storage, repoId, ref, { materialize: false });
-  if (ready) return ready;
   const key = `${repoId}\0${ref.commitOid}`;
   let pending = materializing.get(key);
   if (!pending) {
@@ -53,16 +50,17 @@ async function changeView(ctx: RequestContext, ref: ChangeRef): Promise<ChangeVi
     pending = task.then((shipped) => adoptView(shipped as ShippedView)).finally(() => materializing.delete(key));
     materializing.set(key, pending);
   }
-  return openChangeView(storage, repoId, ref, { materialize: false, materialized: await pending })!;
+  return openChangeView(ctx.services.storage, repoId, ref, { materialize: false, materialized: await pending })!;
 }
+
+/** `X-<brand>-Blob-Hash` and `-Size`, named once per brand. */
+let blobHeaderNames: { brand: string; hash: string; size: string } | null = null;
 
 function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {
   const brand = ctx.services.config.brand;
-  const headers = (size: number): Record<string, string> => ({
-    'Content-Type': RAW_TYPE,
-    [`X-${brand}-Blob-Hash`]: oid,
-    [`X-${brand}-Blob-Size`]: String(size),
-  });
+  if (blobHeaderNames?.brand !== brand) blobHeaderNames = { brand, hash: `X-${brand}-Blob-Hash`, size: `X-${brand}-Blob-Size` };
+  const names = blobHeaderNames;
+  const headers = (size: number): Record<string, string> => ({ 'Content-Type': RAW_TYPE, [names.hash]: oid, [names.size]: String(size) });
   const blob = openBlobStream(ctx.services.storage, ctx.repo!.id, oid);
   if (!blob) {
     // A conflicted file's materialized content lives in the view, not in LMDB.
@@ -71,6 +69,37 @@ function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {
   }
   if (blob.content) return { status: 200, text: blob.content, headers: headers(blob.size) };
   return { status: 200, stream: blob.chunks!, length: blob.size, headers: headers(blob.size) };
+}
+
+function answer(ctx: RequestContext, ref: ChangeRef, request: ContentRequest, format: string, view: ChangeView): Reply | Promise<Reply> {
+  const storage = ctx.services.storage;
+  const repo = ctx.repo!;
+  const { path } = request;
+  const value = locate(view, path);
+  if (value.mode === TREE_MODE) {
+    if (format === RAW_TYPE) throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} is a directory: it has no raw bytes; ask for ${JSON_TYPE}`, { path });
+    if (request.depth <= 1 && cachedTree(view.store, repo.id, value.oid).length <= FRONT_END_LISTING_ENTRIES) {
+      return { status: 200, schema: 'contentDir', value: dirJson(storage, repo.id, view, path, value, request) };
+    }
+    return pooled(ctx, ref, request);
+  }
+  if (value.mode === '160000') {
+    if (format === RAW_TYPE) throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} is a submodule: it has no raw bytes here`, { path });
+    return { status: 200, schema: 'contentFile', value: fileJson(storage, repo.id, view, path, value) };
+  }
+  if (format === RAW_TYPE) return rawReply(ctx, view, value.oid);
+  const size = view.store.size(value.oid) ?? 0;
+  const limit = ctx.services.config.jsonContentLimit;
+  if (size > limit) {
+    throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} has ${size} bytes, more than the JSON limit of ${limit}: ask for ${RAW_TYPE}`, {
+      path,
+      size,
+      limit,
+      accept: RAW_TYPE,
+    });
+  }
+  if (size <= FRONT_END_FILE_BYTES) return { status: 200, schema: 'contentFile', value: fileJson(storage, repo.id, view, path, value, ctx.services.records) };
+  return pooled(ctx, ref, request);
 }
 
 async function pooled(ctx: RequestContext, ref: ChangeRef, request: ContentRequest): Promise<Reply> {
@@ -91,41 +120,18 @@ export const contentRoutes: RouteDef[] = [
         depth: { type: 'int', min: 0, max: 10, default: 1 },
       },
     },
-    async handler(ctx) {
+    handler(ctx) {
       const format = negotiateOrRefuse(ctx.headers.accept, [JSON_TYPE, RAW_TYPE]);
-      const storage = ctx.services.storage;
       const repo = ctx.repo!;
-      const changeId = (ctx.query.change_id as string | undefined) || headChangeId(storage.meta, repo);
-      const ref = resolveChange(storage, repo.id, changeId, 'change_id');
+      const records = ctx.services.records;
+      const changeId = (ctx.query.change_id as string | undefined) || headChangeId(records, repo);
+      const ref = resolveChange(records, repo.id, changeId, 'change_id');
       const path = contentPath(ctx.query.path as string | undefined);
       const request: ContentRequest = { path, depth: ctx.query.depth as number, filters: metadataFilters(ctx.queryPairs) };
-      const view = await changeView(ctx, ref);
-      const value = locate(view, path);
-
-      if (value.mode === TREE_MODE) {
-        if (format === RAW_TYPE) throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} is a directory: it has no raw bytes; ask for ${JSON_TYPE}`, { path });
-        if (request.depth <= 1 && cachedTree(view.store, repo.id, value.oid).length <= FRONT_END_LISTING_ENTRIES) {
-          return { status: 200, schema: 'contentDir', value: dirJson(storage, repo.id, view, path, value, request) };
-        }
-        return pooled(ctx, ref, request);
-      }
-      if (value.mode === '160000') {
-        if (format === RAW_TYPE) throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} is a submodule: it has no raw bytes here`, { path });
-        return { status: 200, schema: 'contentFile', value: fileJson(storage, repo.id, view, path, value) };
-      }
-      if (format === RAW_TYPE) return rawReply(ctx, view, value.oid);
-      const size = view.store.size(value.oid) ?? 0;
-      const limit = ctx.services.config.jsonContentLimit;
-      if (size > limit) {
-        throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} has ${size} bytes, more than the JSON limit of ${limit}: ask for ${RAW_TYPE}`, {
-          path,
-          size,
-          limit,
-          accept: RAW_TYPE,
-        });
-      }
-      if (size <= FRONT_END_FILE_BYTES) return { status: 200, schema: 'contentFile', value: fileJson(storage, repo.id, view, path, value) };
-      return pooled(ctx, ref, request);
+      // Answered without a promise unless a conflicted commit must first be materialized.
+      const ready = openChangeView(ctx.services.storage, repo.id, ref, { materialize: false });
+      if (ready) return answer(ctx, ref, request, format, ready);
+      return materializedView(ctx, ref).then((view) => answer(ctx, ref, request, format, view));
     },
   },
 ];

@@ -33,8 +33,8 @@ export const diffRoutes: RouteDef[] = [
       if (!headId) throw invalid('query parameter "head_change_id" is required');
       const storage = ctx.services.storage;
       const repoId = ctx.repo!.id;
-      const base = resolveChange(storage, repoId, baseId, 'base_change_id');
-      const head = resolveChange(storage, repoId, headId, 'head_change_id');
+      const base = resolveChange(ctx.services.records, repoId, baseId, 'base_change_id');
+      const head = resolveChange(ctx.services.records, repoId, headId, 'head_change_id');
       const format: DiffFormat = type === 'text/plain' ? 'text' : 'json';
       const body = (await readPool(ctx.services.config.dataDir).run({
         kind: 'diff',

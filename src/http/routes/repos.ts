@@ -130,7 +130,7 @@ export const repoRoutes: RouteDef[] = [
     method: 'GET',
     path: '/{org}/{repo}',
     permission: 'repo:read',
-    handler: (ctx) => ({ status: 200, schema: 'repository', value: repositoryView(ctx.services.storage.meta, ctx.repo!, ctx.org) }),
+    handler: (ctx) => ({ status: 200, schema: 'repository', value: repositoryView(ctx.services.records, ctx.repo!, ctx.org) }),
   },
   {
     method: 'PATCH',

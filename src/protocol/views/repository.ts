@@ -1,10 +1,10 @@
-import type { Database, Key } from 'lmdb';
 import { K } from '../../storage/keys.js';
 import type { OrgRecord, RepoRecord } from '../../storage/records.js';
 import { headChangeId } from '../../storage/repo-store.js';
+import type { RecordReader } from '../../storage/read/record-cache.js';
 
 /** Repository records as the API shows them (API §4.1, §11.2). Credentials never appear here. */
-type Meta = Database<any, Key>;
+type Meta = RecordReader;
 
 export function repositoryView(meta: Meta, repo: RepoRecord, org: OrgRecord): Record<string, unknown> {
   return {

@@ -19,6 +19,7 @@ import { getChange } from '../change-store.js';
 import { LayeredObjectStore } from './layered-object-store.js';
 import { ReadObjectStore } from './repo-objects.js';
 import { LruCache } from './lru-cache.js';
+import type { RecordReader } from './record-cache.js';
 
 /** A change pinned to the commit it had when the request resolved it (null: the virtual root). */
 export interface ChangeRef {
@@ -48,10 +49,10 @@ export interface ChangeView {
 }
 
 /** Resolves a change id of the repository (the virtual root included); unknown → 404. */
-export function resolveChange(storage: Storage, repoId: string, changeId: string, what = 'change'): ChangeRef {
+export function resolveChange(meta: RecordReader, repoId: string, changeId: string, what = 'change'): ChangeRef {
   if (!isChangeId(changeId)) throw new ServiceError('INVALID_REQUEST', `${what} must be a change id (32 letters k–z)`, { change_id: changeId });
   if (changeId === ROOT_CHANGE_ID) return { changeId, commitOid: null };
-  const change = getChange(storage.meta, repoId, changeId);
+  const change = getChange(meta, repoId, changeId);
   if (!change) throw new ServiceError('CHANGE_NOT_FOUND', `change ${changeId} not found`, { change_id: changeId });
   return { changeId, commitOid: change.commit_oid };
 }
@@ -65,6 +66,8 @@ function overlayBytes(view: MaterializedView): number {
 }
 
 const cache = new LruCache<MaterializedView>(128, 32 * 1024 * 1024, overlayBytes);
+/** The tree set of each commit read here (one tree when clean): parsing a commit per read costs more than the lookup. */
+const commitTrees = new LruCache<readonly string[]>(50_000, Infinity, () => 0);
 const cacheKey = (repoId: string, commitOid: string): string => `${repoId}\0${commitOid}`;
 
 /** A materialized view as plain data (for postMessage between threads). */
@@ -126,9 +129,11 @@ export function openChangeView(
     conflictPaths: new Set(),
   });
   if (ref.commitOid === null) return clean(EMPTY_TREE_OID);
-  const trees = treeSetOfCommit(readCommit(objects, ref.commitOid));
+  const key = cacheKey(repoId, ref.commitOid);
+  let trees = commitTrees.get(key);
+  if (!trees) commitTrees.set(key, (trees = treeSetOfCommit(readCommit(objects, ref.commitOid))));
   if (trees.length === 1) return clean(trees[0]!);
-  const view = options.materialize ? materializeCommit(storage, repoId, ref.commitOid) : (options.materialized ?? cache.get(cacheKey(repoId, ref.commitOid)));
+  const view = options.materialize ? materializeCommit(storage, repoId, ref.commitOid) : (options.materialized ?? cache.get(key));
   if (!view) return null;
   return {
     repoId,

@@ -12,6 +12,7 @@ import { K } from '../keys.js';
 import type { FileMetadataRecord } from '../records.js';
 import type { ChangeView } from './change-view.js';
 import { cachedLookup, cachedTree, cachedWalk } from './tree-index.js';
+import type { RecordReader } from './record-cache.js';
 
 export const CONTENT_ROW_LIMIT = 10_000;
 
@@ -82,7 +83,7 @@ const nameOf = (path: string): string => path.slice(path.lastIndexOf('/') + 1);
 
 type Meta = Database<any, Key>;
 
-export function fileMetadata(meta: Meta, repoId: string, path: string): FileMetadataRecord | undefined {
+export function fileMetadata(meta: RecordReader, repoId: string, path: string): FileMetadataRecord | undefined {
   const record = meta.get(K.fileMeta(repoId, path)) as FileMetadataRecord | undefined;
   return record && Object.keys(record).length > 0 ? record : undefined;
 }
@@ -105,7 +106,8 @@ function metadataUnder(meta: Meta, repoId: string, dir: string): Map<string, Fil
   return found;
 }
 
-export function fileJson(storage: Storage, repoId: string, view: ChangeView, path: string, value: TreeValue): ContentFileJson {
+/** `meta`: where file metadata is read (the front end passes its record cache). */
+export function fileJson(storage: Storage, repoId: string, view: ChangeView, path: string, value: TreeValue, meta: RecordReader = storage.meta): ContentFileJson {
   const type = entryType(value.mode) as ContentFileJson['type'];
   const content = type === 'submodule' ? new Uint8Array(0) : readBlob(view.store, value.oid);
   const json: ContentFileJson = {
@@ -119,7 +121,7 @@ export function fileJson(storage: Storage, repoId: string, view: ChangeView, pat
     content: Buffer.from(content.buffer, content.byteOffset, content.byteLength).toString('base64'),
     is_conflicted: view.conflictPaths.has(path),
   };
-  const metadata = fileMetadata(storage.meta, repoId, path);
+  const metadata = fileMetadata(meta, repoId, path);
   if (metadata) json.metadata = metadata;
   return json;
 }

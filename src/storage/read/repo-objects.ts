@@ -23,6 +23,9 @@ function fastView(view: Buffer | undefined): Buffer | undefined {
 
 const objectCache = new LruCache<GitObject>(20_000, 16 * 1024 * 1024, (object) => object.content.length + 96);
 const sizeCache = new LruCache<number>(100_000, Infinity, () => 0);
+/** Small blobs, the files agents read over and over: served without an LMDB read or a copy. */
+const SMALL_BLOB_BYTES = 64 * 1024;
+const smallBlobs = new LruCache<Uint8Array>(50_000, 64 * 1024 * 1024, (content) => content.length + 96);
 
 export class ReadObjectStore extends LmdbObjectStore {
   constructor(
@@ -40,8 +43,11 @@ export class ReadObjectStore extends LmdbObjectStore {
     const key = this.key(oid);
     const cached = objectCache.get(key);
     if (cached) return cached;
+    const small = smallBlobs.get(key);
+    if (small) return { type: 'blob', content: small };
     const object = super.read(oid);
     if (object && (object.type === 'tree' || object.type === 'commit')) objectCache.set(key, object);
+    else if (object?.type === 'blob' && object.content.length <= SMALL_BLOB_BYTES) smallBlobs.set(key, object.content);
     return object;
   }
 
@@ -91,11 +97,17 @@ export interface BlobStream {
  * only after the previous one was handed to the socket, so nothing accumulates.
  */
 export function openBlobStream(storage: Storage, repoId: string, oid: string): BlobStream | undefined {
+  const cacheKey = `${repoId}\0${oid}`;
+  const small = smallBlobs.get(cacheKey);
+  if (small) return { size: small.length, content: small, chunks: null };
   const value = storage.objects.get(K.object(repoId, oid));
   if (!value) return undefined;
   const info = decodeObjectValue(oid, value);
   if (info.type !== 'blob') return undefined;
-  if (info.chunked === null) return { size: info.size, content: info.content, chunks: null };
+  if (info.chunked === null) {
+    if (info.size <= SMALL_BLOB_BYTES) smallBlobs.set(cacheKey, info.content);
+    return { size: info.size, content: info.content, chunks: null };
+  }
   const { u: uploadId, n, s: size } = info.chunked;
   return {
     size,
