@@ -34,11 +34,11 @@ export class ThreadExit extends Error {
 }
 
 /**
- * Client errors are replayed for a repeated Idempotency-Key like successes, except 429 (transient)
- * and ABORTED: a lost race is worth retrying, and a key reused with another body must not
- * overwrite the record of its first use.
+ * Client errors are replayed for a repeated Idempotency-Key like successes, except 429 and
+ * QUOTA_EXCEEDED (transient: space can be freed) and ABORTED: a lost race is worth retrying, and a
+ * key reused with another body must not overwrite the record of its first use.
  */
-const replayable = (status: number, code: string): boolean => status >= 400 && status < 500 && status !== 429 && code !== 'ABORTED';
+const replayable = (status: number, code: string): boolean => status >= 400 && status < 500 && status !== 429 && code !== 'ABORTED' && code !== 'QUOTA_EXCEEDED';
 
 /**
  * The mailboxes of every actor this worker owns. Each actor's messages apply strictly one after

@@ -8,6 +8,7 @@ export interface ActorSettings {
   allowPrivateWebhooks: boolean;
   allowPrivateUpstreams: boolean;
   orgQuotaBytes: number;
+  blobRetentionS: number;
   logLevel: string;
 }
 
@@ -19,6 +20,7 @@ export function actorSettings(config: Config): ActorSettings {
     allowPrivateWebhooks: config.allowPrivateWebhooks,
     allowPrivateUpstreams: config.allowPrivateUpstreams,
     orgQuotaBytes: config.orgQuotaBytes,
+    blobRetentionS: config.blobRetentionS,
     logLevel: config.logLevel,
   };
 }

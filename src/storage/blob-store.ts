@@ -3,13 +3,7 @@ import { ServiceError } from '../errors.js';
 import type { Storage } from './database.js';
 import { newId } from './ids.js';
 import { K, under } from './keys.js';
-import {
-  CHUNK_SIZE,
-  decodeObjectValue,
-  encodeChunkedHeader,
-  encodeInlineObject,
-  readChunk,
-} from './git-object-store.js';
+import { CHUNK_SIZE, encodeChunkedHeader, encodeInlineObject, readChunk, type ObjectWriteObserver } from './git-object-store.js';
 
 /**
  * Large blobs: streamed into the `chunks` database before the mutation that uses them and
@@ -37,6 +31,26 @@ export interface StagedBlob {
 /** Chunk writes allowed in flight before `append` waits (bounds memory to a few MiB). */
 const MAX_IN_FLIGHT = 4;
 
+/** Upload id → when its stager last received bytes (ms), for uploads this process is staging. */
+const activity = new Map<string, number>();
+
+/**
+ * When this process last saw bytes of `uploadId` (undefined when it is not staging it). Entries
+ * of uploads that committed are dropped by `forgetStaging`, which the collector calls.
+ */
+export function lastStagingActivity(uploadId: string): number | undefined {
+  return activity.get(uploadId);
+}
+
+export function forgetStaging(uploadId: string): void {
+  activity.delete(uploadId);
+}
+
+/** Upload ids this process has staged and not discarded (committed ones included until forgotten). */
+export function stagingUploads(): IterableIterator<string> {
+  return activity.keys();
+}
+
 export class BlobStager {
   readonly uploadId = newId('upl');
   private current: Buffer = Buffer.allocUnsafe(CHUNK_SIZE);
@@ -45,6 +59,7 @@ export class BlobStager {
   private total = 0;
   private readonly inFlight: Promise<boolean>[] = [];
   private readonly hash: Hash | null;
+  private readonly announced: Promise<boolean>;
   private discarded = false;
 
   /** `declaredSize`: hash while streaming; the bytes must then add up to exactly this size. */
@@ -54,6 +69,10 @@ export class BlobStager {
     private readonly declaredSize: number | null = null,
   ) {
     this.hash = declaredSize === null ? null : createHash('sha1').update(`blob ${declaredSize}\0`);
+    // Queued before any chunk: lmdb-js commits asynchronous writes in order, so no chunk is ever
+    // on disk without the entry that lets the collector find it.
+    this.announced = storage.meta.put(K.stagedUpload(this.uploadId), repoId);
+    activity.set(this.uploadId, Date.now());
   }
 
   get size(): number {
@@ -61,6 +80,7 @@ export class BlobStager {
   }
 
   async append(bytes: Uint8Array): Promise<void> {
+    activity.set(this.uploadId, Date.now());
     let pos = 0;
     this.hash?.update(bytes);
     this.total += bytes.length;
@@ -84,7 +104,7 @@ export class BlobStager {
   /** Writes out what is buffered and waits for every chunk to commit; returns the chunk count. */
   async flush(): Promise<number> {
     if (this.fill > 0) await this.flushChunk();
-    await Promise.all(this.inFlight.splice(0));
+    await Promise.all([this.announced, ...this.inFlight.splice(0)]);
     return this.chunkCount;
   }
 
@@ -97,6 +117,7 @@ export class BlobStager {
     } else {
       oid = await hashStoredBlob(this.storage, this.repoId, this.uploadId, this.chunkCount, this.total);
     }
+    activity.set(this.uploadId, Date.now());
     return { upload_id: this.uploadId, oid, size: this.total, chunks: this.chunkCount };
   }
 
@@ -104,7 +125,8 @@ export class BlobStager {
   async discard(): Promise<void> {
     if (this.discarded) return;
     this.discarded = true;
-    await Promise.allSettled(this.inFlight.splice(0));
+    activity.delete(this.uploadId);
+    await Promise.allSettled([this.announced, ...this.inFlight.splice(0)]);
     await discardUpload(this.storage, this.repoId, this.uploadId);
   }
 }
@@ -121,25 +143,31 @@ async function hashStoredBlob(storage: Storage, repoId: string, uploadId: string
   return hash.digest('hex');
 }
 
-/** Deletes every chunk staged under an upload id (async; for the front end). */
+/** Deletes every chunk staged under an upload id and its announcement (async; for the front end). */
 export async function discardUpload(storage: Storage, repoId: string, uploadId: string): Promise<void> {
   const removals: Promise<boolean>[] = [];
   for (const key of storage.chunks.getKeys(under([repoId, uploadId]))) removals.push(storage.chunks.remove(key));
+  removals.push(storage.meta.remove(K.stagedUpload(uploadId)));
   await Promise.all(removals);
 }
 
-function removeUploadSync(storage: Storage, repoId: string, uploadId: string): void {
-  for (const key of storage.chunks.getKeys(under([repoId, uploadId]))) storage.chunks.removeSync(key);
+/** The same inside the caller's transaction (a commit that needs no staged copy, the collector). */
+export function removeUploadSync(storage: Storage, repoId: string, uploadId: string): void {
+  // Keys are collected first: a cursor is not walked while its range is being deleted.
+  for (const key of [...storage.chunks.getKeys(under([repoId, uploadId]))]) storage.chunks.removeSync(key);
+  storage.meta.removeSync(K.stagedUpload(uploadId));
 }
 
 /**
  * Makes a staged blob an object of the repository, inside the caller's transaction: a blob the
- * repository already has drops the staged copy; one that fits in a chunk is stored inline.
+ * repository already has drops the staged copy; one that fits in a chunk is stored inline. The
+ * observer learns which of the two happened (quota and pending marks, object-accounting.ts).
  */
-export function commitStagedBlob(storage: Storage, repoId: string, staged: StagedBlob): void {
+export function commitStagedBlob(storage: Storage, repoId: string, staged: StagedBlob, observer: ObjectWriteObserver): void {
   const key = K.object(repoId, staged.oid);
   if (storage.objects.doesExist(key)) {
     removeUploadSync(storage, repoId, staged.upload_id);
+    observer.existing(staged.oid);
     return;
   }
   const expected = Math.ceil(staged.size / CHUNK_SIZE);
@@ -150,9 +178,11 @@ export function commitStagedBlob(storage: Storage, repoId: string, staged: Stage
     const content = expected === 0 ? Buffer.alloc(0) : readChunk(storage, repoId, staged.upload_id, 0);
     storage.objects.putSync(key, encodeInlineObject('blob', content));
     removeUploadSync(storage, repoId, staged.upload_id);
-    return;
+  } else {
+    storage.objects.putSync(key, encodeChunkedHeader({ u: staged.upload_id, s: staged.size, n: staged.chunks }));
+    storage.meta.removeSync(K.stagedUpload(staged.upload_id));
   }
-  storage.objects.putSync(key, encodeChunkedHeader({ u: staged.upload_id, s: staged.size, n: staged.chunks }));
+  observer.stored(staged.oid, staged.size);
 }
 
 /** Removes every chunk of a repository (its deletion; objects are removed by the repo command). */

@@ -72,6 +72,17 @@ export function readChunk(storage: Storage, repoId: string, uploadId: string, in
   return chunk;
 }
 
+/**
+ * Told about every write of a persistent store, so that what storing costs (the org quota) and
+ * what it means (an upload, a fetch, a reference: pending-objects.ts) are decided by the writer.
+ */
+export interface ObjectWriteObserver {
+  /** `oid` was new to the repository and is now stored: `size` bytes of content. */
+  stored(oid: string, size: number): void;
+  /** `oid` was already stored; the write refers to it again. */
+  existing(oid: string): void;
+}
+
 /** Objects up to this size are remembered by a store instance once read or written. */
 const CACHED_OBJECT_BYTES = 64 * 1024;
 
@@ -84,17 +95,20 @@ export class LmdbObjectStore implements ObjectStore {
    * the same trees several times: path lookups, edits, merges).
    */
   private readonly cache = new Map<string, ObjectInfo>();
+  private readonly observer: ObjectWriteObserver | null;
 
   /**
    * `scratch`: writes stay in memory. Readers outside an actor use it for computations that
    * write derived objects (a conflict's materialized view) without touching the database.
+   * `observer`: told whether each persistent write stored a new object or met an existing one.
    */
   constructor(
     private readonly storage: Storage,
     readonly repoId: string,
-    options: { scratch?: boolean } = {},
+    options: { scratch?: boolean; observer?: ObjectWriteObserver } = {},
   ) {
     this.overlay = options.scratch ? new Map() : null;
+    this.observer = options.observer ?? null;
   }
 
   info(oid: string): ObjectInfo | undefined {
@@ -130,22 +144,25 @@ export class LmdbObjectStore implements ObjectStore {
 
   write(type: ObjectType, content: Uint8Array): string {
     const oid = hashObject(type, content);
-    if (this.cache.has(oid)) return oid;
     if (this.overlay) {
       if (!this.has(oid)) this.overlay.set(oid, { type, content: Uint8Array.from(content) });
       return oid;
     }
+    // Checked before writing: the quota counts an object once, when it is first stored, and a
+    // write that meets a stored object references it (which a pending mark must learn).
+    if (this.has(oid)) {
+      this.observer?.existing(oid);
+      return oid;
+    }
     if (type === 'blob' && content.length > CHUNK_SIZE) {
-      if (this.has(oid)) return oid;
       const uploadId = `obj_${oid}`;
       const n = putChunksSync(this.storage, this.repoId, uploadId, content);
       this.storage.objects.putSync(K.object(this.repoId, oid), encodeChunkedHeader({ u: uploadId, s: content.length, n }));
     } else {
-      // No existence check first: an object's bytes are fixed by its oid, so writing one that is
-      // already stored rewrites the same value — rarer and no dearer than a lookup per write.
       this.storage.objects.putSync(K.object(this.repoId, oid), encodeInlineObject(type, content));
       if (content.length <= CACHED_OBJECT_BYTES) this.cache.set(oid, { type, size: content.length, chunked: null, content: Uint8Array.from(content) });
     }
+    this.observer?.stored(oid, content.length);
     return oid;
   }
 }

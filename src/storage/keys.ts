@@ -35,6 +35,13 @@ import type { Key } from 'lmdb';
  *   ['whq', targetId, lane, deliveryId]  orgId  pending deliveries per target and lane (the event's
  *                                     repository id, '-' for org events) in creation order: the
  *                                     webhook actor's durable queue
+ *   ['r', repoId, 'bytes']            number   bytes of the repository's objects counted by the quota
+ *   ['quota', orgId]                  number   bytes of the org's objects (quota.ts)
+ *   ['pend', repoId, oid]             PendingObject  a stored object nothing references yet: an
+ *                                     uploaded blob, or a fetched object before its pull applies
+ *                                     (pending-objects.ts; collected after the retention)
+ *   ['staged', uploadId]              repoId   chunks a request is staging, until the blob commits
+ *                                     or the request discards them (orphans are collected)
  *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
  *   ['idem', keyId, idempotencyKey]   outcome (idempotency-store.ts)
  */
@@ -72,6 +79,10 @@ export const K = {
   webhookTarget: (orgId: string, targetId: string): Key => ['o', orgId, 'wht', targetId],
   webhookDelivery: (orgId: string, targetId: string, deliveryId: string): Key => ['o', orgId, 'whd', targetId, deliveryId],
   webhookPending: (targetId: string, lane: string, deliveryId: string): Key => ['whq', targetId, lane, deliveryId],
+  repoBytes: (repoId: string): Key => ['r', repoId, 'bytes'],
+  orgBytes: (orgId: string): Key => ['quota', orgId],
+  pending: (repoId: string, oid: string): Key => ['pend', repoId, oid],
+  stagedUpload: (uploadId: string): Key => ['staged', uploadId],
   outbox: (eventId: string): Key => ['outbox', eventId],
   idempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
 };

@@ -20,6 +20,7 @@ t.test('config - defaults of every setting', async (t) => {
     keyRateLimit: 0,
     jsonContentLimit: 33554432,
     orgQuotaBytes: 0,
+    blobRetentionS: 86400,
     allowPrivateWebhooks: false,
     allowPrivateUpstreams: false,
     webhookRetryBaseMs: 10000,
@@ -44,6 +45,7 @@ t.test('config - environment, flags over environment, and refusals', async (t) =
     REPOHOST_KEY_RATE_LIMIT: '50',
     REPOHOST_JSON_CONTENT_LIMIT: '1024',
     REPOHOST_ORG_QUOTA_BYTES: '1000000',
+    REPOHOST_BLOB_RETENTION_S: '2',
     REPOHOST_ALLOW_PRIVATE_WEBHOOKS: '1',
     REPOHOST_ALLOW_PRIVATE_UPSTREAMS: 'true',
     REPOHOST_WEBHOOK_RETRY_BASE_MS: '10',
@@ -61,6 +63,7 @@ t.test('config - environment, flags over environment, and refusals', async (t) =
   t.equal(c.brand, 'Mesa');
   t.same(c.jwtAudiences, ['repohost', 'mesa-api']);
   t.same([c.jwtMaxTtlS, c.mailboxLimit, c.keyRateLimit, c.jsonContentLimit, c.orgQuotaBytes], [600, 2, 50, 1024, 1000000]);
+  t.equal(c.blobRetentionS, 2);
   t.same([c.allowPrivateWebhooks, c.allowPrivateUpstreams], [true, true]);
   t.same([c.webhookRetryBaseMs, c.syncRetryBaseMs, c.syncConcurrency], [10, 20, 8]);
   t.equal(c.agentTable, '/etc/agents.json');

@@ -9,6 +9,7 @@ import { applyTreeEdits, lookupPath, type TreeEdit } from '../../vcs/tree-edit.j
 import { commitStagedBlob, type StagedBlob } from '../../storage/blob-store.js';
 import { changeIdOfCommitOid } from '../../storage/change-store.js';
 import { K } from '../../storage/keys.js';
+import { ObjectAccounting, UPLOAD } from '../../storage/object-accounting.js';
 import type { ChangeRecord, FileMetadataRecord } from '../../storage/records.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import { RepoWrite, assertNotRebasedWhileWaiting, type AuthorsInput, type BookmarkMoveResult } from './repo-writes.js';
@@ -85,12 +86,14 @@ function atOp(err: unknown, listKey: string, opIndexOfEdit: readonly number[]): 
 
 function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where: string): string {
   if (op.staged) {
-    commitStagedBlob(w.ctx.storage, w.repo.id, op.staged);
+    commitStagedBlob(w.ctx.storage, w.repo.id, op.staged, w.accounting);
     return op.staged.oid;
   }
   if (op.blob_oid) {
     const info = w.store.info(op.blob_oid);
     if (!info || info.type !== 'blob') throw notFound('NOT_FOUND', `${where}: blob ${op.blob_oid} not found in this repository`, { blob_oid: op.blob_oid });
+    // Named by a write, the uploaded blob is referenced: no longer collectable.
+    w.accounting.existing(op.blob_oid);
     return op.blob_oid;
   }
   const content = op.content ?? '';
@@ -277,10 +280,15 @@ export const applyOpsCommand = defineCommand<ChangeWriteInput>('apply-ops', (inp
   };
 });
 
-/** `POST …/blobs`: makes a staged upload a blob of the repository. */
+/**
+ * `POST …/blobs`: makes a staged upload a blob of the repository, pending until a write names it
+ * (collected after the retention otherwise), and charged to the org's quota.
+ */
 export const storeBlobCommand = defineCommand<BlobStoreInput>('blob.store', (input, ctx) => {
   const w = new RepoWrite(ctx, input.repo_id);
-  commitStagedBlob(ctx.storage, w.repo.id, input.blob);
+  const upload = new ObjectAccounting(ctx.storage.meta, w.repo.id, UPLOAD, ctx.now.getTime());
+  commitStagedBlob(ctx.storage, w.repo.id, input.blob, upload);
+  upload.settle(w.org.id, ctx.settings.orgQuotaBytes);
   w.finish('blob.upload', { oid: input.blob.oid, size: input.blob.size });
   return { status: 201, body: { oid: input.blob.oid, size: input.blob.size }, schema: 'blobUpload' };
 });

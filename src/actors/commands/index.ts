@@ -6,6 +6,7 @@ import { createBookmark, moveBookmark, removeBookmark } from './bookmarks.js';
 import { mergeBookmarks } from './merge.js';
 import { applyOpsCommand, storeBlobCommand } from './apply-ops.js';
 import { createChangeCommand, updateChangeCommand } from './changes.js';
+import { collectBlobsCommand } from './blob-collect.js';
 
 /** Every command the actors understand; the worker loads this module by default. */
-export const commands: Command[] = [createRepo, updateRepo, deleteRepo, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, ...syncCommands, ...webhookCommands];
+export const commands: Command[] = [createRepo, updateRepo, deleteRepo, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, collectBlobsCommand, ...syncCommands, ...webhookCommands];

@@ -12,6 +12,7 @@ import { childrenOf, getChange, isChangeAncestor, isRepositoryEmpty, objectStore
 import type { LmdbObjectStore } from '../../storage/git-object-store.js';
 import { ulid } from '../../storage/ids.js';
 import { K } from '../../storage/keys.js';
+import { ObjectAccounting, REFERENCE } from '../../storage/object-accounting.js';
 import type { BookmarkRecord, ChangeRecord, OrgRecord, RepoRecord } from '../../storage/records.js';
 import { getBookmark, getOrg, getRepo } from '../../storage/repo-store.js';
 import type { CommandContext } from '../command.js';
@@ -24,11 +25,12 @@ import type { CommandContext } from '../command.js';
  *   const w = new RepoWrite(ctx, repoId);
  *   const change = w.createChange({...});        // or w.evolveChange(record, {...})
  *   w.moveBookmarks([{ name, change_id }]);      // the §6.2 history rule, all or nothing
- *   const opId = w.finish('kind', summary);      // op-log entry, evolution records, repo record
+ *   const opId = w.finish('kind', summary);      // quota, op-log entry, evolution records, repo record
  *
  * Invariants it keeps: a change's commit always has its parents' current commits as parents
  * (evolving a change rebases every descendant in the same operation); every commit written is
- * indexed and kept; each rewritten change gets an evolution record and a `change.evolved` event.
+ * indexed and kept; each rewritten change gets an evolution record and a `change.evolved` event;
+ * the objects it stores are charged to the org's quota, all or nothing (`finish`).
  */
 
 /** Commands of one mailbox batch share `ctx.now` (mailbox.ts); used to know what was waiting. */
@@ -151,6 +153,8 @@ export class RepoWrite {
   readonly repo: RepoRecord;
   readonly org: OrgRecord;
   readonly store: LmdbObjectStore;
+  /** What the command's objects cost; they are referenced by the change they are written for. */
+  readonly accounting: ObjectAccounting;
   private readonly pendingEvolution: Array<{ changeId: string; commitOid: string; predecessorOid: string | null }> = [];
   private readonly commits = new Map<string, ChangeCommitView>();
   /** Change records read or written by this command (it is the only writer meanwhile). */
@@ -169,7 +173,8 @@ export class RepoWrite {
     if (!org) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
     this.repo = repo;
     this.org = org;
-    this.store = objectStore(ctx.storage, repo.id);
+    this.accounting = new ObjectAccounting(ctx.storage.meta, repo.id, REFERENCE, ctx.now.getTime());
+    this.store = objectStore(ctx.storage, repo.id, { observer: this.accounting });
     this.nowIso = ctx.now.toISOString();
   }
 
@@ -452,10 +457,13 @@ export class RepoWrite {
   }
 
   /**
-   * Ends the command's writes: appends the operation (its id is the `operation_id`), records the
-   * evolution entries under it and stores the repository record (its `last_op_id` moved).
+   * Ends the command's writes: charges the objects it stored to the org's quota (413
+   * QUOTA_EXCEEDED rolls the whole command back), appends the operation (its id is the
+   * `operation_id`), records the evolution entries under it and stores the repository record
+   * (its `last_op_id` moved).
    */
   finish(kind: string, summary: Record<string, unknown>): string {
+    this.accounting.settle(this.org.id, this.ctx.settings.orgQuotaBytes);
     const opId = this.ctx.mutation.operation(this.repo, kind, summary);
     for (const entry of this.pendingEvolution) {
       putEvolution(this.meta, this.repo.id, entry.changeId, ulid(this.ctx.now.getTime()), {

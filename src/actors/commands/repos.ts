@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { ServiceError, invalid } from '../../errors.js';
 import { K, under } from '../../storage/keys.js';
 import { newId } from '../../storage/ids.js';
+import { releaseRepository } from '../../storage/quota.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
 import { getBookmark, getOrg, getRepo, getRepoByName, ROOT_CHANGE_ID } from '../../storage/repo-store.js';
 import { repoEventView, repositoryView } from '../../protocol/views/repository.js';
@@ -146,6 +147,8 @@ export const deleteRepo = defineCommand<DeleteRepoInput>('repo.delete', (input, 
   if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
   const org = orgOf(ctx, repo.org_id);
   const view = repoEventView(meta, repo);
+  // Its objects go below: their bytes go back to the org's quota (the counter is in the range).
+  releaseRepository(meta, org.id, repo.id);
   // Keys are collected before removing: a cursor is not walked while its range is being deleted.
   for (const key of [...meta.getKeys(under(['r', repo.id]))]) meta.removeSync(key);
   for (const key of [...objects.getKeys(under([repo.id]))]) objects.removeSync(key);

@@ -2,6 +2,7 @@ import { aborted, invalid, notFound } from '../../errors.js';
 import { syncView, type SyncView } from '../../protocol/views/sync.js';
 import { K, under } from '../../storage/keys.js';
 import { newId } from '../../storage/ids.js';
+import { assertRoom } from '../../storage/quota.js';
 import type { SyncDirection, SyncRecord, SyncRefStat, SyncStatus } from '../../storage/records.js';
 import { defineCommand, type CommandContext, type CommandResult } from '../command.js';
 import { applyPull, type PulledRefs } from '../system/sync/pull-apply.js';
@@ -101,6 +102,9 @@ export const enqueueSync = defineCommand<EnqueueSyncInput>('sync.enqueue', (inpu
   const scope = repoScope(ctx, input.repo_id);
   const { repo } = scope;
   if (!repo.upstream) throw invalid('the repository has no upstream configured; set one with PATCH first');
+  // A pull adds objects: refused up front when the org has no room left (a pull that would take
+  // it over fails when its fetch finds out, fetch-job.ts).
+  if (input.direction === 'pull') assertRoom(meta, repo.org_id, ctx.settings.orgQuotaBytes, 0);
   const record: SyncRecord = {
     id: newId('sync'),
     repo_id: repo.id,

@@ -2,10 +2,11 @@ import type { Services } from '../../http/services.js';
 import { startSyncActor } from './sync/index.js';
 import { startAnalytics } from './analytics/index.js';
 import { startWebhookActor } from './webhooks/index.js';
+import { startBlobCollector } from './blob-collector.js';
 
 /**
  * The system actors that run beside the repository actors (upstream sync, webhook fan-out,
- * analytics). Each is started here and stopped on shutdown.
+ * analytics, the blob collector). Each is started here and stopped on shutdown.
  */
 export interface SystemActor {
   stop(): Promise<void>;
@@ -16,7 +17,7 @@ export interface SystemActors {
 }
 
 type Starter = (services: Services) => Promise<SystemActor> | SystemActor;
-const starters: Starter[] = [startAnalytics, startSyncActor, startWebhookActor];
+const starters: Starter[] = [startAnalytics, startSyncActor, startWebhookActor, startBlobCollector];
 
 export async function startSystemActors(services: Services): Promise<SystemActors> {
   const running = await Promise.all(starters.map((start) => start(services)));

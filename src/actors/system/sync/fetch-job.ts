@@ -8,11 +8,19 @@
  * leaves stored objects behind whose history may be partial, so the next fetch asks for them again
  * (and the remote resends everything not reachable from our haves). A connectivity check over the
  * received objects makes sure nothing a new commit needs is missing before anything refers to it.
+ *
+ * Fetched objects are pending under the sync until its pull applies (pending-objects.ts), so what
+ * an interrupted or failed fetch leaves behind is collected. Each batch is charged to the org's
+ * quota in its own transaction; a batch that does not fit fails the sync and the earlier batches
+ * are taken back, so a refused pull keeps nothing.
  */
 import type { Storage } from '../../../storage/database.js';
+import { isServiceError } from '../../../errors.js';
+import { discardFetched } from '../../../storage/blob-collect.js';
 import { changeIdOfCommitOid, getChange, objectStore } from '../../../storage/change-store.js';
 import { K, under } from '../../../storage/keys.js';
-import type { BookmarkRecord, TagRecord } from '../../../storage/records.js';
+import { ObjectAccounting } from '../../../storage/object-accounting.js';
+import type { BookmarkRecord, RepoRecord, TagRecord } from '../../../storage/records.js';
 import type { LmdbObjectStore } from '../../../storage/git-object-store.js';
 import { parseCommit, parseTree } from '../../../vcs/git-object.js';
 import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
@@ -72,20 +80,54 @@ function referencesOf(object: PackObject): string[] {
   return [];
 }
 
-/** Stores a pack's objects in short transactions (other writers wait on the same lock) and checks connectivity. */
-async function storePack(storage: Storage, store: LmdbObjectStore, pack: Buffer): Promise<void> {
-  const repoKey = K.repo(store.repoId);
+/** Where a fetch stores: the sync it belongs to and the org quota it is charged against. */
+export interface FetchTarget {
+  repoId: string;
+  syncId: string;
+  quotaBytes: number;
+}
+
+/**
+ * Stores a pack's objects in short transactions (other writers wait on the same lock), each batch
+ * charged to the quota, and checks connectivity.
+ */
+async function storePack(storage: Storage, target: FetchTarget, pack: Buffer): Promise<LmdbObjectStore> {
+  const { repoId, syncId } = target;
+  const repoKey = K.repo(repoId);
+  const accounting = new ObjectAccounting(storage.meta, repoId, { kind: 'fetch', syncId }, Date.now());
+  /** Objects this fetch stored new, in committed batches (a refusal takes them back). */
+  const stored: string[] = [];
+  let batchStored: string[] = [];
+  const store = objectStore(storage, repoId, {
+    observer: {
+      stored(oid, size) {
+        accounting.stored(oid, size);
+        batchStored.push(oid);
+      },
+      existing: (oid) => accounting.existing(oid),
+    },
+  });
   const received = new Set<string>();
   const needed = new Set<string>();
   let batch: PackObject[] = [];
   let bytes = 0;
   const flush = async (): Promise<void> => {
     const objects = batch;
-    storage.root.transactionSync(() => {
-      // Checked in the same transaction: objects are never written under a deleted repository.
-      if (!storage.meta.doesExist(repoKey)) throw new SyncFailure('the repository was deleted during the sync', false);
-      for (const o of objects) store.write(o.type, o.content);
-    });
+    batchStored = [];
+    try {
+      storage.root.transactionSync(() => {
+        // Checked in the same transaction: objects are never written under a deleted repository.
+        const repo = storage.meta.get(repoKey) as RepoRecord | undefined;
+        if (!repo) throw new SyncFailure('the repository was deleted during the sync', false);
+        for (const o of objects) store.write(o.type, o.content);
+        accounting.settle(repo.org_id, target.quotaBytes);
+      });
+    } catch (err) {
+      if (!isServiceError(err) || err.code !== 'QUOTA_EXCEEDED') throw err;
+      discardFetched(storage, repoId, syncId, stored);
+      throw new SyncFailure(`QUOTA_EXCEEDED: ${err.message}`, false);
+    }
+    stored.push(...batchStored);
     batch = [];
     bytes = 0;
     // Let other syncs of this worker make progress between batches.
@@ -102,9 +144,11 @@ async function storePack(storage: Storage, store: LmdbObjectStore, pack: Buffer)
   for (const oid of needed) {
     if (!received.has(oid) && !store.has(oid)) throw new GitProtocolError(`the upstream sent an incomplete pack (object ${oid} is missing)`);
   }
+  return store;
 }
 
-export async function fetchUpstream(storage: Storage, remote: Remote, repoId: string, globs: RefGlobs): Promise<PulledRefs> {
+export async function fetchUpstream(storage: Storage, remote: Remote, target: FetchTarget, globs: RefGlobs): Promise<PulledRefs> {
+  const { repoId } = target;
   const adv = await listUploadRefs(remote);
   const filter = refFilter(globs);
   const refs: RemoteRef[] = [];
@@ -114,9 +158,8 @@ export async function fetchUpstream(storage: Storage, remote: Remote, repoId: st
     if (filter.classify(ref)!.selected && !holds(storage, repoId, ref, oid)) wants.add(oid);
   }
   if (wants.size > 0) {
-    const store = objectStore(storage, repoId);
     const pack = await fetchPack(remote, adv, [...wants], completeCommits(storage, repoId));
-    await storePack(storage, store, pack);
+    const store = await storePack(storage, target, pack);
     for (const oid of wants) if (!store.has(oid)) throw new GitProtocolError(`the upstream did not send object ${oid}`);
   }
   return { head: adv.symrefs.get('HEAD') ?? null, refs };

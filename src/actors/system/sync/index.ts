@@ -28,6 +28,7 @@ export function startSyncActor(services: Services): SystemActor {
   const workerData: SyncWorkerData = {
     dataDir: config.dataDir,
     allowPrivateUpstreams: config.allowPrivateUpstreams,
+    orgQuotaBytes: config.orgQuotaBytes,
     idleTimeoutMs: IDLE_TIMEOUT_MS,
     logLevel: config.logLevel,
   };

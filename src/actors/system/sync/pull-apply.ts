@@ -12,6 +12,7 @@ import { repoEventView } from '../../../protocol/views/repository.js';
 import { changeIdOfCommitOid, getChange, isRepositoryEmpty, objectStore, putEvolution, putNewChange } from '../../../storage/change-store.js';
 import { K } from '../../../storage/keys.js';
 import { ulid } from '../../../storage/ids.js';
+import { dropPendingOfSync } from '../../../storage/pending-objects.js';
 import type { BookmarkRecord, SyncRecord, SyncRefStat, TagRecord } from '../../../storage/records.js';
 import { getBookmark } from '../../../storage/repo-store.js';
 import type { LmdbObjectStore } from '../../../storage/git-object-store.js';
@@ -273,6 +274,9 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
     }
   }
 
+  // What this sync's fetch stored is kept from now on: the refs imported above reach it (objects
+  // that only a refused ref reaches are kept as well; telling them apart would take a walk).
+  dropPendingOfSync(meta, repo.id, sync.id);
   const created = importer.created;
   return {
     stats,
