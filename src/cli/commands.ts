@@ -181,7 +181,7 @@ export const commandHandlers: Record<string, Handler> = {
       const repo = org && getRepoByName(storage.meta, org.id, target.slice(slash + 1));
       if (!repo) throw invalid(`repository ${target} not found`);
       const summary = await exportRepository(storage, repo, dir);
-      out(ctx, summary, `exported ${target} to ${summary.dir}: ${summary.objects} objects, ${summary.bookmarks} bookmarks, ${summary.kept_commits} kept commits`);
+      out(ctx, summary, `exported ${target} to ${summary.dir}: ${summary.objects} objects, ${summary.bookmarks} bookmarks, ${summary.tags} tags, ${summary.notes} notes refs, ${summary.kept_commits} kept commits`);
       return 0;
     } finally {
       await storage.close();

@@ -2,29 +2,47 @@ import { createWriteStream, existsSync, mkdirSync, readdirSync, writeFileSync } 
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { constants, createDeflate, deflateSync } from 'node:zlib';
-import { invalid } from '../errors.js';
+import type { Transaction } from 'lmdb';
+import { ServiceError, invalid } from '../errors.js';
 import { ROOT_CHANGE_ID } from '../vcs/ids.js';
 import type { Storage } from './database.js';
-import { getChange } from './change-store.js';
-import { decodeObjectValue, readChunk } from './git-object-store.js';
-import { under } from './keys.js';
-import type { BookmarkRecord, RepoRecord } from './records.js';
+import { decodeObjectValue } from './git-object-store.js';
+import { K, under } from './keys.js';
+import { pendingOids } from './pending-objects.js';
+import type { BookmarkRecord, ChangeRecord, RepoRecord, TagRecord } from './records.js';
 
 /**
  * `repohost export`: the repository as a bare git repository (API §13). Every stored object is
  * written as a loose object (zlib-deflated `type size\0content`; large blobs stream through the
  * deflater chunk by chunk), every bookmark as `refs/heads/<name>`, every commit the repository
- * ever had as `refs/jj/keep/<oid>` (so evolution history stays reachable, as jj keeps it), and
+ * ever had as `refs/jj/keep/<oid>` (so evolution history stays reachable, as jj keeps it), every
+ * tag pulled from the upstream as `refs/tags/<name>` (an annotated tag stays a tag object, with
+ * its peeled target in packed-refs), the pulled agentblame notes as `refs/notes/agentblame`, and
  * HEAD names the default bookmark. Conflicted commits keep jj's raw layout.
+ *
+ * Everything is read from ONE LMDB snapshot, held for the whole export: objects are deleted now
+ * (unreferenced blobs are collected, a refused pull is taken back, a repository can be deleted),
+ * so refs read at one moment and objects at a later one could disagree. Objects still pending
+ * (uploads nothing references yet, a pull's objects before it applies) are left out: no ref
+ * reaches them.
  */
 export interface ExportSummary {
   objects: number;
   bookmarks: number;
+  tags: number;
+  notes: number;
   kept_commits: number;
   dir: string;
 }
 
-async function writeChunkedObject(storage: Storage, repoId: string, file: string, uploadId: string, chunks: number, size: number): Promise<void> {
+/** A chunk of a large blob as the export's snapshot has it. */
+function snapshotChunk(storage: Storage, txn: Transaction, repoId: string, uploadId: string, index: number): Buffer {
+  const chunk = storage.chunks.get(K.chunk(repoId, uploadId, index), { transaction: txn });
+  if (!chunk) throw new ServiceError('INTERNAL_ERROR', `missing chunk ${index} of upload ${uploadId}`);
+  return chunk;
+}
+
+async function writeChunkedObject(storage: Storage, txn: Transaction, repoId: string, file: string, uploadId: string, chunks: number, size: number): Promise<void> {
   // Level 1: a large blob is mostly already-compressed data; speed matters more than ratio.
   const deflate = createDeflate({ level: constants.Z_BEST_SPEED });
   const out = createWriteStream(file);
@@ -38,43 +56,83 @@ async function writeChunkedObject(storage: Storage, repoId: string, file: string
     if (!deflate.write(piece)) await once(deflate, 'drain');
   };
   await write(Buffer.from(`blob ${size}\0`));
-  for (let i = 0; i < chunks; i++) await write(readChunk(storage, repoId, uploadId, i));
+  for (let i = 0; i < chunks; i++) await write(snapshotChunk(storage, txn, repoId, uploadId, i));
   deflate.end();
   await done;
 }
 
+/** The object a tag finally names (following tag objects), for packed-refs' peeled line. */
+function peel(storage: Storage, txn: Transaction, repoId: string, oid: string): string {
+  let current = oid;
+  for (let depth = 0; depth < 16; depth++) {
+    const value = storage.objects.get(K.object(repoId, current), { transaction: txn });
+    if (!value) return current;
+    const info = decodeObjectValue(current, value);
+    if (info.type !== 'tag') return current;
+    const m = /^object ([0-9a-f]{40})\n/.exec(Buffer.from(info.content!).toString('latin1', 0, 48));
+    if (!m) return current;
+    current = m[1]!;
+  }
+  return current;
+}
+
 export async function exportRepository(storage: Storage, repo: RepoRecord, dir: string): Promise<ExportSummary> {
   if (existsSync(dir) && readdirSync(dir).length > 0) throw invalid(`export directory ${dir} is not empty`);
+  const txn = storage.root.useReadTransaction();
+  try {
+    return await exportSnapshot(storage, txn, repo, dir);
+  } finally {
+    txn.done();
+  }
+}
+
+async function exportSnapshot(storage: Storage, txn: Transaction, repo: RepoRecord, dir: string): Promise<ExportSummary> {
+  const { meta } = storage;
   for (const sub of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags']) mkdirSync(join(dir, sub), { recursive: true });
   writeFileSync(join(dir, 'config'), '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n');
   writeFileSync(join(dir, 'HEAD'), `ref: refs/heads/${repo.default_bookmark}\n`);
   writeFileSync(join(dir, 'description'), `${repo.name}\n`);
 
-  // Refs first, objects second: objects are never deleted, so every ref read here finds its
-  // objects below even if writes land in between.
-  const refs: Array<[string, string]> = [];
+  /** [ref, oid, peeled oid of an annotated tag] */
+  const refs: Array<[string, string, string | null]> = [];
   let bookmarks = 0;
-  for (const { value } of storage.meta.getRange(under(['r', repo.id, 'bm']))) {
+  for (const { value } of meta.getRange({ ...under(['r', repo.id, 'bm']), transaction: txn })) {
     const bookmark = value as BookmarkRecord;
     if (bookmark.change_id === ROOT_CHANGE_ID) continue;
-    const change = getChange(storage.meta, repo.id, bookmark.change_id);
+    const change = meta.get(K.change(repo.id, bookmark.change_id), { transaction: txn }) as ChangeRecord | undefined;
     if (!change) continue;
-    refs.push([`refs/heads/${bookmark.name}`, change.commit_oid]);
+    refs.push([`refs/heads/${bookmark.name}`, change.commit_oid, null]);
     bookmarks++;
   }
   let kept = 0;
-  for (const key of storage.meta.getKeys(under(['r', repo.id, 'commit']))) {
+  for (const key of meta.getKeys({ ...under(['r', repo.id, 'commit']), transaction: txn })) {
     const oid = (key as string[])[3]!;
-    refs.push([`refs/jj/keep/${oid}`, oid]);
+    refs.push([`refs/jj/keep/${oid}`, oid, null]);
     kept++;
   }
+  let tags = 0;
+  for (const { value } of meta.getRange({ ...under(['r', repo.id, 'tag']), transaction: txn })) {
+    const tag = value as TagRecord;
+    const peeled = peel(storage, txn, repo.id, tag.oid);
+    refs.push([`refs/tags/${tag.name}`, tag.oid, peeled === tag.oid ? null : peeled]);
+    tags++;
+  }
+  let notes = 0;
+  for (const { key, value } of meta.getRange({ ...under(['r', repo.id, 'notes']), transaction: txn })) {
+    refs.push([`refs/notes/${(key as string[])[3]!}`, value as string, null]);
+    notes++;
+  }
   refs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  writeFileSync(join(dir, 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${refs.map(([ref, oid]) => `${oid} ${ref}\n`).join('')}`);
+  // `fully-peeled`: every annotated tag is followed by its `^peeled` line, as git writes it.
+  const lines = refs.map(([ref, oid, peeled]) => `${oid} ${ref}\n${peeled ? `^${peeled}\n` : ''}`);
+  writeFileSync(join(dir, 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${lines.join('')}`);
 
+  const pending = pendingOids(meta, repo.id, txn);
   let objects = 0;
   const folders = new Set<string>();
-  for (const { key, value } of storage.objects.getRange(under([repo.id]))) {
+  for (const { key, value } of storage.objects.getRange({ ...under([repo.id]), transaction: txn })) {
     const oid = (key as string[])[1]!;
+    if (pending.has(oid)) continue;
     const folder = join(dir, 'objects', oid.slice(0, 2));
     if (!folders.has(folder)) {
       mkdirSync(folder, { recursive: true });
@@ -82,9 +140,9 @@ export async function exportRepository(storage: Storage, repo: RepoRecord, dir: 
     }
     const file = join(folder, oid.slice(2));
     const info = decodeObjectValue(oid, value);
-    if (info.chunked) await writeChunkedObject(storage, repo.id, file, info.chunked.u, info.chunked.n, info.size);
+    if (info.chunked) await writeChunkedObject(storage, txn, repo.id, file, info.chunked.u, info.chunked.n, info.size);
     else writeFileSync(file, deflateSync(Buffer.concat([Buffer.from(`${info.type} ${info.size}\0`), info.content])));
     objects++;
   }
-  return { objects, bookmarks, kept_commits: kept, dir };
+  return { objects, bookmarks, tags, notes, kept_commits: kept, dir };
 }
