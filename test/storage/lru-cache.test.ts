@@ -1,0 +1,38 @@
+import t from 'tap';
+import { LruCache } from '../../src/storage/read/lru-cache.js';
+
+t.test('the read cache keeps what is used and forgets what is not, within its bounds', async (t) => {
+  t.test('entry bound: never more than maxEntries; a value used every round survives', async (t) => {
+    const cache = new LruCache<number>(100, Infinity, () => 0);
+    cache.set('hot', 1);
+    for (let i = 0; i < 1000; i++) {
+      cache.set(`k${i}`, i);
+      t.equal(cache.get('hot'), 1);
+    }
+    let kept = 0;
+    for (let i = 0; i < 1000; i++) if (cache.get(`k${i}`) !== undefined) kept++;
+    t.ok(kept <= 100, `${kept} entries kept`);
+    t.ok(kept >= 50, 'the most recent half-generation at least');
+    t.equal(cache.get('k999'), 999, 'the newest entry is there');
+    t.equal(cache.get('k0'), undefined, 'the oldest is gone');
+  });
+
+  t.test('weight bound: large values push out old ones; a value over half the budget is not kept', async (t) => {
+    const cache = new LruCache<Buffer>(1000, 1000, (b) => b.length);
+    cache.set('too-big', Buffer.alloc(600));
+    t.equal(cache.get('too-big'), undefined);
+    for (let i = 0; i < 20; i++) cache.set(`b${i}`, Buffer.alloc(100));
+    let weight = 0;
+    for (let i = 0; i < 20; i++) weight += cache.get(`b${i}`)?.length ?? 0;
+    t.ok(weight <= 1000, `${weight} bytes kept`);
+    t.ok(cache.get('b19'), 'the newest is kept');
+  });
+
+  t.test('replacing a value keeps the newest one', async (t) => {
+    const cache = new LruCache<string>(10, Infinity, () => 0);
+    cache.set('a', 'one');
+    for (let i = 0; i < 6; i++) cache.set(`x${i}`, 'x');
+    cache.set('a', 'two');
+    t.equal(cache.get('a'), 'two');
+  });
+});
