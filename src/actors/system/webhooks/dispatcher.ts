@@ -195,6 +195,9 @@ export class WebhookDispatcher {
       for (const sub of targets) {
         if (!matches(sub, event.type, repoId)) continue;
         const target = sub.record;
+        // A target hears of what happens from its creation on, not of events that were still
+        // waiting in the outbox when it was created.
+        if (event.occurred_at < target.created_at) continue;
         // The envelope exactly as its producer wrote it; no compiled serializer fits every `data`.
         body ??= JSON.stringify(event);
         const record: DeliveryRecord = {
