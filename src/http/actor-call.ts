@@ -25,6 +25,3 @@ export async function callActor(ctx: RequestContext, actor: string, command: str
   });
   return { status: reply.status, json: reply.body };
 }
-
-export const orgActor = (orgId: string): string => `org:${orgId}`;
-export const repoActor = (repoId: string): string => `repo:${repoId}`;

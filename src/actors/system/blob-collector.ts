@@ -16,6 +16,7 @@ import { forgetStaging, lastStagingActivity, stagingUploads } from '../../storag
 import { K } from '../../storage/keys.js';
 import type { CollectBlobsInput } from '../commands/blob-collect.js';
 import type { SystemActor } from './index.js';
+import { repoActor } from '../actor-names.js';
 
 export function sweepIntervalMs(retentionS: number): number {
   return Math.min(15 * 60_000, Math.max(250, (retentionS * 1000) / 4));
@@ -31,7 +32,7 @@ export function startBlobCollector(services: Services): SystemActor {
   async function collect(repoId: string, uploadIds: string[]): Promise<void> {
     const input: CollectBlobsInput = { repo_id: repoId, upload_ids: uploadIds };
     for (;;) {
-      const reply = await runtime.call({ actor: `repo:${repoId}`, command: 'blob.collect', input, principal: COLLECTOR, traceId: `collect-${repoId}` });
+      const reply = await runtime.call({ actor: repoActor(repoId), command: 'blob.collect', input, principal: COLLECTOR, traceId: `collect-${repoId}` });
       const result = JSON.parse(Buffer.from(reply.body).toString('utf8')) as CollectResult;
       if (result.objects > 0 || result.uploads > 0) log.info('collected unreferenced blobs', { repo_id: repoId, ...result });
       if (!result.more || stopped) return;

@@ -7,7 +7,8 @@ import type { ConflictResolution } from '../../vcs/conflict.js';
 import type { Attribution } from '../../vcs/commit.js';
 import type { FileMode } from '../../vcs/git-object.js';
 import { compileBodyCheck, type BodyCheck } from '../body-validator.js';
-import { callActor, repoActor } from '../actor-call.js';
+import { callActor } from '../actor-call.js';
+import { repoActor } from '../../actors/actor-names.js';
 import { WRITE_BODY_LIMIT, isValidBase64, readWriteBody, type ContentEncoding, type ContentRef, type ParsedWriteBody } from '../apply-ops-parser.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
 

@@ -2,7 +2,8 @@ import { invalid, isServiceError } from '../../errors.js';
 import { BlobStager } from '../../storage/blob-store.js';
 import { assertRoom } from '../../storage/quota.js';
 import type { BlobStoreInput } from '../../actors/commands/apply-ops.js';
-import { callActor, repoActor } from '../actor-call.js';
+import { callActor } from '../actor-call.js';
+import { repoActor } from '../../actors/actor-names.js';
 import { MAX_CONTENT_BYTES } from '../apply-ops-parser.js';
 import type { RouteDef } from '../route.js';
 

@@ -9,7 +9,8 @@ import type { BookmarkRecord } from '../../storage/records.js';
 import { getBookmark } from '../../storage/repo-store.js';
 import type { CreateBookmarkInput, DeleteBookmarkInput, MoveBookmarksInput, MoveRequest } from '../../actors/commands/bookmarks.js';
 import type { MergeBookmarksInput, MergeBody } from '../../actors/commands/merge.js';
-import { callActor, repoActor } from '../actor-call.js';
+import { callActor } from '../actor-call.js';
+import { repoActor } from '../../actors/actor-names.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
 import type { RouteDef } from '../route.js';
 

@@ -9,7 +9,8 @@ import type { EnqueueSyncInput } from '../../actors/commands/syncs.js';
 import { wakeSyncActor } from '../../actors/system/sync/index.js';
 import { normalizeRefGlobs, type RefGlobsInput } from '../../actors/system/sync/ref-filter.js';
 import { canAccessRepo } from '../auth/principal.js';
-import { callActor, repoActor } from '../actor-call.js';
+import { callActor } from '../actor-call.js';
+import { repoActor } from '../../actors/actor-names.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
 

@@ -7,7 +7,8 @@ import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.j
 import type { CreateTargetInput, RedeliverInput, TargetInput, UpdateTargetInput } from '../../actors/commands/webhooks.js';
 import { getTarget, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../actors/system/webhooks/records.js';
 import { adoptWebhookDelivery } from '../../actors/system/webhooks/index.js';
-import { callActor, orgActor } from '../actor-call.js';
+import { callActor } from '../actor-call.js';
+import { orgActor } from '../../actors/actor-names.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
 import type { RequestContext, RouteDef } from '../route.js';
 import { allowedRepoIds } from './orgs.js';

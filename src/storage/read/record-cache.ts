@@ -1,4 +1,5 @@
 import type { Database, Key } from 'lmdb';
+import { repoIdOfActor } from '../../actors/actor-names.js';
 
 /**
  * The mutable records the front end reads on nearly every request — a repository by name, its
@@ -69,7 +70,8 @@ export class RecordCache implements RecordReader {
   /** Called when a call to `actor` settles: what it may have written is read afresh. */
   invalidate(actor: string): void {
     // An org actor writes repository records under other scopes too (rename, delete): drop all.
-    if (actor.startsWith('repo:')) this.scopes.delete(actor.slice('repo:'.length));
+    const repoId = repoIdOfActor(actor);
+    if (repoId !== null) this.scopes.delete(repoId);
     else this.scopes = new Map();
   }
 }

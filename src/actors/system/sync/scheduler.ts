@@ -20,6 +20,7 @@ import type { SyncView } from '../../../protocol/views/sync.js';
 import { K, under } from '../../../storage/keys.js';
 import type { SyncRecord } from '../../../storage/records.js';
 import type { SyncJob, SyncJobResult } from './sync-worker.js';
+import { repoActor } from '../../actor-names.js';
 
 export const MAX_TRIES = 5;
 /** Unfinished syncs are looked for this often even without a wake-up (e.g. a lost notification). */
@@ -115,7 +116,7 @@ export class SyncScheduler {
     for (let i = 0; ; i++) {
       try {
         const reply = await this.services.runtime.call({
-          actor: `repo:${record.repo_id}`,
+          actor: repoActor(record.repo_id),
           command,
           input: { repo_id: record.repo_id, sync_id: record.id, ...input },
           principal: systemPrincipal(record.org_id),
