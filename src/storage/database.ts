@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { open, type Database, type RootDatabase, type Key } from 'lmdb';
+import { open, type Database, type RootDatabase, type Key, type TransactionFlags } from 'lmdb';
 
 /**
  * The LMDB environment of a data directory. One environment, shared by the front end, every actor
@@ -13,6 +13,15 @@ import { open, type Database, type RootDatabase, type Key } from 'lmdb';
  * - `chunks`: the 1 MiB pieces of large blobs by `[uploadId, index]`, streamed in before the
  *   mutation that references them commits.
  */
+/**
+ * Flags for `transactionSync` (lmdb-js's `TransactionFlags` enum is a type only): NO_SYNC_FLUSH |
+ * SYNCHRONOUS_COMMIT, the flags its own `putSync` uses. In an environment opened with overlapping
+ * sync (as `openStorage` requires), such a commit releases LMDB's write lock and then flushes to
+ * disk before `transactionSync` returns (`mdb_txn_commit`): durable on return, and other writers
+ * are not kept waiting for this one's sync.
+ */
+export const COMMIT_THEN_SYNC = (0x10000 | 2) as TransactionFlags;
+
 export interface Storage {
   root: RootDatabase;
   meta: Database<unknown, Key>;
@@ -31,6 +40,9 @@ export function openStorage(dataDir: string): Storage {
     // processes) never depend on each other's structure tables.
     encoder: { useRecords: false },
     mapSize: 64 * 1024 ** 3,
+    // lmdb-js's default on Linux, stated because COMMIT_THEN_SYNC relies on it for durability:
+    // opening fails rather than silently committing without a sync.
+    overlappingSync: true,
   }) as RootDatabase;
   const meta = root.openDB({ name: 'meta', encoder: { useRecords: false } } as unknown as { name: string }) as Database<unknown, Key>;
   const objects = root.openDB({ name: 'objects', encoding: 'binary' }) as Database<Buffer, Key>;

@@ -19,7 +19,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { log } from '../../../log.js';
-import type { Storage } from '../../../storage/database.js';
+import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
 import { K, under } from '../../../storage/keys.js';
 import type { ObjectStore } from '../../../vcs/object-store.js';
 import type { AgentTable } from './agent-table.js';
@@ -170,7 +170,7 @@ export class AnalyticsEngine {
 
     if (consistent && state.head === head) {
       this.#stamp(stored, attempt, false);
-      await this.#write(repoId, () => {
+      this.#write(repoId, () => {
         meta.putSync(K.analytics(repoId), encodeDocument(stored));
         meta.putSync(K.analyticsState(repoId), { ...state, error: '' });
       });
@@ -187,7 +187,7 @@ export class AnalyticsEngine {
         addCommits(stored, walk.order.filter((r) => !r.merge).map((r) => r.item));
         this.#stamp(stored, attempt, true);
         const next: AnalyticsState = { ...state, head, error: '' };
-        await this.#write(repoId, () => {
+        this.#write(repoId, () => {
           for (const r of walk.order) meta.putSync(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
           meta.putSync(K.analytics(repoId), encodeDocument(stored));
           meta.putSync(K.analyticsState(repoId), next);
@@ -210,11 +210,11 @@ export class AnalyticsEngine {
     keptValid: boolean,
   ): Promise<Omit<RunOutcome, 'ms'>> {
     const meta = this.storage.meta;
-    if (state && !state.rebuilding) await this.#write(repoId, () => meta.putSync(K.analyticsState(repoId), { ...state, rebuilding: true }));
+    if (state && !state.rebuilding) this.#write(repoId, () => meta.putSync(K.analyticsState(repoId), { ...state, rebuilding: true }));
     const pending: CommitResult[] = [];
-    const flush = async (): Promise<void> => {
+    const flush = (): void => {
       const batch = pending.splice(0);
-      await this.#write(repoId, () => {
+      this.#write(repoId, () => {
         for (const r of batch) meta.putSync(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
       });
     };
@@ -228,7 +228,7 @@ export class AnalyticsEngine {
       ? { order: [], boundary: new Set<string>(), computed: 0, reused: 0 }
       : await this.#walk(store, head, notes, fresh, () => false, kept, async (r) => {
           pending.push(r);
-          if (pending.length >= this.#writeChunk) await flush();
+          if (pending.length >= this.#writeChunk) flush();
         });
 
     const doc = emptyDocument();
@@ -242,7 +242,7 @@ export class AnalyticsEngine {
     }
     const next: AnalyticsState = { engine: ENGINE_VERSION, table: this.table.fingerprint, head, notes: notesOid, rebuilding: false, error: '' };
     const last = pending.splice(0);
-    await this.#write(repoId, () => {
+    this.#write(repoId, () => {
       for (const r of last) meta.putSync(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
       for (const oid of stale) meta.removeSync(K.analyticsCommit(repoId, oid));
       meta.putSync(K.analytics(repoId), encodeDocument(doc));
@@ -313,7 +313,7 @@ export class AnalyticsEngine {
     const meta = this.storage.meta;
     const doc = readDocument(meta, repoId) ?? emptyDocument();
     doc._meta = { lastAttempt: attempt, lastSuccess: doc._meta.lastSuccess, lastError: error };
-    await this.#write(repoId, () => {
+    this.#write(repoId, () => {
       meta.putSync(K.analytics(repoId), encodeDocument(doc));
       // Without a state there is no computation to mark: the document alone says it failed.
       const state = meta.get(K.analyticsState(repoId)) as AnalyticsState | undefined;
@@ -323,13 +323,15 @@ export class AnalyticsEngine {
 
   /**
    * Writes in one transaction of this thread's own, only while the repository exists: checked
-   * inside the transaction, so a repository deleted during a run gets no records back.
+   * inside the transaction, so a repository deleted during a run gets no records back. A
+   * synchronous transaction: an asynchronous one would hold LMDB's write lock while this
+   * low-priority thread waits to be scheduled to run `fn`, stalling the actors' writes.
    */
-  async #write(repoId: string, fn: () => void): Promise<void> {
+  #write(repoId: string, fn: () => void): void {
     const meta = this.storage.meta;
-    await meta.transaction(() => {
+    meta.transactionSync(() => {
       if (meta.doesExist(K.repo(repoId))) fn();
-    });
+    }, COMMIT_THEN_SYNC);
   }
 }
 
