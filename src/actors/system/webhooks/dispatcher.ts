@@ -1,7 +1,8 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Key } from 'lmdb';
 import { request, type Agent } from 'undici';
 import { log } from '../../../log.js';
-import type { Storage } from '../../../storage/database.js';
+import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
 import type { SecretBox } from '../../../storage/secret-box.js';
 import { K, under } from '../../../storage/keys.js';
 import { idTime, newId } from '../../../storage/ids.js';
@@ -15,7 +16,7 @@ import { deliveryHeaders, signatureHeader } from './signature.js';
  * The webhook actor (API §11.3). It runs in its own thread (`worker.ts`), never inside a
  * repository's mailbox:
  *
- *   outbox ──drain (one small async transaction: events out, delivery records in)──▶ LMDB
+ *   outbox ──drain (one small transaction: events out, delivery records in)──▶ LMDB
  *   pending index ['whq', target, lane, delivery] ──▶ one head per (target, lane) in memory
  *
  * A lane (one target, one repository) sends its head delivery until it succeeds or fails for
@@ -79,8 +80,6 @@ class TargetQueue {
 export class WebhookDispatcher {
   private readonly agent: Agent;
   private readonly queues = new Map<string, TargetQueue>();
-  /** Deliveries committed by the running drain but not yet flushed: not to be sent yet. */
-  private readonly unflushed = new Set<string>();
   /** Deliveries answered for good whose final state is still being written: not to be sent again. */
   private readonly finishing = new Set<string>();
   private readonly running = new Set<Promise<void>>();
@@ -151,27 +150,24 @@ export class WebhookDispatcher {
 
   private async poll(): Promise<void> {
     try {
-      while (!this.stopped && (await this.drainOnce()));
+      // One batch per turn of the event loop, so deliveries go on during a long drain.
+      while (!this.stopped && this.drainOnce()) await nextTurn();
     } catch (err) {
       log.error('webhook outbox drain failed', { err });
     }
   }
 
   /** Moves one batch of events from the outbox into delivery records; true when more may wait. */
-  private async drainOnce(): Promise<boolean> {
+  private drainOnce(): boolean {
     const { meta, root } = this.opts.storage;
     let any = false;
     for (const _ of meta.getKeys({ ...under(['outbox']), limit: 1 })) any = true;
     if (!any) return false;
-    const { created, consumed } = await root.transaction(() => this.fanOut());
-    // A delivery is sent only once its record is on disk: otherwise a crash could bring the
-    // event back to the outbox and send it again under a new delivery id.
-    for (const d of created) this.unflushed.add(d.id);
-    try {
-      await root.flushed;
-    } finally {
-      for (const d of created) this.unflushed.delete(d.id);
-    }
+    // Synchronous, so the write lock is held only while `fanOut` runs (an asynchronous transaction
+    // holds it while this thread is scheduled to run the callback), and on disk when it returns:
+    // a delivery is sent only once its record is durable, otherwise a crash could bring the event
+    // back to the outbox and send it again under a new delivery id.
+    const { created, consumed } = root.transactionSync(() => this.fanOut(), COMMIT_THEN_SYNC);
     for (const d of created) this.offer(d.targetId, d.lane);
     return consumed === DRAIN_BATCH;
   }
@@ -250,7 +246,6 @@ export class WebhookDispatcher {
     for (const { key, value } of meta.getRange(under(['whq', q.targetId, lane]))) {
       const id = (key as string[])[3]!;
       if (this.finishing.has(id)) continue; // answered; its final state is being written
-      if (this.unflushed.has(id)) break; // the drain offers it once flushed
       const record = meta.get(K.webhookDelivery(value as string, q.targetId, id)) as DeliveryRecord | undefined;
       const due = record?.next_attempt_at ? Date.parse(record.next_attempt_at) : Date.now();
       const head: Queued = { id, orgId: value as string, targetId: q.targetId, lane, dueAt: due };
