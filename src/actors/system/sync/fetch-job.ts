@@ -14,7 +14,7 @@
  * quota in its own transaction; a batch that does not fit fails the sync and the earlier batches
  * are taken back, so a refused pull keeps nothing.
  */
-import type { Storage } from '../../../storage/database.js';
+import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
 import { isServiceError } from '../../../errors.js';
 import { discardFetched } from '../../../storage/blob-collect.js';
 import { changeIdOfCommitOid, getChange, objectStore } from '../../../storage/change-store.js';
@@ -121,7 +121,8 @@ async function storePack(storage: Storage, target: FetchTarget, pack: Buffer): P
         if (!repo) throw new SyncFailure('the repository was deleted during the sync', false);
         for (const o of objects) store.write(o.type, o.content);
         accounting.settle(repo.org_id, target.quotaBytes);
-      });
+        // A batch is megabytes: its sync runs after the write lock is released.
+      }, COMMIT_THEN_SYNC);
     } catch (err) {
       if (!isServiceError(err) || err.code !== 'QUOTA_EXCEEDED') throw err;
       discardFetched(storage, repoId, syncId, stored);
