@@ -62,9 +62,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     mailboxLimit: config.mailboxLimit,
     commandsModule: fileURLToPath(new URL('./actors/commands/index.js', import.meta.url)),
     onBatch: (stats) => metrics?.observeBatch(stats),
+    onDispatched: (actor) => records.dispatched(actor),
     onSettled: (actor) => {
       storage.root.resetReadTxn();
-      records.invalidate(actor);
+      records.settled(actor);
     },
   });
   metrics = new Metrics(() => runtime.mailboxDepths());

@@ -33,6 +33,11 @@ export interface RuntimeOptions {
   commandsModule: string;
   onBatch?: BatchObserver;
   /**
+   * Called on the calling thread when a call to `actor` is dispatched: from then until it settles,
+   * the actor may commit at any moment (a commit is visible before its flush ends and it replies).
+   */
+  onDispatched?: (actor: string) => void;
+  /**
    * Called on the calling thread when a call to `actor` has settled (replied, failed, or lost with
    * its worker), before the caller sees the outcome. The server renews its LMDB read snapshot
    * and drops its cached records of that actor here: a read that follows an acknowledged write
@@ -111,6 +116,7 @@ export class ActorRuntime {
     const slot = slotOf(shardOf(call.actor), this.options.workers);
     this.depth.set(call.actor, depth + 1);
     this.slotDepth[slot]!++;
+    this.options.onDispatched?.(call.actor);
     try {
       const bytes = encodeRequest({
         actor: call.actor,

@@ -1,18 +1,22 @@
 import type { Database, Key } from 'lmdb';
-import { repoIdOfActor } from '../../actors/actor-names.js';
+import { orgIdOfActor, repoIdOfActor } from '../../actors/actor-names.js';
 
 /**
  * The mutable records the front end reads on nearly every request — a repository by name, its
  * record, bookmarks, changes, file metadata, its latest sync — decoded once and kept until a
  * write may have changed them.
  *
- * Why dropping them on an actor call's settlement is exact: every write to these records is a
- * command to the repository's actor (or, for creating, renaming and deleting repositories, to
- * its org's actor), and every actor call settles on the front-end thread before its client hears
- * of it. `invalidate(actor)` runs there — for a reply, an error or a worker that died mid-batch —
- * so a read that follows an acknowledged write finds no entry and reads LMDB afresh. Entries are
- * filled in the same synchronous step that reads them, so a fill can never straddle a settlement.
- * Values are frozen: they are shared by every request that hits them.
+ * Every write to these records is a command to the repository's actor (or, for creating,
+ * renaming and deleting repositories, to its org's actor), and every actor call is dispatched and
+ * settled on the front-end thread, which tells this cache of both. An LMDB commit is visible to
+ * readers from the moment it commits, before its flush ends and its call settles; so while a
+ * call that may write a scope is in flight, that scope is read from LMDB and neither served from
+ * nor filled into the cache — a read never returns a cached value older than what another
+ * read has already seen. When the call settles (reply, error, or a worker that died mid-batch)
+ * the scope's entries are dropped, and the server renews its read snapshot, so the next fill
+ * reads every acknowledged write. Entries are filled in the same synchronous step that reads
+ * them, so a fill can never straddle a dispatch or a settlement. Values are frozen: they are
+ * shared by every request that hits them.
  */
 export interface RecordReader {
   get(key: Key): unknown;
@@ -36,6 +40,10 @@ function deepFreeze<T>(value: T): T {
 
 export class RecordCache implements RecordReader {
   private scopes = new Map<string, Map<string, unknown>>();
+  /** Calls in flight per actor's scope (repository or org id). */
+  private readonly inFlight = new Map<string, number>();
+  /** Calls in flight to any org actor: they may write records of any of the org's repositories. */
+  private orgCalls = 0;
 
   constructor(private readonly meta: Database<unknown, Key>) {}
 
@@ -43,17 +51,18 @@ export class RecordCache implements RecordReader {
     // A cacheable key's scope is the id of the repository or org whose actor writes it.
     let scopeId: string;
     let entry: string;
+    let writing: boolean;
     if (!Array.isArray(key)) return this.meta.get(key);
-    if (key[0] === 'r' && key.length === 2) {
+    if (key[0] === 'r' && (key.length === 2 || REPO_KINDS.has(key[2] as string))) {
       scopeId = key[1] as string;
-      entry = '';
-    } else if (key[0] === 'r' && REPO_KINDS.has(key[2] as string)) {
-      scopeId = key[1] as string;
-      entry = key.length === 3 ? (key[2] as string) : key.slice(2).join('\0');
+      entry = key.length === 2 ? '' : key.length === 3 ? (key[2] as string) : key.slice(2).join('\0');
+      writing = this.orgCalls > 0 || this.inFlight.has(scopeId);
     } else if (key[0] === 'o' && key[2] === 'name' && key.length === 4) {
       scopeId = key[1] as string;
       entry = key[3] as string;
+      writing = this.inFlight.has(scopeId);
     } else return this.meta.get(key);
+    if (writing) return this.meta.get(key);
 
     let scope = this.scopes.get(scopeId);
     const hit = scope?.get(entry);
@@ -67,10 +76,23 @@ export class RecordCache implements RecordReader {
     return value;
   }
 
-  /** Called when a call to `actor` settles: what it may have written is read afresh. */
-  invalidate(actor: string): void {
-    // An org actor writes repository records under other scopes too (rename, delete): drop all.
+  /** Called when a call to `actor` is dispatched: from now until it settles, it may commit. */
+  dispatched(actor: string): void {
     const repoId = repoIdOfActor(actor);
+    if (repoId === null) this.orgCalls++;
+    const scopeId = repoId ?? orgIdOfActor(actor);
+    this.inFlight.set(scopeId, (this.inFlight.get(scopeId) ?? 0) + 1);
+  }
+
+  /** Called when a call to `actor` settles: what it may have written is read afresh. */
+  settled(actor: string): void {
+    const repoId = repoIdOfActor(actor);
+    if (repoId === null) this.orgCalls--;
+    const scopeId = repoId ?? orgIdOfActor(actor);
+    const n = this.inFlight.get(scopeId)! - 1;
+    if (n === 0) this.inFlight.delete(scopeId);
+    else this.inFlight.set(scopeId, n);
+    // An org actor writes repository records under other scopes too (rename, delete): drop all.
     if (repoId !== null) this.scopes.delete(repoId);
     else this.scopes = new Map();
   }

@@ -1,0 +1,92 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import type { Key } from 'lmdb';
+import { openStorage, type Storage } from '../../src/storage/database.js';
+import { RecordCache } from '../../src/storage/read/record-cache.js';
+
+/**
+ * The front end's record cache against a real LMDB environment. An actor's commit is modelled by
+ * a write to LMDB while the call is in flight (what readers see between a worker's commit and its
+ * reply), followed by a renewed read snapshot, as a later event-loop turn would have.
+ */
+let dir: string;
+let storage: Storage;
+
+t.before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'repohost-record-cache-'));
+  storage = openStorage(dir);
+});
+t.teardown(async () => {
+  await storage.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function commit(key: Key, value: unknown): void {
+  storage.meta.putSync(key, value);
+  storage.root.resetReadTxn();
+}
+
+t.test('a write committed while its call is in flight is read at once, not the cached value', async (t) => {
+  const cache = new RecordCache(storage.meta);
+  const key = ['r', 'repo_A', 'sync-latest'];
+  commit(key, { status: 'in_progress' });
+  t.same(cache.get(key), { status: 'in_progress' });
+
+  cache.dispatched('repo:repo_A');
+  commit(key, { status: 'completed' });
+  t.same(cache.get(key), { status: 'completed' }, 'visible before the call settles');
+  commit(key, { status: 'failed' });
+  t.same(cache.get(key), { status: 'failed' }, 'nothing was cached while the call was in flight');
+  cache.settled('repo:repo_A');
+  t.same(cache.get(key), { status: 'failed' });
+});
+
+t.test('a repository stays uncached until the last of its calls in flight settles', async (t) => {
+  const cache = new RecordCache(storage.meta);
+  const key = ['r', 'repo_B'];
+  commit(key, { name: 'one' });
+  cache.dispatched('repo:repo_B');
+  cache.dispatched('repo:repo_B');
+  cache.settled('repo:repo_B');
+  commit(key, { name: 'two' });
+  t.same(cache.get(key), { name: 'two' }, 'the second call may still commit');
+  cache.settled('repo:repo_B');
+  t.same(cache.get(key), { name: 'two' });
+});
+
+t.test('an org call in flight makes every repository record read afresh, and the org names', async (t) => {
+  const cache = new RecordCache(storage.meta);
+  const record = ['r', 'repo_C'];
+  const name = ['o', 'org_X', 'name', 'c'];
+  commit(record, { name: 'c' });
+  commit(name, 'repo_C');
+  t.same(cache.get(record), { name: 'c' });
+  t.equal(cache.get(name), 'repo_C');
+
+  cache.dispatched('org:org_X');
+  commit(record, { name: 'renamed' });
+  storage.meta.removeSync(name);
+  storage.root.resetReadTxn();
+  t.same(cache.get(record), { name: 'renamed' }, 'a rename by the org actor is visible before it settles');
+  t.equal(cache.get(name), undefined, 'so is the old name going away');
+  cache.settled('org:org_X');
+  t.same(cache.get(record), { name: 'renamed' });
+});
+
+t.test('with no call in flight, a record is decoded once and kept until a call to its actor settles', async (t) => {
+  const cache = new RecordCache(storage.meta);
+  const key = ['r', 'repo_D', 'bm', 'main'];
+  commit(key, { target: 'a' });
+  const first = cache.get(key);
+  t.equal(cache.get(key), first, 'the same decoded value');
+  t.ok(Object.isFrozen(first), 'shared values are frozen');
+  cache.dispatched('repo:repo_E');
+  cache.settled('repo:repo_E');
+  t.equal(cache.get(key), first, 'another repository settling keeps it');
+  commit(key, { target: 'b' });
+  cache.dispatched('repo:repo_D');
+  cache.settled('repo:repo_D');
+  t.same(cache.get(key), { target: 'b' });
+});
