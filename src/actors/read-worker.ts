@@ -35,6 +35,9 @@ function transferable(body: Uint8Array): Uint8Array {
 }
 
 export default function handle(task: ReadTask): unknown {
+  // lmdb-js renews a thread's snapshot on a timer after first use; a task that comes sooner may
+  // follow a write acknowledged since, which it must see.
+  storage.root.resetReadTxn();
   const outcome = runReadTask(storage, task);
   return outcome instanceof Uint8Array ? Piscina.move(transferable(outcome)) : outcome;
 }

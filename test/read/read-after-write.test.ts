@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { ROOT, applyOps, startWithRepo, write } from '../changes/helpers.js';
 
@@ -5,9 +8,15 @@ import { ROOT, applyOps, startWithRepo, write } from '../changes/helpers.js';
  * The front end keeps decoded repository records, bookmarks, changes and small blobs in memory.
  * Each case reads first (so the value is cached), writes, and reads again at once: the second
  * read must show the write, for every kind of record the cache holds.
+ *
+ * The data lives in memory where the machine offers it: a write is acknowledged once flushed, so
+ * the quicker the flush, the sooner a read follows the commit — the tightest case for every
+ * thread's read snapshot to have been renewed.
  */
+const memoryDir = (): string => mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'repohost-test-'));
+
 t.test('a read right after an acknowledged write shows it, though the first read was cached', async (t) => {
-  const f = await startWithRepo(t, 'fresh');
+  const f = await startWithRepo(t, 'fresh', { dataDir: memoryDir() });
   const { s } = f;
   const content = (path: string) => s.api('GET', `${f.base}/content?path=${encodeURIComponent(path)}`);
 
@@ -42,6 +51,20 @@ t.test('a read right after an acknowledged write shows it, though the first read
     const set = await applyOps(f, { change_id: head, ops: [{ op: 'set_metadata', path: 'a.txt', metadata: { owner: 'ann' } }] });
     t.equal(set.status, 200, set.text);
     t.same((await content('a.txt')).json.metadata, { owner: 'ann' });
+  });
+
+  t.test('a diff, computed on the read pool, right after each of many writes shows the write', async (t) => {
+    let parent = (await s.api('GET', f.base)).json.head_change_id as string;
+    let stale = 0;
+    for (let i = 0; i < 150; i++) {
+      const next = await applyOps(f, { base_change_id: parent, ops: [write(`n/${i}.txt`, `${i}\n`)] });
+      t.equal(next.status, 201, next.text);
+      const id = next.json.change.id as string;
+      const diff = await s.api('GET', `${f.base}/diff?base_change_id=${parent}&head_change_id=${id}`);
+      if (diff.status !== 200 || !diff.text.includes(`n/${i}.txt`)) stale++;
+      parent = id;
+    }
+    t.equal(stale, 0, 'no diff was computed on a snapshot older than the write');
   });
 
   t.test('rename and tags through the org, then delete', async (t) => {
