@@ -1,8 +1,10 @@
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Config } from './config.js';
 import { log, setLogLevel } from './log.js';
 import { openStorage, type Storage } from './storage/database.js';
+import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
 import { RecordCache } from './storage/read/record-cache.js';
 import { ActorRuntime } from './actors/runtime.js';
@@ -51,6 +53,8 @@ function listenOperator(metrics: Metrics, addr: string): Promise<{ server: Serve
 /** Starts the whole service on one data directory: storage, actors, front end, operator listener. */
 export async function startServer(config: Config): Promise<RunningServer> {
   setLogLevel(config.logLevel);
+  mkdirSync(config.dataDir, { recursive: true });
+  const lock = await lockDataDir(config.dataDir);
   const storage: Storage = openStorage(config.dataDir);
   const secrets = SecretBox.forDataDir(config.dataDir);
   compileAll();
@@ -90,6 +94,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       await storage.root.flushed;
       operator?.server.close();
       await storage.close();
+      lock.release();
     },
   };
 }

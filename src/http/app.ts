@@ -56,6 +56,14 @@ export interface HttpFrontEnd {
  * hands a typed context to the route's handler. Every failure becomes the error envelope through
  * `sendError`, the single place where codes meet HTTP statuses.
  */
+/** uWS's `LIBUS_LISTEN_EXCLUSIVE_PORT` (its typings declare the options only for a port alone). */
+const EXCLUSIVE_PORT = 1;
+type ListenCallback = (socket: us_listen_socket | false) => void;
+
+function listenExclusive(app: TemplatedApp, host: string, port: number, cb: ListenCallback): void {
+  (app.listen as unknown as (host: string, port: number, options: number, cb: ListenCallback) => TemplatedApp).call(app, host, port, EXCLUSIVE_PORT, cb);
+}
+
 export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFrontEnd {
   const router = new Router(routes);
   const prepared = new Map<RouteDef, Prepared>(routes.map((r) => [r, { route: r, check: r.body ? compileBodyCheck(r.body) : null }]));
@@ -301,8 +309,10 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
   return {
     listen(host, port) {
       return new Promise((resolve, reject) => {
-        app.listen(host, port, (socket) => {
-          if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        // Exclusively: by default uWS sets SO_REUSEPORT, and a second server started on the same
+        // port would silently take a share of the connections.
+        listenExclusive(app, host, port, (socket) => {
+          if (!socket) return reject(new Error(`cannot listen on ${host}:${port}: the port is in use or not allowed`));
           listenSocket = socket;
           resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
         });

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { runCli, serverForFile } from '../helpers/server.js';
@@ -153,4 +154,19 @@ t.test('cli - usage, unknown commands and REPOHOST_DATA', async (t) => {
   t.equal(viaEnv.code, 0, viaEnv.stderr);
   const listed = await s.cli(['key', 'create', '--org', 'from-env', '--scopes', 'read', '--json']);
   t.equal(listed.code, 0, 'the org made through REPOHOST_DATA is in the same data directory');
+});
+
+t.test('cli - serve refuses a data directory another server is serving, and a port another server listens on', async (t) => {
+  const serve = (data: string, port: number) => runCli(['serve', '--host', '127.0.0.1', '--port', String(port), '--metrics-addr', '127.0.0.1:0', '--data', data], {}, 15_000);
+  const sameDir = await serve(s.dataDir, 0);
+  t.same([sameDir.code, sameDir.signal], [1, null], 'exits at once with an error');
+  t.match(sameDir.stdout, /another repohost server is already serving/);
+
+  const other = mkdtempSync(join(tmpdir(), 'repohost-test-'));
+  t.teardown(() => rmSync(other, { recursive: true, force: true }));
+  const samePort = await serve(other, s.port);
+  t.same([samePort.code, samePort.signal], [1, null], 'exits at once with an error');
+  t.match(samePort.stdout, /cannot listen on 127\.0\.0\.1:\d+: the port is in use/);
+
+  for (let i = 0; i < 20; i++) t.equal((await fetch(`${s.url}/healthz`)).status, 200, 'every connection still reaches the running server');
 });

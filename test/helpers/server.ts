@@ -66,16 +66,21 @@ export interface TestServer {
 
 export interface CliResult {
   code: number;
+  /** The signal that ended the command (SIGTERM when `timeoutMs` ran out), or null. */
+  signal: string | null;
   stdout: string;
   stderr: string;
 }
 
-/** Runs the compiled CLI with `args` in a child process and collects its output. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/**
+ * Runs the compiled CLI with `args` in a child process and collects its output. A command still
+ * running after `timeoutMs` (a server that should have refused to start) is killed.
+ */
+export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 0): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, timeout: timeoutMs }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
+      resolve({ code, signal: err?.signal ?? null, stdout, stderr });
     });
   });
 }
