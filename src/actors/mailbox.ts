@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { createHash } from 'node:crypto';
-import { ServiceError, isServiceError } from '../errors.js';
+import { ServiceError, isServiceError, storageUnavailable } from '../errors.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
@@ -110,7 +110,7 @@ export class Mailboxes {
       }
       // The commit itself failed (disk full, map full): nothing in the batch is durable.
       log.error('batch commit failed', { err, size: batch.length });
-      const unavailable = new ServiceError('UNAVAILABLE', 'storage is unavailable, retry later', undefined, { retryAfter: 1 });
+      const unavailable = storageUnavailable();
       replies = batch.map((p) => errorReply(unavailable, started - p.arrived));
     }
     const done = performance.now();

@@ -74,6 +74,9 @@ export const commandHandlers: Record<string, Handler> = {
     const { startServer } = await import('../server.js');
     // A stray rejection is a bug to find (hence a trace id in the log), not a reason to stop serving.
     process.on('unhandledRejection', (err) => log.error('unhandled rejection', { err, trace_id: randomUUID().replace(/-/g, '') }));
+    // A write past the file-size limit (RLIMIT_FSIZE) must fail like a full disk (EFBIG: the
+    // request gets 503 and nothing is saved), not end the process, which is the signal's default.
+    process.on('SIGXFSZ', () => undefined);
     let server: Awaited<ReturnType<typeof startServer>>;
     try {
       server = await startServer(ctx.config);

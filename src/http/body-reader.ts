@@ -55,7 +55,9 @@ export function streamBody(res: HttpResponse, state: RequestState, limit: number
   });
   if (!error) {
     res.onData((chunk, isLast) => {
-      if (error) return;
+      // Once answered (the handler failed while the body was still arriving), the rest of the
+      // body is dropped, and the response, which uWS forbids touching now, is left alone.
+      if (error || state.finished) return;
       total += chunk.byteLength;
       if (total > limit) error = tooLarge(limit);
       else queue.push(Buffer.from(new Uint8Array(chunk)));
@@ -73,7 +75,7 @@ export function streamBody(res: HttpResponse, state: RequestState, limit: number
         if (error) throw error;
         const next = queue.shift();
         if (next) {
-          if (paused && queue.length < 4 && !state.aborted) {
+          if (paused && queue.length < 4 && !state.aborted && !state.finished) {
             paused = false;
             res.resume();
           }

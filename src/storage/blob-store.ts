@@ -1,5 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
-import { ServiceError } from '../errors.js';
+import { ServiceError, storageUnavailable } from '../errors.js';
+import { log } from '../log.js';
 import type { Storage } from './database.js';
 import { newId } from './ids.js';
 import { K, under } from './keys.js';
@@ -31,6 +32,23 @@ export interface StagedBlob {
 /** Chunk writes allowed in flight before `append` waits (bounds memory to a few MiB). */
 const MAX_IN_FLIGHT = 4;
 
+/**
+ * An asynchronous LMDB write whose failure (disk full) is the client's 503, not a 500. Handled
+ * from the start: a write may fail while the request is still waiting on an earlier one, and an
+ * unhandled rejection there would only be noise in the log.
+ */
+function staged(write: Promise<boolean>): Promise<void> {
+  const outcome = write.then(
+    () => undefined,
+    (err: unknown) => {
+      log.error('staging write failed', { err });
+      throw storageUnavailable();
+    },
+  );
+  outcome.catch(() => undefined);
+  return outcome;
+}
+
 /** Upload id → when its stager last received bytes (ms), for uploads this process is staging. */
 const activity = new Map<string, number>();
 
@@ -57,9 +75,9 @@ export class BlobStager {
   private fill = 0;
   private chunkCount = 0;
   private total = 0;
-  private readonly inFlight: Promise<boolean>[] = [];
+  private readonly inFlight: Promise<void>[] = [];
   private readonly hash: Hash | null;
-  private readonly announced: Promise<boolean>;
+  private readonly announced: Promise<void>;
   private discarded = false;
 
   /** `declaredSize`: hash while streaming; the bytes must then add up to exactly this size. */
@@ -71,7 +89,7 @@ export class BlobStager {
     this.hash = declaredSize === null ? null : createHash('sha1').update(`blob ${declaredSize}\0`);
     // Queued before any chunk: lmdb-js commits asynchronous writes in order, so no chunk is ever
     // on disk without the entry that lets the collector find it.
-    this.announced = storage.meta.put(K.stagedUpload(this.uploadId), repoId);
+    this.announced = staged(storage.meta.put(K.stagedUpload(this.uploadId), repoId));
     activity.set(this.uploadId, Date.now());
   }
 
@@ -95,7 +113,7 @@ export class BlobStager {
 
   private async flushChunk(): Promise<void> {
     const chunk = this.fill === CHUNK_SIZE ? this.current : Buffer.from(this.current.subarray(0, this.fill));
-    this.inFlight.push(this.storage.chunks.put(K.chunk(this.repoId, this.uploadId, this.chunkCount++), chunk));
+    this.inFlight.push(staged(this.storage.chunks.put(K.chunk(this.repoId, this.uploadId, this.chunkCount++), chunk)));
     this.current = Buffer.allocUnsafe(CHUNK_SIZE);
     this.fill = 0;
     if (this.inFlight.length >= MAX_IN_FLIGHT) await this.inFlight.shift();
@@ -127,7 +145,9 @@ export class BlobStager {
     this.discarded = true;
     activity.delete(this.uploadId);
     await Promise.allSettled([this.announced, ...this.inFlight.splice(0)]);
-    await discardUpload(this.storage, this.repoId, this.uploadId);
+    // When even the removal cannot be written (disk full), the staged upload stays announced and
+    // the collector removes it later.
+    await discardUpload(this.storage, this.repoId, this.uploadId).catch((err: unknown) => log.warn('staged upload not discarded', { upload_id: this.uploadId, err }));
   }
 }
 

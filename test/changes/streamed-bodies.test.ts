@@ -1,5 +1,6 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
 import { ROOT, exportRepo, startWithRepo, type RepoFixture } from './helpers.js';
 import { streamRequest } from './streaming-client.js';
 
@@ -99,4 +100,52 @@ t.test('streamed bodies - a body that fails after contents were staged leaves no
   } finally {
     await storage.close();
   }
+});
+
+/**
+ * Sends `head`, waits for the server's answer, then sends `tail` on the same request anyway, as
+ * a client that does not read before it has written its whole body does. Resolves with the
+ * answer's status line once the tail is written or the server has closed the connection.
+ */
+function answerMidBody(url: string, headers: Record<string, string>, head: Buffer, tail: Buffer[]): Promise<string> {
+  const { hostname, port, pathname } = new URL(url);
+  const length = head.length + tail.reduce((n, b) => n + b.length, 0);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    let answer = '';
+    socket.on('error', () => resolve(answer));
+    socket.on('close', () => resolve(answer));
+    socket.on('data', async (d: Buffer) => {
+      const first = answer === '';
+      answer += d.toString('latin1');
+      if (!first) return;
+      for (const piece of tail) {
+        if (socket.destroyed) break;
+        if (!socket.write(piece)) await new Promise((r) => socket.once('drain', r).once('close', r));
+      }
+      socket.end();
+    });
+    const lines = [`POST ${pathname} HTTP/1.1`, `host: ${hostname}:${port}`, `content-length: ${length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+    socket.write(head);
+  });
+}
+
+t.test('streamed bodies - an error answered while the body is still arriving leaves the server serving', async (t) => {
+  const f = await startWithRepo(t, 'streamed-early-error');
+  const headers = { authorization: `Bearer ${await f.s.token()}`, 'content-type': 'application/json' };
+  // The first content fails as soon as it ends (it is not base64) and is answered 400; the client
+  // then sends the 30 MiB that follow, which the server must drop without touching the response
+  // it has finished.
+  const head = Buffer.from(`{"base_change_id":"${ROOT}","ops":[{"op":"write","path":"bad.bin","encoding":"base64","content":"!!!!${'A'.repeat(3 * MiB)}"},`);
+  const piece = Buffer.from(bytes(768 * KiB, 5).toString('base64'));
+  const tail = [Buffer.from('{"op":"write","path":"big.bin","encoding":"base64","content":"'), ...Array.from({ length: 40 }, () => piece), Buffer.from('"}]}')];
+  for (let i = 0; i < 3; i++) {
+    const answer = await answerMidBody(`${f.s.url}/v1${f.base}/apply-ops`, headers, head, tail);
+    t.match(answer, /^HTTP\/1\.1 400 /, `attempt ${i + 1}`);
+    t.match(answer, /"code":"INVALID_REQUEST"/);
+  }
+  t.equal((await fetch(`${f.s.url}/healthz`)).status, 200, 'still serving');
+  const ok = await f.s.api('POST', `${f.base}/apply-ops`, { body: { base_change_id: ROOT, ops: [{ op: 'write', path: 'a.txt', content: 'a\n' }] } });
+  t.equal(ok.status, 201, ok.text);
 });
