@@ -19,6 +19,8 @@ export interface Config {
   keyRateLimit: number;
   jsonContentLimit: number;
   orgQuotaBytes: number;
+  /** Free bytes the data directory's disk must keep after a large body is stored (see disk-room.ts). */
+  minFreeBytes: number;
   /** Seconds an uploaded blob (or staged chunks) may stay unreferenced before it is collected. */
   blobRetentionS: number;
   allowPrivateWebhooks: boolean;
@@ -44,6 +46,7 @@ const SETTINGS: Array<[keyof Config, string, string]> = [
   ['keyRateLimit', 'REPOHOST_KEY_RATE_LIMIT', 'key-rate-limit'],
   ['jsonContentLimit', 'REPOHOST_JSON_CONTENT_LIMIT', 'json-content-limit'],
   ['orgQuotaBytes', 'REPOHOST_ORG_QUOTA_BYTES', 'org-quota-bytes'],
+  ['minFreeBytes', 'REPOHOST_MIN_FREE_BYTES', 'min-free-bytes'],
   ['blobRetentionS', 'REPOHOST_BLOB_RETENTION_S', 'blob-retention-s'],
   ['allowPrivateWebhooks', 'REPOHOST_ALLOW_PRIVATE_WEBHOOKS', 'allow-private-webhooks'],
   ['allowPrivateUpstreams', 'REPOHOST_ALLOW_PRIVATE_UPSTREAMS', 'allow-private-upstreams'],
@@ -86,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     keyRateLimit: int(raw('keyRateLimit'), 0, 'REPOHOST_KEY_RATE_LIMIT'),
     jsonContentLimit: int(raw('jsonContentLimit'), 33554432, 'REPOHOST_JSON_CONTENT_LIMIT'),
     orgQuotaBytes: int(raw('orgQuotaBytes'), 0, 'REPOHOST_ORG_QUOTA_BYTES'),
+    minFreeBytes: int(raw('minFreeBytes'), 256 * 1024 * 1024, 'REPOHOST_MIN_FREE_BYTES'),
     blobRetentionS: Math.max(1, int(raw('blobRetentionS'), 86400, 'REPOHOST_BLOB_RETENTION_S')),
     allowPrivateWebhooks: bool(raw('allowPrivateWebhooks')),
     allowPrivateUpstreams: bool(raw('allowPrivateUpstreams')),

@@ -90,5 +90,5 @@ export const invalid = (message: string, details?: ErrorDetails): ServiceError =
 export const notFound = (code: Extract<ErrorCode, `${string}NOT_FOUND`>, message: string, details?: ErrorDetails): ServiceError =>
   new ServiceError(code, message, details);
 export const aborted = (message: string, details?: ErrorDetails): ServiceError => new ServiceError('ABORTED', message, details);
-/** A write LMDB could not commit (disk or map full, I/O error): nothing of it was saved. */
-export const storageUnavailable = (): ServiceError => new ServiceError('UNAVAILABLE', 'storage is unavailable, retry later', undefined, { retryAfter: 1 });
+/** A write LMDB could not commit (disk or map full, I/O error), or one refused before it starts. */
+export const storageUnavailable = (message = 'storage is unavailable, retry later'): ServiceError => new ServiceError('UNAVAILABLE', message, undefined, { retryAfter: 1 });

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { ServiceError, isServiceError } from '../errors.js';
 import { log } from '../log.js';
 import { getRepoByName } from '../storage/repo-store.js';
+import { LARGE_BODY_BYTES, assertDiskRoom } from '../storage/disk-room.js';
 import { fingerprintStream, requestFingerprint } from '../actors/mailbox.js';
 import { loadOutcome } from '../storage/idempotency-store.js';
 import { checkRepoName } from '../protocol/names.js';
@@ -200,6 +201,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
         } else if (!canAccessRepo(principal, repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
       }
       const query = parseQuery(rawQuery, route.query);
+      if (bodyStream && (declared === 0 || declared >= LARGE_BODY_BYTES)) assertDiskRoom(services.config.dataDir, declared, services.config.minFreeBytes);
       if (!bodyPromise && !idemKey) return route.handler(context(principal, repo, query, undefined, null, bodyStream));
       return withBody(principal, repo, query, idemKey, missing);
     }

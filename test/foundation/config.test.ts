@@ -20,6 +20,7 @@ t.test('config - defaults of every setting', async (t) => {
     keyRateLimit: 0,
     jsonContentLimit: 33554432,
     orgQuotaBytes: 0,
+    minFreeBytes: 268435456,
     blobRetentionS: 86400,
     allowPrivateWebhooks: false,
     allowPrivateUpstreams: false,

@@ -55,3 +55,19 @@ t.test('a write the disk cannot take is answered 503 and saves nothing; writes s
   await s.restart();
   t.same(await changes(), [...before, again.json.change.id].sort(), 'after a restart: the first write and the last, nothing of the refused ones');
 });
+
+t.test('below REPOHOST_MIN_FREE_BYTES of free disk, large bodies are refused 503 before anything is stored; small writes go on', async (t) => {
+  const f = await startWithRepo(t, 'nearly-full', { env: { REPOHOST_MIN_FREE_BYTES: String(2 ** 52) } });
+  const { s } = f;
+  const big = await applyOps(f, { base_change_id: ROOT, ops: [binary('big.bin', randomBytes(2 * 1024 * KiB))] });
+  t.equal(big.status, 503, big.text);
+  t.equal(big.json.error.code, 'UNAVAILABLE');
+  t.match(big.json.error.message, /nearly full/);
+  t.ok(Number(big.headers.get('retry-after')) > 0);
+  const blob = await s.api('POST', `${f.base}/blobs`, { raw: randomBytes(2 * 1024 * KiB), headers: { 'content-type': 'application/octet-stream' } });
+  t.equal(blob.status, 503, blob.text);
+  const small = await applyOps(f, { base_change_id: ROOT, ops: [write('a.txt', 'one\n')] });
+  t.equal(small.status, 201, small.text);
+  const anonymous = await fetch(`${s.url}/v1${f.base}/apply-ops`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ base_change_id: ROOT, ops: [binary('big.bin', randomBytes(2 * 1024 * KiB))] }) });
+  t.equal(anonymous.status, 401, 'the token is checked first');
+});
