@@ -1,6 +1,7 @@
 import type { Storage } from '../storage/database.js';
 import { K } from '../storage/keys.js';
 import { newId } from '../storage/ids.js';
+import { under } from '../storage/keys.js';
 import type { EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../storage/records.js';
 
 /**
@@ -10,6 +11,8 @@ import type { EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../s
  */
 export class Mutation {
   readonly events: EventEnvelope[] = [];
+  /** Per org: whether it has a webhook target, read once per command inside its transaction. */
+  private readonly subscribed = new Map<string, boolean>();
 
   constructor(
     private readonly storage: Storage,
@@ -47,8 +50,20 @@ export class Mutation {
       },
       data,
     };
-    this.storage.meta.putSync(K.outbox(event.id), event);
+    // The outbox feeds webhook targets only, and a target hears of events from its creation on:
+    // an org without targets has nobody to tell, now or later, so nothing is stored.
+    if (this.hasTargets(org.id)) this.storage.meta.putSync(K.outbox(event.id), event);
     this.events.push(event);
     return event;
+  }
+
+  private hasTargets(orgId: string): boolean {
+    let has = this.subscribed.get(orgId);
+    if (has === undefined) {
+      has = false;
+      for (const _ of this.storage.meta.getKeys({ ...under(['o', orgId, 'wht']), limit: 1 })) has = true;
+      this.subscribed.set(orgId, has);
+    }
+    return has;
   }
 }

@@ -8,12 +8,14 @@ import { createOrg } from '../../src/storage/admin-store.js';
 import { K, under } from '../../src/storage/keys.js';
 import type { BookmarkRecord, EventEnvelope, OperationRecord, RepoRecord } from '../../src/storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../src/actors/commands/repos.js';
+import type { WebhookTargetRecord } from '../../src/actors/system/webhooks/records.js';
 import { fixture, principal, startRuntime } from './runtime.js';
 
 /**
  * The repository commands against the real actor runtime and LMDB, with no system actor draining
  * the outbox: every mutation's record, indexes, operation-log entry and outbox events appear
- * together, in one transaction per drained batch, or not at all.
+ * together, in one transaction per drained batch, or not at all. The org has a webhook target
+ * (events are only stored for orgs that have one); a second org without targets stores none.
  */
 const ROOT = 'z'.repeat(32);
 const SECRET = 'tok_upstream_secret_55aa';
@@ -21,6 +23,19 @@ const SECRET = 'tok_upstream_secret_55aa';
 const dataDir = mkdtempSync(join(tmpdir(), 'repohost-storage-'));
 const storage = openStorage(dataDir);
 const org = createOrg(storage, 'acme');
+const quiet = createOrg(storage, 'quiet');
+storage.meta.putSync(K.webhookTarget(org.id, 'wht_test'), {
+  id: 'wht_test',
+  org_id: org.id,
+  name: 'all events',
+  url: 'https://93.184.215.14/hook',
+  events: ['repo.created'],
+  repo_ids: null,
+  departed_repo_ids: [],
+  sealed_secret: 'unused',
+  created_at: new Date(0).toISOString(),
+  updated_at: new Date(0).toISOString(),
+} satisfies WebhookTargetRecord);
 const batches: number[] = [];
 const rt = startRuntime({
   dataDir,
@@ -34,10 +49,9 @@ t.teardown(async () => {
   await rt.cleanup();
 });
 
-const actor = `org:${org.id}`;
-async function call(command: string, input: unknown): Promise<{ status: number; json: any; code?: string }> {
+async function call(command: string, input: unknown, asOrg = org): Promise<{ status: number; json: any; code?: string }> {
   try {
-    const r = await rt.runtime.call({ actor, command, input, principal: { ...principal(org.id), orgSlug: 'acme' }, traceId: 'trace' });
+    const r = await rt.runtime.call({ actor: `org:${asOrg.id}`, command, input, principal: { ...principal(asOrg.id), orgSlug: asOrg.slug }, traceId: 'trace' });
     return { status: r.status, json: JSON.parse(Buffer.from(r.body).toString('utf8')) };
   } catch (err) {
     if (isServiceError(err)) return { status: err.status, json: null, code: err.code };
@@ -82,6 +96,15 @@ t.test('repo.create - record, indexes, default bookmark, operation and both even
   t.notMatch(JSON.stringify(evts), SECRET, 'no credential in events');
   t.notMatch(JSON.stringify(op), SECRET, 'no credential in the operation log');
   t.equal(res.json.upstream.auth_kind, 'token');
+});
+
+t.test('repo.create - an org without webhook targets stores no events, the rest as usual', async (t) => {
+  const outboxBefore = storage.meta.getKeysCount(under(['outbox']));
+  const res = await call('repo.create', { ...createInput('Silent'), org_id: quiet.id }, quiet);
+  t.equal(res.status, 201);
+  const repo = storage.meta.get(K.repo(res.json.id)) as RepoRecord;
+  t.equal(repo.last_op_id, ops(repo.id)[0]?.id, 'the operation is recorded');
+  t.equal(storage.meta.getKeysCount(under(['outbox'])), outboxBefore, 'nobody subscribes: no event kept');
 });
 
 t.test('repo.create - a refused create writes nothing', async (t) => {
