@@ -6,7 +6,7 @@ import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
 import { serialize } from '../protocol/serializers.js';
 import type { ActorReplyMsg, ActorRequestMsg } from '../protocol/messages.js';
-import type { Command, CommandContext } from './command.js';
+import type { Command, CommandContext, CommandResult } from './command.js';
 import { Mutation } from './mutation.js';
 import type { ActorSettings } from './settings.js';
 import { log } from '../log.js';
@@ -88,7 +88,10 @@ export class Mailboxes {
     for (const queue of this.queues.values()) batch.push(...queue);
     this.queues.clear();
 
-    let replies: ActorReplyMsg[] = new Array(batch.length);
+    // Everything a command does not need the write lock for happens outside it: decoding the
+    // messages before, serializing the replies after. All writers share LMDB's one lock.
+    const inputs = batch.map((p) => decodeInput(p.req));
+    let outcomes: Outcome[] = new Array(batch.length);
     const started = performance.now();
     let applied = started;
     try {
@@ -96,7 +99,10 @@ export class Mailboxes {
         this.inTransaction = true;
         try {
           const now = new Date();
-          for (let i = 0; i < batch.length; i++) replies[i] = this.apply(batch[i]!, now, started);
+          for (let i = 0; i < batch.length; i++) {
+            const input = inputs[i]!;
+            outcomes[i] = 'error' in input ? input : this.apply(batch[i]!, input.value, now);
+          }
         } finally {
           this.inTransaction = false;
         }
@@ -111,9 +117,10 @@ export class Mailboxes {
       // The commit itself failed (disk full, map full): nothing in the batch is durable.
       log.error('batch commit failed', { err, size: batch.length });
       const unavailable = storageUnavailable();
-      replies = batch.map((p) => errorReply(unavailable, started - p.arrived));
+      outcomes = batch.map(() => ({ error: unavailable }));
     }
     const done = performance.now();
+    const replies = outcomes.map((o, i) => this.reply(batch[i]!, o, started - batch[i]!.arrived));
     // Batch figures ride on the first reply only, so metrics count each batch once.
     replies[0]!.batchSize = batch.length;
     replies[0]!.commitMs = done - started;
@@ -121,22 +128,33 @@ export class Mailboxes {
     for (let i = 0; i < batch.length; i++) batch[i]!.resolve(replies[i]!);
   }
 
+  private reply(p: Pending, outcome: Outcome, queueMs: number): ActorReplyMsg {
+    if ('error' in outcome) return errorReply(outcome.error, queueMs);
+    if ('stored' in outcome) return okReply(outcome.stored.status, encoder.encode(outcome.stored.body), queueMs);
+    try {
+      return okReply(outcome.result.status, encoder.encode(serialize(outcome.result.schema, outcome.result.body)), queueMs);
+    } catch (err) {
+      log.error('reply serialization failed', { err, command: p.req.command, trace_id: p.req.traceId });
+      return errorReply(err, queueMs);
+    }
+  }
+
   /**
    * Runs one command in a child transaction; a thrown error rolls back that command only. With an
    * Idempotency-Key, the outcome (success or client error) is recorded in the same batch, so a
-   * repeat replays it instead of applying the command again.
+   * repeat replays it instead of applying the command again; only then is the reply serialized
+   * inside the transaction.
    */
-  private apply(p: Pending, now: Date, started: number): ActorReplyMsg {
-    const queueMs = started - p.arrived;
+  private apply(p: Pending, input: unknown, now: Date): Outcome {
     const { req } = p;
     const idem = req.idempotency;
     try {
-      return this.storage.root.transactionSync(() => {
+      return this.storage.root.transactionSync((): Outcome => {
         if (idem) {
           const prior = loadOutcome(this.storage, this.secrets, idem.keyId, idem.key, now.getTime());
           if (prior) {
             if (prior.fingerprint !== idem.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
-            return okReply(prior.status, encoder.encode(prior.body), queueMs);
+            return { stored: { status: prior.status, body: prior.body } };
           }
         }
         const command = this.commands.get(req.command);
@@ -152,31 +170,41 @@ export class Mailboxes {
           now,
           mutation: new Mutation(this.storage, this.settings.publicUrl, principal.keyId || null, now),
         };
-        const input = req.payload.length ? JSON.parse(Buffer.from(req.payload).toString('utf8')) : {};
         const result = command.handle(input, ctx);
+        if (!idem) return { result };
         const body = serialize(result.schema, result.body);
-        if (idem) {
-          saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());
-        }
-        return okReply(result.status, encoder.encode(body), queueMs);
+        saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());
+        return { stored: { status: result.status, body } };
       });
     } catch (err) {
       if (err instanceof ThreadExit) throw err;
       if (!isServiceError(err)) log.error('command failed', { err, command: req.command, trace_id: req.traceId });
-      const reply = errorReply(err, queueMs);
-      if (idem && reply.error && replayable(reply.status, reply.error.code)) {
+      const error = isServiceError(err) ? err : new ServiceError('INTERNAL_ERROR', 'internal error');
+      if (idem && replayable(error.status, error.code)) {
         // Outside the rolled-back child transaction, inside the batch: recorded iff the batch commits.
-        const body = serialize('error', { error: errorBody(reply.error) });
-        saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: reply.status, body }, now.getTime());
+        const body = serialize('error', { error: errorBody(error) });
+        saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: error.status, body }, now.getTime());
       }
-      return reply;
+      return { error };
     }
   }
 }
 
-function errorBody(error: NonNullable<ActorReplyMsg['error']>): Record<string, unknown> {
+/** What a command came to inside the batch; its reply is built once the batch is on disk. */
+type Outcome = { result: CommandResult } | { stored: { status: number; body: string } } | { error: unknown };
+
+function decodeInput(req: ActorRequestMsg): { value: unknown } | { error: unknown } {
+  try {
+    return { value: req.payload.length ? JSON.parse(Buffer.from(req.payload).toString('utf8')) : {} };
+  } catch (error) {
+    log.error('undecodable actor message', { error, command: req.command, trace_id: req.traceId });
+    return { error };
+  }
+}
+
+function errorBody(error: ServiceError): Record<string, unknown> {
   const body: Record<string, unknown> = { code: error.code, message: error.message };
-  if (error.details.length) body.details = JSON.parse(Buffer.from(error.details).toString('utf8'));
+  if (error.details) body.details = error.details;
   return body;
 }
 
