@@ -11,7 +11,7 @@ import { ActorRuntime } from './actors/runtime.js';
 import { actorSettings } from './actors/settings.js';
 import { TokenVerifier } from './http/auth/token-verifier.js';
 import { createFrontEnd } from './http/app.js';
-import { Metrics } from './http/metrics.js';
+import { Metrics, type LmdbEnvStats } from './http/metrics.js';
 import { routes } from './http/routes/index.js';
 import { compileAll } from './protocol/serializers.js';
 import type { Services } from './http/services.js';
@@ -72,7 +72,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
       records.settled(actor);
     },
   });
-  metrics = new Metrics(() => runtime.mailboxDepths());
+  metrics = new Metrics(
+    () => runtime.mailboxDepths(),
+    () => storage.root.getStats() as Partial<LmdbEnvStats>,
+  );
   const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS });
   const services: Services = { config, storage, records, secrets, runtime, verifier, metrics };
   const front = createFrontEnd(services, routes);

@@ -1,9 +1,34 @@
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { RequestMetrics } from './request-metrics.js';
 
 /**
+ * What LMDB itself counts for the whole environment (every writer thread of the process), from
+ * `getStats()` of an environment opened with `trackMetrics`: all writers share one write lock, so
+ * the time it is held per second of wall time is the share of the write path's one serial resource
+ * already in use.
+ */
+export interface LmdbEnvStats {
+  timeStartTxns: number;
+  timeDuringTxns: number;
+  timePageFlushes: number;
+  timeSync: number;
+  txns: number;
+  pagesWritten: number;
+}
+
+const LMDB_TOTALS: ReadonlyArray<[keyof LmdbEnvStats, string, string]> = [
+  ['timeStartTxns', 'repohost_lmdb_write_lock_wait_seconds_total', 'Time writers waited for the LMDB write lock'],
+  ['timeDuringTxns', 'repohost_lmdb_write_lock_held_seconds_total', 'Time the LMDB write lock was held (commands applied, pages written)'],
+  ['timePageFlushes', 'repohost_lmdb_page_write_seconds_total', 'Time spent writing dirty pages to the file at commit'],
+  ['timeSync', 'repohost_lmdb_sync_seconds_total', 'Time spent waiting for the disk to make commits durable'],
+  ['txns', 'repohost_lmdb_transactions_total', 'Write transactions committed'],
+  ['pagesWritten', 'repohost_lmdb_pages_written_total', 'Pages written by commits'],
+];
+
+/**
  * The Prometheus metrics of the process, served on the operator listener (API §13). Request
- * latency per route, mailbox depth per worker, batch sizes, LMDB commit and flush latency.
+ * latency per route, mailbox depth per worker, batch sizes, LMDB commit and flush latency, and
+ * LMDB's own write-lock, page and sync totals.
  */
 export class Metrics {
   readonly registry = new Registry();
@@ -14,7 +39,7 @@ export class Metrics {
   readonly queueWaitSeconds: Histogram;
   readonly mailboxDepth: Gauge<'worker'>;
 
-  constructor(depths: () => readonly number[]) {
+  constructor(depths: () => readonly number[], lmdbStats: () => Partial<LmdbEnvStats>) {
     collectDefaultMetrics({ register: this.registry, prefix: 'repohost_process_' });
     const registers = [this.registry];
     this.requests = new RequestMetrics(this.registry);
@@ -31,6 +56,19 @@ export class Metrics {
         depths().forEach((d, i) => this.set({ worker: String(i) }, d));
       },
     });
+    for (const [field, name, help] of LMDB_TOTALS) {
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          const value = lmdbStats()[field];
+          if (typeof value !== 'number') return;
+          this.reset();
+          this.inc(value);
+        },
+      });
+    }
   }
 
   /** Batches are reported once per message; count each batch once (by its first reply). */

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { open, type Database, type RootDatabase, type Key, type TransactionFlags } from 'lmdb';
+import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath, type Key, type TransactionFlags } from 'lmdb';
 
 /**
  * The LMDB environment of a data directory. One environment, shared by the front end, every actor
@@ -33,7 +33,7 @@ export interface Storage {
 export function openStorage(dataDir: string): Storage {
   const path = join(dataDir, 'db');
   mkdirSync(path, { recursive: true });
-  const root = open({
+  const options: RootDatabaseOptionsWithPath & { trackMetrics: boolean } = {
     path,
     maxDbs: 8,
     // Plain msgpack maps: no shared record structures, so the CLI and the server (different
@@ -43,7 +43,10 @@ export function openStorage(dataDir: string): Storage {
     // lmdb-js's default on Linux, stated because COMMIT_THEN_SYNC relies on it for durability:
     // opening fails rather than silently committing without a sync.
     overlappingSync: true,
-  }) as RootDatabase;
+    // LMDB's own write-lock, page and sync totals (a clock read per transaction), for /metrics.
+    trackMetrics: true,
+  };
+  const root = open(options) as RootDatabase;
   const meta = root.openDB({ name: 'meta', encoder: { useRecords: false } } as unknown as { name: string }) as Database<unknown, Key>;
   const objects = root.openDB({ name: 'objects', encoding: 'binary' }) as Database<Buffer, Key>;
   const chunks = root.openDB({ name: 'chunks', encoding: 'binary' }) as Database<Buffer, Key>;

@@ -5,7 +5,7 @@ import { metricValue } from './metrics-text.js';
 /** The operator listener (API §13): Prometheus text on its own port, never on the API port. */
 const s = await serverForFile(t, { workers: 2 });
 
-t.test('metrics - requests and latency per route, mailbox depth per worker, batches, LMDB commit/flush and queue wait', async (t) => {
+t.test('metrics - requests and latency per route, mailbox depth per worker, batches, LMDB commit/flush, queue wait and the LMDB write-lock, page and sync totals', async (t) => {
   const token = await s.token();
   for (let i = 0; i < 3; i++) t.equal((await s.api('GET', '/whoami', { token })).status, 200);
   t.equal((await s.api('GET', '/acme/nope', { token })).status, 404);
@@ -33,6 +33,12 @@ t.test('metrics - requests and latency per route, mailbox depth per worker, batc
   t.equal(metricValue(text, 'repohost_lmdb_flush_seconds_count'), metricValue(text, 'repohost_actor_batch_size_count'));
   t.equal(metricValue(text, 'repohost_actor_queue_wait_seconds_count'), 30, 'queue wait per message');
   t.ok(metricValue(text, 'repohost_process_process_resident_memory_bytes') > 0, 'process metrics');
+
+  const lmdb = (name: string): number => metricValue(text, `repohost_lmdb_${name}_total`);
+  t.ok(lmdb('transactions') >= metricValue(text, 'repohost_actor_batch_size_count'), "LMDB's own count of write transactions, every writer of the process");
+  t.ok(lmdb('pages_written') > lmdb('transactions'), 'pages written by commits');
+  for (const name of ['write_lock_held_seconds', 'sync_seconds']) t.ok(lmdb(name) > 0, `${name} accumulates`);
+  for (const name of ['write_lock_wait_seconds', 'page_write_seconds']) t.ok(lmdb(name) >= 0, `${name} is reported`);
 
   t.equal((await fetch(s.metricsUrl!.replace('/metrics', '/other'))).status, 404);
   t.equal((await fetch(`${s.url}/metrics`)).status, 404, 'not served on the API port');
