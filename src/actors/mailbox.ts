@@ -6,7 +6,7 @@ import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
 import { serialize } from '../protocol/serializers.js';
 import type { ActorReplyMsg, ActorRequestMsg } from '../protocol/messages.js';
-import type { Command, CommandContext, CommandResult } from './command.js';
+import type { Command, CommandContext } from './command.js';
 import { Mutation } from './mutation.js';
 import type { ActorSettings } from './settings.js';
 import { log } from '../log.js';
@@ -88,8 +88,7 @@ export class Mailboxes {
     for (const queue of this.queues.values()) batch.push(...queue);
     this.queues.clear();
 
-    // Everything a command does not need the write lock for happens outside it: decoding the
-    // messages before, serializing the replies after. All writers share LMDB's one lock.
+    // Decoding needs no write lock, and every writer of the environment shares that one lock.
     const inputs = batch.map((p) => decodeInput(p.req));
     let outcomes: Outcome[] = new Array(batch.length);
     const started = performance.now();
@@ -120,7 +119,10 @@ export class Mailboxes {
       outcomes = batch.map(() => ({ error: unavailable }));
     }
     const done = performance.now();
-    const replies = outcomes.map((o, i) => this.reply(batch[i]!, o, started - batch[i]!.arrived));
+    const replies = outcomes.map((o, i) => {
+      const queueMs = started - batch[i]!.arrived;
+      return 'error' in o ? errorReply(o.error, queueMs) : okReply(o.status, encoder.encode(o.body), queueMs);
+    });
     // Batch figures ride on the first reply only, so metrics count each batch once.
     replies[0]!.batchSize = batch.length;
     replies[0]!.commitMs = done - started;
@@ -128,22 +130,11 @@ export class Mailboxes {
     for (let i = 0; i < batch.length; i++) batch[i]!.resolve(replies[i]!);
   }
 
-  private reply(p: Pending, outcome: Outcome, queueMs: number): ActorReplyMsg {
-    if ('error' in outcome) return errorReply(outcome.error, queueMs);
-    if ('stored' in outcome) return okReply(outcome.stored.status, encoder.encode(outcome.stored.body), queueMs);
-    try {
-      return okReply(outcome.result.status, encoder.encode(serialize(outcome.result.schema, outcome.result.body)), queueMs);
-    } catch (err) {
-      log.error('reply serialization failed', { err, command: p.req.command, trace_id: p.req.traceId });
-      return errorReply(err, queueMs);
-    }
-  }
-
   /**
    * Runs one command in a child transaction; a thrown error rolls back that command only. With an
    * Idempotency-Key, the outcome (success or client error) is recorded in the same batch, so a
-   * repeat replays it instead of applying the command again; only then is the reply serialized
-   * inside the transaction.
+   * repeat replays it instead of applying the command again. The reply is serialized inside the
+   * child transaction, so a result that cannot be written rolls its command back.
    */
   private apply(p: Pending, input: unknown, now: Date): Outcome {
     const { req } = p;
@@ -154,7 +145,7 @@ export class Mailboxes {
           const prior = loadOutcome(this.storage, this.secrets, idem.keyId, idem.key, now.getTime());
           if (prior) {
             if (prior.fingerprint !== idem.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
-            return { stored: { status: prior.status, body: prior.body } };
+            return { status: prior.status, body: prior.body };
           }
         }
         const command = this.commands.get(req.command);
@@ -171,10 +162,11 @@ export class Mailboxes {
           mutation: new Mutation(this.storage, this.settings.publicUrl, principal.keyId || null, now),
         };
         const result = command.handle(input, ctx);
-        if (!idem) return { result };
         const body = serialize(result.schema, result.body);
-        saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());
-        return { stored: { status: result.status, body } };
+        if (idem) {
+          saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());
+        }
+        return { status: result.status, body };
       });
     } catch (err) {
       if (err instanceof ThreadExit) throw err;
@@ -190,8 +182,8 @@ export class Mailboxes {
   }
 }
 
-/** What a command came to inside the batch; its reply is built once the batch is on disk. */
-type Outcome = { result: CommandResult } | { stored: { status: number; body: string } } | { error: unknown };
+/** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */
+type Outcome = { status: number; body: string } | { error: unknown };
 
 function decodeInput(req: ActorRequestMsg): { value: unknown } | { error: unknown } {
   try {

@@ -1,7 +1,7 @@
 import type { Storage } from '../storage/database.js';
 import { K } from '../storage/keys.js';
 import { newId } from '../storage/ids.js';
-import { under } from '../storage/keys.js';
+import { orgHasTargets } from './system/webhooks/records.js';
 import type { EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../storage/records.js';
 
 /**
@@ -59,11 +59,7 @@ export class Mutation {
 
   private hasTargets(orgId: string): boolean {
     let has = this.subscribed.get(orgId);
-    if (has === undefined) {
-      has = false;
-      for (const _ of this.storage.meta.getKeys({ ...under(['o', orgId, 'wht']), limit: 1 })) has = true;
-      this.subscribed.set(orgId, has);
-    }
+    if (has === undefined) this.subscribed.set(orgId, (has = orgHasTargets(this.storage.meta, orgId)));
     return has;
   }
 }

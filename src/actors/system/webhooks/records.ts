@@ -63,6 +63,12 @@ export function* orgTargets(meta: Meta, orgId: string): Generator<WebhookTargetR
   for (const { value } of meta.getRange(under(['o', orgId, 'wht']))) yield value as WebhookTargetRecord;
 }
 
+/** Whether an org has any webhook target (a key lookup; no record is decoded). */
+export function orgHasTargets(meta: Meta, orgId: string): boolean {
+  for (const _ of meta.getKeys({ ...under(['o', orgId, 'wht']), limit: 1 })) return true;
+  return false;
+}
+
 /** Deliveries pending (queued, in flight or waiting for a retry), counted from the pending index. */
 export function pendingCount(meta: Meta): number {
   return meta.getKeysCount(under(['whq']));
