@@ -175,6 +175,8 @@ export async function loadPage(file: string, readyExpression: string, probe: str
     if (child.exitCode === null) child.kill('SIGTERM');
     await exited;
     clearTimeout(killer);
-    await rm(profile, { recursive: true, force: true });
+    // Chromium's helper processes may still be writing to the profile after the browser exits:
+    // rm retries on the ENOTEMPTY/EBUSY that race gives.
+    await rm(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 }
