@@ -32,8 +32,14 @@ export interface CommandResult {
 export interface Command<I = unknown> {
   name: string;
   handle(input: I, ctx: CommandContext): CommandResult;
+  /**
+   * Work that needs no database, done on the decoded input before its batch takes LMDB's write
+   * lock (hashing and encoding contents): every writer of the environment waits while a batch
+   * holds that lock, so what can run outside it should.
+   */
+  prepare?(input: I): void;
 }
 
-export function defineCommand<I>(name: string, handle: (input: I, ctx: CommandContext) => CommandResult): Command<I> {
-  return { name, handle };
+export function defineCommand<I>(name: string, handle: (input: I, ctx: CommandContext) => CommandResult, prepare?: (input: I) => void): Command<I> {
+  return prepare ? { name, handle, prepare } : { name, handle };
 }

@@ -89,7 +89,7 @@ export class Mailboxes {
     this.queues.clear();
 
     // Decoding needs no write lock, and every writer of the environment shares that one lock.
-    const inputs = batch.map((p) => decodeInput(p.req));
+    const inputs = batch.map((p) => decodeInput(p.req, this.commands.get(p.req.command)));
     let outcomes: Outcome[] = new Array(batch.length);
     const started = performance.now();
     let applied = started;
@@ -170,8 +170,7 @@ export class Mailboxes {
       });
     } catch (err) {
       if (err instanceof ThreadExit) throw err;
-      if (!isServiceError(err)) log.error('command failed', { err, command: req.command, trace_id: req.traceId });
-      const error = isServiceError(err) ? err : new ServiceError('INTERNAL_ERROR', 'internal error');
+      const error = commandError(err, req);
       if (idem && replayable(error.status, error.code)) {
         // Outside the rolled-back child transaction, inside the batch: recorded iff the batch commits.
         const body = serialize('error', { error: errorBody(error) });
@@ -185,13 +184,27 @@ export class Mailboxes {
 /** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */
 type Outcome = { status: number; body: string } | { error: unknown };
 
-function decodeInput(req: ActorRequestMsg): { value: unknown } | { error: unknown } {
+function decodeInput(req: ActorRequestMsg, command: Command | undefined): { value: unknown } | { error: unknown } {
+  let value: unknown;
   try {
-    return { value: req.payload.length ? JSON.parse(Buffer.from(req.payload).toString('utf8')) : {} };
+    value = req.payload.length ? JSON.parse(Buffer.from(req.payload).toString('utf8')) : {};
   } catch (error) {
     log.error('undecodable actor message', { error, command: req.command, trace_id: req.traceId });
     return { error };
   }
+  try {
+    command?.prepare?.(value);
+  } catch (err) {
+    return { error: commandError(err, req) };
+  }
+  return { value };
+}
+
+/** A command's failure as the client sees it: its own error, or 500 (logged) for anything else. */
+function commandError(err: unknown, req: ActorRequestMsg): ServiceError {
+  if (isServiceError(err)) return err;
+  log.error('command failed', { err, command: req.command, trace_id: req.traceId });
+  return new ServiceError('INTERNAL_ERROR', 'internal error');
 }
 
 function errorBody(error: ServiceError): Record<string, unknown> {

@@ -7,6 +7,7 @@ import { TREE_MODE, readTree, type FileMode, type TreeEntry } from '../../vcs/gi
 import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
 import { applyTreeEdits, lookupPath, type TreeEdit } from '../../vcs/tree-edit.js';
 import { commitStagedBlob, type StagedBlob } from '../../storage/blob-store.js';
+import { CHUNK_SIZE, prepareObject, type PreparedObject } from '../../storage/git-object-store.js';
 import { changeIdOfCommitOid } from '../../storage/change-store.js';
 import { K } from '../../storage/keys.js';
 import { ObjectAccounting, UPLOAD } from '../../storage/object-accounting.js';
@@ -96,8 +97,24 @@ function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where:
     w.accounting.existing(op.blob_oid);
     return op.blob_oid;
   }
-  const content = op.content ?? '';
-  return w.store.write('blob', Buffer.from(content, op.encoding === 'base64' ? 'base64' : 'utf8'));
+  const ready = preparedBlobs.get(op);
+  return ready ? w.store.writePrepared(ready) : w.store.write('blob', inlineContent(op));
+}
+
+function inlineContent(op: Extract<WriteOpInput, { op: 'write' }>): Buffer {
+  return Buffer.from(op.content ?? '', op.encoding === 'base64' ? 'base64' : 'utf8');
+}
+
+/** Inline contents hashed and encoded before the write lock, by op (out of the client's reach). */
+const preparedBlobs = new WeakMap<object, PreparedObject>();
+
+/** The `prepare` of every command that writes files into a change. */
+export function prepareWriteOps(input: ChangeWriteInput): void {
+  for (const op of input.ops) {
+    if (op.op !== 'write' || op.staged || op.blob_oid) continue;
+    const content = inlineContent(op);
+    if (content.length <= CHUNK_SIZE) preparedBlobs.set(op, prepareObject('blob', content));
+  }
 }
 
 /**
@@ -271,14 +288,18 @@ export function writeChange(ctx: CommandContext, input: ChangeWriteInput, kind: 
   return { w, record, created, bookmarks, operationId };
 }
 
-export const applyOpsCommand = defineCommand<ChangeWriteInput>('apply-ops', (input, ctx) => {
-  const result = writeChange(ctx, input, 'apply-ops');
-  return {
-    status: result.created ? 201 : 200,
-    body: { change: result.w.view(result.record), bookmarks: result.bookmarks.map((b) => b.view), operation_id: result.operationId },
-    schema: 'applyOpsResult',
-  };
-});
+export const applyOpsCommand = defineCommand<ChangeWriteInput>(
+  'apply-ops',
+  (input, ctx) => {
+    const result = writeChange(ctx, input, 'apply-ops');
+    return {
+      status: result.created ? 201 : 200,
+      body: { change: result.w.view(result.record), bookmarks: result.bookmarks.map((b) => b.view), operation_id: result.operationId },
+      schema: 'applyOpsResult',
+    };
+  },
+  prepareWriteOps,
+);
 
 /**
  * `POST …/blobs`: makes a staged upload a blob of the repository, pending until a write names it

@@ -7,7 +7,7 @@
  */
 import { ServiceError } from '../../errors.js';
 import type { Storage } from '../database.js';
-import { CHUNK_SIZE, CHUNKED_BLOB, LmdbObjectStore, decodeObjectValue, type ChunkedBlobHeader } from '../git-object-store.js';
+import { CHUNK_SIZE, CHUNKED_BLOB, DEFLATED_BLOB, LmdbObjectStore, decodeObjectValue, storedObjectSize, type ChunkedBlobHeader } from '../git-object-store.js';
 import { K } from '../keys.js';
 import type { GitObject } from '../../vcs/object-store.js';
 import { LruCache } from './lru-cache.js';
@@ -66,7 +66,7 @@ export class ReadObjectStore extends LmdbObjectStore {
     if (cached !== undefined) return cached;
     const view = this.view(oid);
     if (!view) return undefined;
-    const size = view[0] === CHUNKED_BLOB ? ReadObjectStore.header(view).s : view.length - 1;
+    const size = storedObjectSize(view);
     sizeCache.set(key, size);
     return size;
   }
@@ -75,6 +75,7 @@ export class ReadObjectStore extends LmdbObjectStore {
   prefix(oid: string, length: number): Uint8Array {
     const view = this.view(oid);
     if (!view) throw new ServiceError('INTERNAL_ERROR', `missing blob ${oid}`);
+    if (view[0] === DEFLATED_BLOB) return Buffer.from(decodeObjectValue(oid, view).content!.subarray(0, length));
     if (view[0] !== CHUNKED_BLOB) return Buffer.from(view.subarray(1, 1 + length));
     const header = ReadObjectStore.header(view);
     const first = fastView(this.db.chunks.getBinaryFast(K.chunk(this.repoId, header.u, 0)));
