@@ -182,22 +182,16 @@ export class Mailboxes {
 }
 
 /** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */
-type Outcome = { status: number; body: string } | { error: unknown };
+type Outcome = { status: number; body: string } | { error: ServiceError };
 
-function decodeInput(req: ActorRequestMsg, command: Command | undefined): { value: unknown } | { error: unknown } {
-  let value: unknown;
+function decodeInput(req: ActorRequestMsg, command: Command | undefined): { value: unknown } | { error: ServiceError } {
   try {
-    value = req.payload.length ? JSON.parse(Buffer.from(req.payload).toString('utf8')) : {};
-  } catch (error) {
-    log.error('undecodable actor message', { error, command: req.command, trace_id: req.traceId });
-    return { error };
-  }
-  try {
+    const value: unknown = req.payload.length ? JSON.parse(Buffer.from(req.payload).toString('utf8')) : {};
     command?.prepare?.(value);
+    return { value };
   } catch (err) {
     return { error: commandError(err, req) };
   }
-  return { value };
 }
 
 /** A command's failure as the client sees it: its own error, or 500 (logged) for anything else. */
@@ -217,8 +211,7 @@ function okReply(status: number, body: Uint8Array, queueMs: number): ActorReplyM
   return { status, body, batchSize: 0, commitMs: 0, flushMs: 0, queueMs };
 }
 
-function errorReply(err: unknown, queueMs: number): ActorReplyMsg {
-  const e = isServiceError(err) ? err : new ServiceError('INTERNAL_ERROR', 'internal error');
+function errorReply(e: ServiceError, queueMs: number): ActorReplyMsg {
   return {
     status: e.status,
     body: EMPTY,
