@@ -8,6 +8,7 @@ import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
 import { RecordCache } from './storage/read/record-cache.js';
 import { ActorRuntime } from './actors/runtime.js';
+import { configureWorkerHeaps } from './actors/worker-heap.js';
 import { actorSettings } from './actors/settings.js';
 import { TokenVerifier } from './http/auth/token-verifier.js';
 import { createFrontEnd } from './http/app.js';
@@ -58,6 +59,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const storage: Storage = openStorage(config.dataDir);
   const secrets = SecretBox.forDataDir(config.dataDir);
   compileAll();
+  configureWorkerHeaps();
   let metrics: Metrics | null = null;
   const records = new RecordCache(storage.meta);
   const runtime = new ActorRuntime({
