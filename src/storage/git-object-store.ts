@@ -82,10 +82,15 @@ export function encodeChunkedHeader(header: ChunkedBlobHeader): Buffer {
   return Buffer.concat([Buffer.from([CHUNKED_BLOB]), Buffer.from(JSON.stringify(header))]);
 }
 
+/** The header of a `CHUNKED_BLOB` value. */
+export function decodeChunkedHeader(value: Buffer): ChunkedBlobHeader {
+  return JSON.parse(value.toString('utf8', 1)) as ChunkedBlobHeader;
+}
+
 export function decodeObjectValue(oid: string, value: Buffer): ObjectInfo {
   const code = value[0]!;
   if (code === CHUNKED_BLOB) {
-    const header = JSON.parse(value.toString('utf8', 1)) as ChunkedBlobHeader;
+    const header = decodeChunkedHeader(value);
     return { type: 'blob', size: header.s, chunked: header, content: null };
   }
   if (code === DEFLATED_BLOB) return { type: 'blob', size: value.readUInt32LE(1), chunked: null, content: inflateRawSync(value.subarray(5)) };
@@ -97,7 +102,7 @@ export function decodeObjectValue(oid: string, value: Buffer): ObjectInfo {
 /** The size of a stored object from its value, without decoding the content. */
 export function storedObjectSize(value: Buffer): number {
   const code = value[0]!;
-  if (code === CHUNKED_BLOB) return (JSON.parse(value.toString('utf8', 1)) as ChunkedBlobHeader).s;
+  if (code === CHUNKED_BLOB) return decodeChunkedHeader(value).s;
   if (code === DEFLATED_BLOB) return value.readUInt32LE(1);
   return value.length - 1;
 }

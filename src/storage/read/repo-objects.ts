@@ -7,7 +7,7 @@
  */
 import { ServiceError } from '../../errors.js';
 import type { Storage } from '../database.js';
-import { CHUNK_SIZE, CHUNKED_BLOB, DEFLATED_BLOB, LmdbObjectStore, decodeObjectValue, storedObjectSize, type ChunkedBlobHeader } from '../git-object-store.js';
+import { CHUNK_SIZE, CHUNKED_BLOB, DEFLATED_BLOB, LmdbObjectStore, decodeChunkedHeader, decodeObjectValue, storedObjectSize } from '../git-object-store.js';
 import { K } from '../keys.js';
 import type { GitObject } from '../../vcs/object-store.js';
 import { LruCache } from './lru-cache.js';
@@ -56,10 +56,6 @@ export class ReadObjectStore extends LmdbObjectStore {
     return fastView(this.db.objects.getBinaryFast(K.object(this.repoId, oid)));
   }
 
-  private static header(view: Buffer): ChunkedBlobHeader {
-    return JSON.parse(view.toString('utf8', 1)) as ChunkedBlobHeader;
-  }
-
   override size(oid: string): number | undefined {
     const key = this.key(oid);
     const cached = sizeCache.get(key);
@@ -77,7 +73,7 @@ export class ReadObjectStore extends LmdbObjectStore {
     if (!view) throw new ServiceError('INTERNAL_ERROR', `missing blob ${oid}`);
     if (view[0] === DEFLATED_BLOB) return Buffer.from(decodeObjectValue(oid, view).content!.subarray(0, length));
     if (view[0] !== CHUNKED_BLOB) return Buffer.from(view.subarray(1, 1 + length));
-    const header = ReadObjectStore.header(view);
+    const header = decodeChunkedHeader(view);
     const first = fastView(this.db.chunks.getBinaryFast(K.chunk(this.repoId, header.u, 0)));
     if (!first) throw new ServiceError('INTERNAL_ERROR', `missing chunk 0 of blob ${oid}`);
     return Buffer.from(first.subarray(0, length));
