@@ -5,18 +5,25 @@ import { blobOid } from '../read/read-helpers.js';
 import { ROOT, createRepo, noise, storedState, uploadBlob, waitUntil } from './storage-helpers.js';
 
 /**
- * Unreferenced blobs are collected after the retention (API §5.4), here 1 s instead of 24 h; the
- * org quota shows the bytes coming back.
+ * Unreferenced blobs are collected after the retention (API §5.4), here seconds instead of 24 h;
+ * the org quota shows the bytes coming back.
  */
 const QUOTA = 100_000;
 const BLOB = 40_000;
 
 let s: TestServer;
-t.before(async () => {
-  s = await serverForFile(t, { env: { REPOHOST_BLOB_RETENTION_S: '1', REPOHOST_ORG_QUOTA_BYTES: String(QUOTA) } });
-});
+
+/** The collections the server logged for a repository, oldest first. */
+function collections(repoId: string): Array<{ objects: number; uploads: number }> {
+  return s.logs
+    .flatMap((chunk) => chunk.split('\n'))
+    .filter((line) => line.includes('"msg":"collected unreferenced blobs"') && line.includes(`"repo_id":"${repoId}"`))
+    .map((line) => JSON.parse(line) as { objects: number; uploads: number });
+}
 
 t.test('blob collection - an uploaded blob no write names is collected after the retention, a referenced one stays, and the quota gets the bytes back', async (t) => {
+  // Long enough for the uploads and the write that names one of them to fit in it on a slow machine.
+  s = await serverForFile(t, { env: { REPOHOST_BLOB_RETENTION_S: '3', REPOHOST_ORG_QUOTA_BYTES: String(QUOTA) } });
   const orgId = (await s.api('GET', `/${s.org}`)).json.id as string;
   const repoId = await createRepo(s, 'gc');
   const kept = noise(BLOB);
@@ -54,8 +61,9 @@ t.test('blob collection - an uploaded blob no write names is collected after the
   const again = await s.api('POST', `/${s.org}/gc/apply-ops`, { body: { change_id: head, ops: [{ op: 'write', path: 'again.bin', blob_oid: blobOid(sameBytes) }] } });
   t.equal(again.status, 200, 'the blob a write of the same bytes referenced was kept');
 
-  // …and is collected in its turn.
-  await new Promise((r) => setTimeout(r, 2000));
+  // The 30 KB upload no write names is collected in its turn.
+  await waitUntil('the second collection', async () => collections(repoId).length === 2);
+  t.same(collections(repoId).map((c) => c.objects), [1, 1], 'each collection took the one unreferenced blob');
   await s.stop();
   const state = storedState(s.dataDir, orgId, repoId);
   t.notOk(state.objects.includes(blobOid(dropped)), 'the collected blob is gone from the objects database');
@@ -86,6 +94,8 @@ function tricklingUpload(token: string, path: string, start: Buffer): Promise<()
 }
 
 t.test('blob collection - chunks staged by an upload that never committed are collected after the retention', async (t) => {
+  // Shorter than the upload's life before the kill: an upload still arriving is not an orphan.
+  s = await serverForFile(t, { env: { REPOHOST_BLOB_RETENTION_S: '1' } });
   const orgId = (await s.api('GET', `/${s.org}`)).json.id as string;
   const repoId = await createRepo(s, 'orphans');
   const token = await s.token();
@@ -100,7 +110,7 @@ t.test('blob collection - chunks staged by an upload that never committed are co
   t.same(crashed.chunkUploads, crashed.staged, 'and its chunks are in the chunks database');
 
   await s.restart();
-  await new Promise((r) => setTimeout(r, 2500));
+  await waitUntil('the orphan upload to be collected', async () => collections(repoId).some((c) => c.uploads === 1));
   await s.stop();
   const swept = storedState(s.dataDir, orgId, repoId);
   t.same(swept.staged, [], 'the announcement is gone');
