@@ -30,7 +30,9 @@ t.test('a read right after an acknowledged write shows it, though the first read
     t.equal(evolved.status, 200, evolved.text);
     t.equal(Buffer.from((await content('a.txt')).json.content, 'base64').toString(), 'two\n');
     const change = await s.api('GET', `${f.base}/changes/${changeId}`);
-    t.equal(change.json.commit_oid, evolved.json.change.commit_oid, 'the change shows its new commit');
+    t.match(evolved.json.change.current_commit_oid, /^[0-9a-f]{40}$/);
+    t.not(evolved.json.change.current_commit_oid, first.json.change.current_commit_oid, 'the evolve made a new commit');
+    t.equal(change.json.current_commit_oid, evolved.json.change.current_commit_oid, 'the change shows its new commit');
   });
 
   t.test('a new change moves the bookmark and the repository head', async (t) => {
