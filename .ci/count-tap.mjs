@@ -1,7 +1,7 @@
 // Counts test results in tap's TAP output: every named test inside a test file is one result;
 // a file that failed without any failing named test (a crash, a timeout) counts as one failure.
-// Before the count it lists each failure with the file and test it sits in and the start of its
-// diagnostics, so a failed run on record says what failed without the whole log.
+// Before the count it lists each failure, at whatever depth of subtests, with the path of tests it
+// sits in and the start of its diagnostics, so a failed run on record says what failed.
 import { readFileSync } from 'node:fs';
 
 const lines = readFileSync(process.argv[2], 'utf8').split('\n');
@@ -9,10 +9,11 @@ const DIAGNOSTIC_LINES = 16;
 let passed = 0;
 let failed = 0;
 let nestedFailures = 0;
-let file = '';
-let test = '';
-let assertionFailures = 0;
 const report = [];
+/** Subtest names by depth (4 spaces a level). */
+const names = [];
+/** By depth: the report's length when the subtest whose results sit at that depth began. */
+const reportedAt = [];
 
 function diagnostics(from, indent) {
   const out = [];
@@ -27,25 +28,28 @@ function diagnostics(from, indent) {
 
 for (let i = 0; i < lines.length; i++) {
   const line = lines[i];
-  let m;
-  if ((m = /^# Subtest: (.*)$/.exec(line))) file = m[1];
-  else if ((m = /^    # Subtest: (.*)$/.exec(line))) {
-    test = m[1];
-    assertionFailures = 0;
-  } else if (/^    ok \d+/.test(line)) passed++;
-  else if (/^    not ok \d+/.test(line)) {
-    failed++;
-    nestedFailures++;
-    if (assertionFailures === 0) report.push(`- ${file} > ${line.trim()}`, ...diagnostics(i + 1, '    '));
-  } else if (/^        not ok \d+/.test(line)) {
-    assertionFailures++;
-    report.push(`- ${file} > ${test} > ${line.trim()}`, ...diagnostics(i + 1, '        '));
-  } else if (/^ok \d+/.test(line)) nestedFailures = 0;
-  else if (/^not ok \d+/.test(line)) {
-    if (nestedFailures === 0) {
+  const m = /^((?: {4})*)(# Subtest: (.*)|(not )?ok \d+)/.exec(line);
+  if (!m) continue;
+  const depth = m[1].length / 4;
+  if (m[3] !== undefined) {
+    names[depth] = m[3];
+    reportedAt[depth + 1] = report.length;
+    continue;
+  }
+  const ok = m[4] === undefined;
+  // A failing subtest whose failures inside were already listed is not listed again.
+  if (!ok && !(report.length > (reportedAt[depth + 1] ?? Infinity))) {
+    report.push(`- ${[...names.slice(0, depth), line.trim()].join(' > ')}`, ...diagnostics(i + 1, m[1]));
+  }
+  reportedAt[depth + 1] = Infinity;
+  if (depth === 1) {
+    if (ok) passed++;
+    else {
       failed++;
-      report.push(`- ${line.trim()}`, ...diagnostics(i + 1, ''));
+      nestedFailures++;
     }
+  } else if (depth === 0) {
+    if (!ok && nestedFailures === 0) failed++;
     nestedFailures = 0;
   }
 }
