@@ -101,6 +101,26 @@ t.test('bookmarks - glob filters: * stays within a segment, ** crosses them, ? i
   t.same(await names('nothing*'), []);
 });
 
+t.test('bookmarks - a glob built to backtrack answers at once and the server stays responsive', async (t) => {
+  await createRepo(s, 'glob-bomb');
+  const name = 'a'.repeat(35);
+  t.equal((await s.api('POST', '/acme/glob-bomb/bookmarks', { body: { name, change_id: ROOT } })).status, 201);
+  // As a backtracking regular expression this takes seconds per name for 12 pairs and doubles per pair.
+  const glob = `${'*?'.repeat(24)}zz`;
+  const listing = fetch(`${s.url}/v1/acme/glob-bomb/bookmarks?glob=${encodeURIComponent(glob)}`, {
+    headers: { authorization: `Bearer ${await s.token()}` },
+    signal: AbortSignal.timeout(5000),
+  });
+  const health = await fetch(`${s.url}/healthz`, { signal: AbortSignal.timeout(5000) });
+  t.equal(health.status, 200, '/healthz answers while the listing runs');
+  const res = await listing;
+  t.equal(res.status, 200);
+  t.same(((await res.json()) as { bookmarks: unknown[] }).bookmarks, [], 'nothing ends in zz');
+  const long = await s.api('GET', `/acme/glob-bomb/bookmarks?glob=${'a'.repeat(257)}`);
+  t.equal(long.status, 400, 'a glob over 256 characters is refused');
+  t.equal(long.json.error.code, 'INVALID_REQUEST');
+});
+
 t.test('bookmarks - pages by name with a cursor, also under a glob', async (t) => {
   await createRepo(s, 'pages');
   const made = ['b-1', 'b-2', 'b-3', 'b-4', 'b-5', 'c-1'];
