@@ -1,44 +1,43 @@
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { invalid } from '../errors.js';
 
 /**
- * Which addresses outbound connections (webhooks, upstreams) may reach (API §11.1). Link-local and
- * cloud-metadata addresses are always refused; private and loopback ranges only when the operator
- * allows them. Checked when a URL is saved and again against the resolved address at every
- * connection, so DNS rebinding cannot get around it.
+ * Which addresses outbound connections (webhooks, upstreams) may reach (API §11.1). Only global
+ * unicast addresses are reachable by default. Loopback, the unspecified address (which Linux
+ * dials as loopback) and private ranges are reachable only when the operator allows private
+ * targets; every other special range (link-local, cloud metadata, multicast, broadcast, reserved,
+ * benchmarking, documentation, and the IPv6 forms that embed or translate an IPv4 address:
+ * mapped, compatible, NAT64, 6to4, Teredo) is never reached. The ranges come from ipaddr.js's
+ * registry of special-purpose blocks, so a range it names that is not listed below is refused.
+ * Checked when a URL is saved and again against the resolved address at every connection, so DNS
+ * rebinding cannot get around it.
  */
-const ALWAYS = new BlockList();
-ALWAYS.addSubnet('169.254.0.0', 16, 'ipv4'); // link-local, incl. 169.254.169.254 metadata
-ALWAYS.addSubnet('0.0.0.0', 8, 'ipv4');
-ALWAYS.addSubnet('100.100.100.200', 32, 'ipv4'); // Alibaba metadata
-ALWAYS.addSubnet('fe80::', 10, 'ipv6');
-ALWAYS.addAddress('fd00:ec2::254', 'ipv6'); // AWS metadata over IPv6
-ALWAYS.addSubnet('224.0.0.0', 4, 'ipv4');
-ALWAYS.addSubnet('ff00::', 8, 'ipv6');
+const PRIVATE_RANGES = new Set(['loopback', 'unspecified', 'private', 'carrierGradeNat', 'uniqueLocal']);
 
-const PRIVATE = new BlockList();
-PRIVATE.addSubnet('127.0.0.0', 8, 'ipv4');
-PRIVATE.addSubnet('10.0.0.0', 8, 'ipv4');
-PRIVATE.addSubnet('172.16.0.0', 12, 'ipv4');
-PRIVATE.addSubnet('192.168.0.0', 16, 'ipv4');
-PRIVATE.addSubnet('100.64.0.0', 10, 'ipv4');
-PRIVATE.addAddress('::1', 'ipv6');
-PRIVATE.addSubnet('fc00::', 7, 'ipv6');
+/** Cloud metadata services that sit inside otherwise private ranges. */
+const METADATA_ADDRESSES = new Set(['100.100.100.200', 'fd00:ec2::254']);
+
+/** IPv6 global unicast (RFC 4291): everything else ipaddr.js calls plain `unicast` is unassigned or a compatibility form. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
 
 export type AddressVerdict = 'ok' | 'forbidden' | 'private';
 
 export function classifyAddress(address: string): AddressVerdict {
-  const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-  let addr = address;
-  // IPv4-mapped IPv6 (::ffff:127.0.0.1) is judged as the IPv4 address it carries.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) addr = mapped[1]!;
-  const fam = mapped ? 'ipv4' : family;
-  if (ALWAYS.check(addr, fam)) return 'forbidden';
-  if (PRIVATE.check(addr, fam)) return 'private';
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.parse(address);
+  } catch {
+    return 'forbidden';
+  }
+  if (METADATA_ADDRESSES.has(parsed.toNormalizedString()) || METADATA_ADDRESSES.has(parsed.toString())) return 'forbidden';
+  const range = parsed.range();
+  if (PRIVATE_RANGES.has(range)) return 'private';
+  if (range !== 'unicast') return 'forbidden';
+  if (parsed.kind() === 'ipv6' && !parsed.match(GLOBAL_UNICAST_V6)) return 'forbidden';
   return 'ok';
 }
 
@@ -71,7 +70,7 @@ export async function checkUrlAddress(url: URL, allowPrivate: boolean, what: str
   }
   for (const address of addresses) {
     const verdict = classifyAddress(address);
-    if (verdict === 'forbidden') throw invalid(`${what} resolves to a link-local or metadata address, which is never allowed`);
+    if (verdict === 'forbidden') throw invalid(`${what} resolves to a link-local or metadata address or another special-purpose range, which is never allowed`);
     if (verdict === 'private' && !allowPrivate) throw invalid(`${what} resolves to a private or loopback address, which this server does not allow`);
   }
 }

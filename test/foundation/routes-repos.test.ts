@@ -441,6 +441,17 @@ t.test('upstream - validated, credential sealed at rest and never returned or lo
     ['http://10.1.2.3/r.git', /private or loopback/],
     ['http://169.254.169.254/latest', /link-local or metadata/],
     ['http://[::1]/r.git', /private or loopback/],
+    ['http://[::]:9/r.git', /private or loopback/],
+    ['http://0.0.0.0:9/r.git', /private or loopback/],
+    ['http://[::ffff:127.0.0.1]:9/r.git', /special-purpose/],
+    ['http://[::ffff:7f00:1]:9/r.git', /special-purpose/],
+    ['http://[64:ff9b::7f00:1]/r.git', /special-purpose/],
+    ['http://[2002:7f00:1::]/r.git', /special-purpose/],
+    ['http://[fec0::1]/r.git', /special-purpose/],
+    ['http://198.18.0.1/r.git', /special-purpose/],
+    ['http://240.0.0.1/r.git', /special-purpose/],
+    ['http://255.255.255.255/r.git', /special-purpose/],
+    ['http://192.0.0.8/r.git', /special-purpose/],
   ];
   for (const [url, rule] of refused) {
     expectError(t, await create({ name: 'up-bad', upstream: { url } }), 400, 'INVALID_REQUEST', rule);

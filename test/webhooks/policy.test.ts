@@ -39,9 +39,25 @@ t.test('webhook policy - the address policy is applied at connection time, to th
     t.type(await refusal(strict, url), AddressRefusedError, `refused without private addresses: ${url}`);
     t.equal(await refusal(open, url), 200, `allowed with private addresses: ${url}`);
   }
-  for (const url of ['http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/', 'http://0.0.0.0/']) {
-    t.type(await refusal(open, url), AddressRefusedError, `never allowed: ${url}`);
+  // The unspecified addresses are dialled as loopback: judged as loopback.
+  for (const url of [`http://0.0.0.0:${port}/`, `http://[::]:${port}/`]) {
+    t.type(await refusal(strict, url), AddressRefusedError, `refused without private addresses: ${url}`);
   }
+  t.equal(await refusal(open, `http://0.0.0.0:${port}/`), 200, 'allowed as loopback with private addresses');
+  const special = [
+    'http://169.254.169.254/latest/meta-data',
+    'http://[fe80::1]/',
+    `http://[::ffff:127.0.0.1]:${port}/`,
+    `http://[::127.0.0.1]:${port}/`,
+    `http://[64:ff9b::7f00:1]:${port}/`,
+    `http://[2002:7f00:1::]:${port}/`,
+    'http://[fec0::1]/',
+    'http://198.18.0.1/',
+    'http://240.0.0.1/',
+    'http://255.255.255.255/',
+    'http://192.0.0.8/',
+  ];
+  for (const url of special) t.type(await refusal(open, url), AddressRefusedError, `never allowed: ${url}`);
 });
 
 t.test('webhook policy - retry schedule, Retry-After and verdicts', async (t) => {

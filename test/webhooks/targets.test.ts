@@ -158,7 +158,7 @@ t.test('webhook targets - lists page newest first with cursors', async (t) => {
 });
 
 t.test('webhook targets - private and loopback URLs are refused unless the operator allows them', async (t) => {
-  for (const url of ['http://127.0.0.1:9/x', 'http://10.1.2.3/x', 'http://192.168.0.1/x', 'http://[::1]/x', 'http://localhost:9/x']) {
+  for (const url of ['http://127.0.0.1:9/x', 'http://10.1.2.3/x', 'http://192.168.0.1/x', 'http://[::1]/x', 'http://localhost:9/x', 'http://[::]:9/x', 'http://0.0.0.0:9/x']) {
     const res = await strict.api('POST', '/acme/webhook-targets', { body: { url } });
     t.equal(res.status, 400, url);
     t.match(res.json.error.message, /private or loopback/, url);
