@@ -1,4 +1,5 @@
 import { arr, nullable, obj, page, str, type JsonSchema } from './common.js';
+import { MAX_GLOB_LENGTH } from '../ref-glob.js';
 
 /** The sync record (API §9); `ref_globs` is left out of sync-run lists. */
 const syncFields: Record<string, JsonSchema> = {
@@ -23,7 +24,7 @@ export const syncRunPage: JsonSchema = page('sync_runs', syncRun);
 
 // ---- request bodies ----
 
-const glob = nullable(str({ minLength: 1, maxLength: 1024 }));
+const glob = nullable(str({ minLength: 1, maxLength: MAX_GLOB_LENGTH }));
 
 export const createSyncBody: JsonSchema = obj(
   {
