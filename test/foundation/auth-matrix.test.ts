@@ -67,6 +67,21 @@ t.test('auth - missing, malformed and invalid tokens are 401 "invalid access tok
   t.equal((await s.api('GET', '/whoami', { token: '', headers: { authorization: `bearer ${await s.token()}` } })).status, 200, 'the scheme is case-insensitive');
 });
 
+t.test('auth - a token over 8 KiB is refused before it is decoded; one just under it works', async (t) => {
+  const padded = async (chars: number): Promise<string> => {
+    const base = await s.token({ extra: { pad: '' } });
+    // Each padding character adds 4/3 of a character to the encoded payload.
+    return s.token({ extra: { pad: 'x'.repeat(Math.floor(((chars - base.length) * 3) / 4)) } });
+  };
+  const fits = await padded(8 * 1024 - 8);
+  t.ok(fits.length <= 8 * 1024, `${fits.length} characters`);
+  t.equal((await whoami(fits)).status, 200);
+  const over = await padded(8 * 1024 + 64);
+  t.ok(over.length > 8 * 1024, `${over.length} characters`);
+  expect401(t, await whoami(over));
+  expect401(t, await whoami(await padded(40 * 1024)));
+});
+
 t.test('auth - a key not registered for the issuer is JWT_UNKNOWN_PUBLIC_KEY', async (t) => {
   const stranger = unregisteredKey();
   expect401(t, await whoami(await s.token({ key: stranger })), 'JWT_UNKNOWN_PUBLIC_KEY');

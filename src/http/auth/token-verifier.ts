@@ -7,6 +7,7 @@ import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
 import { getOrg, getOrgBySlug } from '../../storage/repo-store.js';
 import { expandScopes, intersect } from './permissions.js';
 import type { AuthorClaim, Principal } from './principal.js';
+import { TokenCache } from './token-cache.js';
 
 interface LoadedKey {
   record: SigningKeyRecord;
@@ -20,7 +21,17 @@ export interface VerifierOptions {
 }
 
 const CLOCK_SKEW_S = 30;
-const CACHE_LIMIT = 100_000;
+/** Longest accepted token: a compact JWS with a hundred authors and 250 repository ids fits in half of it. */
+export const MAX_TOKEN_CHARS = 8 * 1024;
+/** Memory the verified-token cache may hold: tens of thousands of typical tokens. */
+const CACHE_BUDGET_BYTES = 16 * 1024 * 1024;
+/** What a principal holds besides its claims' strings (sets, arrays, the message form), roughly. */
+const PRINCIPAL_OVERHEAD = 600;
+
+interface CachedPrincipal {
+  principal: Principal;
+  bytes: number;
+}
 
 const unauthorized = (): ServiceError => new ServiceError('UNAUTHORIZED', 'invalid access token');
 const unknownKey = (): ServiceError => new ServiceError('JWT_UNKNOWN_PUBLIC_KEY', 'the token is signed by a key that is not registered for its issuer');
@@ -29,7 +40,8 @@ function bearerToken(authorization: string | undefined): string {
   const scheme = authorization?.slice(0, 7);
   if (!authorization || (scheme !== 'Bearer ' && scheme?.toLowerCase() !== 'bearer ')) throw unauthorized();
   const token = authorization.slice(7).trim();
-  if (!token) throw unauthorized();
+  // Refused before any decoding: a token's size must not choose how much work or memory it gets.
+  if (!token || token.length > MAX_TOKEN_CHARS) throw unauthorized();
   return token;
 }
 
@@ -37,14 +49,14 @@ function bearerToken(authorization: string | undefined): string {
  * Verifies EdDSA access tokens against the signing-key table (API §2). The table is held in
  * memory and reloaded whenever the key-version counter in LMDB moves — a ~1 µs read on every
  * request — so a key disabled, revoked or narrowed by the CLI in another process takes effect on
- * the very next request. Verified tokens are cached until `exp`; the cache is dropped with the
- * table, so a cached token never outlives a change to its key.
+ * the very next request. Verified tokens are cached until `exp`, within a byte budget; the cache is
+ * dropped with the table, so a cached token never outlives a change to its key.
  */
 export class TokenVerifier {
   private version = -1;
   private byId = new Map<string, LoadedKey>();
   private byX = new Map<string, LoadedKey>();
-  private cache = new Map<string, Principal>();
+  private cache = new TokenCache<CachedPrincipal>(CACHE_BUDGET_BYTES);
 
   constructor(
     private readonly storage: Storage,
@@ -66,7 +78,7 @@ export class TokenVerifier {
     }
     this.byId = byId;
     this.byX = byX;
-    this.cache = new Map();
+    this.cache = new TokenCache(CACHE_BUDGET_BYTES);
     this.version = version;
   }
 
@@ -79,7 +91,7 @@ export class TokenVerifier {
     this.refresh();
     const cached = this.cache.get(token);
     if (!cached) return null;
-    if (cached.exp + CLOCK_SKEW_S > Date.now() / 1000) return cached;
+    if (cached.principal.exp + CLOCK_SKEW_S > Date.now() / 1000) return cached.principal;
     this.cache.delete(token);
     return null;
   }
@@ -92,8 +104,7 @@ export class TokenVerifier {
     // revoked), the result lands in the discarded map, never in the new one.
     const cache = this.cache;
     const principal = await this.verifyUncached(token);
-    if (cache.size >= CACHE_LIMIT) cache.clear();
-    cache.set(token, principal);
+    cache.set(token, { principal, bytes: principalBytes(principal) });
     return principal;
   }
 
@@ -175,6 +186,15 @@ export class TokenVerifier {
       },
     };
   }
+}
+
+function principalBytes(p: Principal): number {
+  let chars = 0;
+  for (const name of p.repoNames ?? []) chars += name.length;
+  for (const id of p.repoIds ?? []) chars += id.length;
+  // Authors are held twice: as claims and in the message form.
+  for (const a of p.authors ?? []) chars += 2 * (a.name.length + (a.email?.length ?? 0));
+  return PRINCIPAL_OVERHEAD + 2 * chars;
 }
 
 /** The `author` claim: 1–100 `[name, email|null]` pairs (API §2). */
