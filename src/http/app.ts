@@ -11,6 +11,7 @@ import { checkRepoName } from '../protocol/names.js';
 import { canAccessRepo, mayNameRepo } from './auth/principal.js';
 import { compileBodyCheck, type BodyCheck } from './body-validator.js';
 import { DEFAULT_BODY_LIMIT, readBody, streamBody } from './body-reader.js';
+import { parseJsonBody } from './json-body.js';
 import { parseQuery } from './query.js';
 import { RequestState } from './request-state.js';
 import { send, sendError, sendStream } from './responder.js';
@@ -222,11 +223,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
         if (rawBody.length === 0) body = {};
         else {
           if (!JSON_TYPE.test(type)) throw new ServiceError('INVALID_REQUEST', 'request body must be JSON with Content-Type: application/json');
-          try {
-            body = JSON.parse(rawBody.toString('utf8'));
-          } catch {
-            throw new ServiceError('INVALID_REQUEST', 'malformed JSON body');
-          }
+          body = parseJsonBody(rawBody);
         }
         prepared.get(route)!.check?.(body);
       }

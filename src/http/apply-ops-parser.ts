@@ -3,6 +3,7 @@ import { ServiceError, invalid } from '../errors.js';
 import type { Storage } from '../storage/database.js';
 import { BlobStager, type StagedBlob } from '../storage/blob-store.js';
 import { CHUNK_SIZE, readChunk } from '../storage/git-object-store.js';
+import { checkKey, loneSurrogate, notUtf8, parseJsonBody } from './json-body.js';
 
 /**
  * Reading the body of a file-writing request (`POST/PATCH …/changes`, `POST …/apply-ops`).
@@ -165,12 +166,25 @@ class ContentSink {
     return this.pieceChars >= DECODE_BATCH_CHARS ? this.decode() : undefined;
   }
 
-  /** Decodes the characters gathered so far (in batches: per-piece decoding dominated the cost). */
-  private decode(): Promise<void> | undefined {
+  /**
+   * Decodes the characters gathered so far (in batches: per-piece decoding dominated the cost).
+   * Text is checked to be well-formed UTF-16 before it becomes UTF-8; a high surrogate that ends a
+   * batch waits for its other half in the next one.
+   */
+  private decode(final = false): Promise<void> | undefined {
     if (this.pieceChars === 0) return undefined;
-    const text = this.pieces.length === 1 ? this.pieces[0]! : this.pieces.join('');
+    let text = this.pieces.length === 1 ? this.pieces[0]! : this.pieces.join('');
     this.pieces = [];
     this.pieceChars = 0;
+    if (!this.decoder) {
+      const last = text.charCodeAt(text.length - 1);
+      if (!final && last >= 0xd800 && last <= 0xdbff) {
+        this.pieces.push(text.slice(-1));
+        this.pieceChars = 1;
+        text = text.slice(0, -1);
+      }
+      if (!text.isWellFormed()) throw loneSurrogate();
+    }
     if (this.mode === 'pending' && this.base64Compatible && !/^[A-Za-z0-9+/=\r\n]*$/.test(text)) this.base64Compatible = false;
     return this.push(this.decoder ? this.decoder.write(text) : Buffer.from(text, 'utf8'));
   }
@@ -209,7 +223,7 @@ class ContentSink {
 
   /** Finishes the content once its item (and so its `encoding`) is complete. */
   async finish(encoding: ContentEncoding): Promise<ContentRef> {
-    await this.decode();
+    await this.decode(true);
     if (this.decoder) await this.push(this.decoder.end());
     if (this.mode === 'pending' && encoding === 'base64') return this.transcode();
     // Final accounting with the real size (a pending UTF-8 content counted a lower bound).
@@ -317,6 +331,8 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
       }
       case 'keyValue':
         countOther(token.value.length);
+        checkKey(token.value);
+        if (!token.value.isWellFormed()) throw loneSurrogate();
         frames[frames.length - 1]!.key = token.value;
         return;
       case 'startString': {
@@ -342,7 +358,11 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
         if (sink) {
           sink = null;
           addValue('');
-        } else addValue(pieces.length === 1 ? pieces[0]! : pieces.join(''));
+        } else {
+          const value = pieces.length === 1 ? pieces[0]! : pieces.join('');
+          if (!value.isWellFormed()) throw loneSurrogate();
+          addValue(value);
+        }
         return;
       case 'numberValue':
         countOther(token.value.length);
@@ -367,16 +387,25 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
     }
   };
 
-  try {
-    for await (const chunk of stream) await feed(parse(text.decode(chunk, { stream: true })));
-    const tail = text.decode();
-    if (tail) await feed(parse(tail));
-    await feed(parse(NONE as never));
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_ENCODING_INVALID_ENCODED_DATA') throw invalid('request body is not valid UTF-8');
-    if (err instanceof Error && !(err instanceof ServiceError) && err.message.startsWith('Parser cannot parse input')) throw invalid('malformed JSON body');
-    throw err;
-  }
+  /** Tokens of the next piece of text: anything the tokenizer or the decoder refuses is the client's malformed body. */
+  const tokens = (input: string | typeof NONE): unknown => {
+    try {
+      return parse(input as never);
+    } catch {
+      throw invalid('malformed JSON body');
+    }
+  };
+  const decode = (chunk?: Uint8Array): string => {
+    try {
+      return chunk ? text.decode(chunk, { stream: true }) : text.decode();
+    } catch {
+      throw notUtf8();
+    }
+  };
+  for await (const chunk of stream) await feed(tokens(decode(chunk)));
+  const tail = decode();
+  if (tail) await feed(tokens(tail));
+  await feed(tokens(NONE));
   if (root === undefined) return { body: {}, contents };
   if (typeof root !== 'object' || root === null || Array.isArray(root)) throw invalid('request body must be a JSON object');
   return { body: root as Record<string, unknown>, contents };
@@ -408,12 +437,7 @@ export async function readWriteBody(stream: AsyncIterable<Uint8Array>, headers: 
   if (Number.isFinite(declared) && declared <= SMALL_BODY_BYTES) {
     const raw = await readWhole(stream);
     if (raw.length === 0) return { body: {}, contents: new Map(), discard };
-    let body: unknown;
-    try {
-      body = JSON.parse(raw.toString('utf8'));
-    } catch {
-      throw invalid('malformed JSON body');
-    }
+    const body = parseJsonBody(raw);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('request body must be a JSON object');
     return { body: body as Record<string, unknown>, contents: new Map(), discard };
   }
