@@ -37,6 +37,8 @@ export function bookmarkNameProblem(name: string): string | null {
   if (name.includes('//')) return 'must not contain "//"';
   if (name.includes('@{')) return 'must not contain "@{"';
   if (name === '@') return 'must not be "@"';
+  // git refuses it as a branch name: refs/heads/HEAD would shadow the symbolic ref.
+  if (name === 'HEAD') return 'must not be "HEAD"';
   if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return 'must not contain spaces, control characters or any of ~^:?*[\\';
   if (name.endsWith('.')) return 'must not end with "."';
   for (const part of name.split('/')) {

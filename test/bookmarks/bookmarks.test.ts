@@ -48,7 +48,7 @@ t.test('bookmarks - create refuses an existing name, an unknown change and a bad
   t.equal(unknown.status, 404);
   t.equal(unknown.json.error.code, 'CHANGE_NOT_FOUND');
 
-  for (const name of ['a..b', '-x', 'x.lock', 'a b', 'x:y', '/x']) {
+  for (const name of ['a..b', '-x', 'x.lock', 'a b', 'x:y', '/x', 'HEAD']) {
     const bad = await s.api('POST', '/acme/create-errors/bookmarks', { body: { name, change_id: ROOT } });
     t.equal(bad.status, 400, `"${name}" is refused`);
   }
