@@ -26,10 +26,11 @@ export function parseQuery(raw: string, spec: QuerySpec | undefined): { values: 
       pairs.push([decodeComponent(k), decodeComponent(v)]);
     }
   }
-  const values: Record<string, string | number | undefined> = {};
+  // Keys are the client's: looked up as own entries only, into an object without a prototype.
+  const values: Record<string, string | number | undefined> = Object.create(null);
   const keys = spec?.keys ?? {};
   for (const [k, v] of pairs) {
-    const param = keys[k];
+    const param = Object.hasOwn(keys, k) ? keys[k] : undefined;
     if (!param) {
       if (spec?.open) continue;
       throw invalid(`unknown query parameter "${k}"`);

@@ -60,3 +60,19 @@ t.test('history - newest first, new commits before stored ones of the same date,
   t.equal(doc.summary.totalLines, HISTORY_LIMIT + 5 + 3, 'the summary covers every commit, not only the kept history');
   t.equal(doc.contributors.y!.commitCount, HISTORY_LIMIT + 5);
 });
+
+t.test('contributors and counts keyed by names every JavaScript object has stay ordinary keys', async (t) => {
+  const doc = emptyDocument();
+  addCommits(doc, [item('a', ago(H), '__proto__', 3, 1, 'constructor', '__proto__'), item('b', ago(H), 'toString', 2, 0)]);
+  t.same(Object.keys(doc.contributors).sort(), ['__proto__', 'toString']);
+  t.equal(doc.contributors['__proto__']!.totalLines, 3);
+  t.equal(doc.contributors['__proto__']!.commitCount, 1);
+  t.equal(Object.getPrototypeOf(doc.contributors), Object.prototype, 'the prototype was not replaced');
+  t.ok(Object.hasOwn(doc.summary.providers, 'constructor') && Object.hasOwn(doc.summary.models, '__proto__'), 'own keys');
+  t.equal((doc.summary.providers as Record<string, unknown>)['constructor'], 1);
+  t.equal((doc.summary.models as Record<string, unknown>)['__proto__'], 1);
+  t.equal(({} as Record<string, unknown>).totalLines, undefined, 'nothing leaked onto Object.prototype');
+  const text = JSON.stringify(doc.contributors);
+  t.match(text, /"__proto__":\{"totalLines":3/, 'serialized as a key');
+  t.same(windowed(JSON.parse(JSON.stringify(doc)), '24h', NOW).contributors['__proto__']!.commitCount, 1, 'a stored document keeps the key');
+});

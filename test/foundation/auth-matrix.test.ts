@@ -157,6 +157,20 @@ t.test('permissions - the intersection of token and key scopes; an admin token o
   t.same((await whoami(noScopes)).json.scopes, ['read'], 'a token without scopes acts with its key\'s');
   const unknownScope = await s.token({ scopes: ['superuser'] });
   expect403(t, await s.api('GET', '/acme', { token: unknownScope }));
+  // Names that exist on every JavaScript object are unknown scopes like any other.
+  for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+    const token = await s.token({ scopes: [name] });
+    expect403(t, await s.api('GET', '/acme', { token }));
+    t.same((await whoami(await s.token({ scopes: [name, 'read'] }))).json.scopes, ['read'], `${name} grants nothing`);
+  }
+});
+
+t.test('query strings - keys that exist on every JavaScript object are unknown parameters', async (t) => {
+  for (const key of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+    const res = await s.api('GET', `/acme/repos?${key}=1`);
+    t.equal(res.status, 400, key);
+    t.match(res.json.error.message, /unknown query parameter/, key);
+  }
 });
 
 t.test('permissions - alias scopes keep their narrow meanings', async (t) => {

@@ -28,7 +28,8 @@ export function isScopeName(name: string): boolean {
 
 export function expandScopes(scopes: readonly string[]): Set<Permission> {
   const out = new Set<Permission>();
-  for (const s of scopes) for (const p of SCOPE_EXPANSION[s] ?? []) out.add(p);
+  // Scope names come from tokens: only the table's own entries count (not `constructor`, `__proto__`).
+  for (const s of scopes) if (isScopeName(s)) for (const p of SCOPE_EXPANSION[s]!) out.add(p);
   return out;
 }
 

@@ -139,7 +139,7 @@ export function dirJson(storage: Storage, repoId: string, view: ChangeView, path
   if (request.depth === 0) return json;
   for (const entry of cachedWalk(view.store, repoId, value.oid, request.depth, path)) {
     const metadata = metadataOf(entry.path);
-    if (request.filters.length > 0 && !request.filters.every(([k, v]) => metadata?.[k] === v)) continue;
+    if (request.filters.length > 0 && !request.filters.every(([k, v]) => metadata !== undefined && Object.hasOwn(metadata, k) && metadata[k] === v)) continue;
     if (json.entries.length === CONTENT_ROW_LIMIT) {
       json.truncated = true;
       break;

@@ -24,7 +24,7 @@ import { normalizeProvider, providerOfModel } from './agent-table.js';
 import type { AgentMatch, AgentTable } from './agent-table.js';
 import type { NoteRange } from './agentblame-notes.js';
 import { diffLineCounts } from './line-diff.js';
-import type { CountMap, HistoryItem } from './document.js';
+import { addCount, type HistoryItem } from './document.js';
 
 /** Files larger than this on either side are not counted (generated or vendored data). */
 export const MAX_COUNTED_FILE_BYTES = 8 * 1024 * 1024;
@@ -66,9 +66,7 @@ export function commitAttribution(view: ChangeCommitView, table: AgentTable): Ag
   return null;
 }
 
-const bump = (map: CountMap, key: string, n = 1): void => {
-  map[key] = (map[key] ?? 0) + n;
-};
+
 
 export function computeCommit(store: ObjectStore, oid: string, table: AgentTable, notes: readonly NoteRange[]): CommitResult {
   const object = store.read(oid);
@@ -118,8 +116,8 @@ export function computeCommit(store: ObjectStore, oid: string, table: AgentTable
       const attribution = ranges.find((r) => r.start <= line && line <= r.end) ?? fallback;
       if (!attribution) continue;
       item.aiLines++;
-      bump(item.providers, attribution.provider);
-      if (attribution.model) bump(item.models, attribution.model);
+      addCount(item.providers, attribution.provider, 1);
+      if (attribution.model) addCount(item.models, attribution.model, 1);
     }
   }
   return result;

@@ -73,8 +73,24 @@ export function emptyDocument(): AnalyticsDocument {
   };
 }
 
+/**
+ * The entry of `key` in a map keyed by commit data (authors, models): own properties only, and
+ * created as one, so a name such as `__proto__` or `constructor` is an ordinary key.
+ */
+export function ownEntry<T>(map: Record<string, T>, key: string, make: () => T): T {
+  if (Object.hasOwn(map, key)) return map[key]!;
+  const value = make();
+  Object.defineProperty(map, key, { value, enumerable: true, writable: true, configurable: true });
+  return value;
+}
+
+export function addCount(map: CountMap, key: string, n: number): void {
+  ownEntry(map, key, () => 0);
+  map[key]! += n;
+}
+
 function addMap(into: CountMap, from: CountMap): void {
-  for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
+  for (const [k, v] of Object.entries(from)) addCount(into, k, v);
 }
 
 function addCommit(counts: LineCounts, item: HistoryItem): void {
@@ -95,7 +111,7 @@ const newestFirst = (a: HistoryItem, b: HistoryItem): number => (a.date < b.date
 export function addCommits(doc: AnalyticsDocument, items: readonly HistoryItem[]): void {
   for (const item of items) {
     addCommit(doc.summary, item);
-    const contributor = (doc.contributors[item.author] ??= { ...emptyCounts(), commitCount: 0 });
+    const contributor = ownEntry(doc.contributors, item.author, () => ({ ...emptyCounts(), commitCount: 0 }));
     addCommit(contributor, item);
     contributor.commitCount++;
   }
