@@ -163,7 +163,8 @@ export const commandHandlers: Record<string, Handler> = {
     withStorage(ctx, (storage) => {
       const [id, ...pairs] = ctx.args;
       if (!id) throw invalid('usage: repohost key tags <key id> k=v k2=');
-      const tags: Record<string, string> = {};
+      // Without a prototype, `__proto__=x` is an ordinary key that the tag rules can refuse.
+      const tags: Record<string, string> = Object.create(null);
       for (const p of pairs) {
         const eq = p.indexOf('=');
         if (eq <= 0) throw invalid(`tag "${p}" must be key=value (empty value removes)`);

@@ -51,6 +51,7 @@ export function bookmarkNameProblem(name: string): string | null {
 /** Tag keys of repositories and signing keys (API §4.2): `$` is reserved for filter operators. */
 export function checkTagKeys(tags: Record<string, unknown>): void {
   for (const key of Object.keys(tags)) {
+    if (key === '__proto__') throw invalid('tag key "__proto__" is not allowed');
     if (key.startsWith('$')) throw invalid(`tag key "${key}" must not start with "$" (reserved for filter operators)`);
   }
 }

@@ -129,8 +129,8 @@ t.test('cli - key tags and key scopes', async (t) => {
   const removed = await s.cli(['key', 'tags', k.id, 'env=', 'owner=a=b']);
   t.equal(removed.code, 0);
   t.same(removed.stdout.trim().split('\n').sort(), ['owner=a=b', 'team=infra'], 'empty value removes; values may contain "="');
-  const badTags = await Promise.all([[k.id, '$bad=1'], [k.id, 'noequals'], ['key_missing', 'a=b']].map((args) => s.cli(['key', 'tags', ...args])));
-  t.same(badTags.map((r) => r.code), [1, 1, 1], '$ keys, pairs without "=" and unknown keys are refused');
+  const badTags = await Promise.all([[k.id, '$bad=1'], [k.id, 'noequals'], ['key_missing', 'a=b'], [k.id, '__proto__=x']].map((args) => s.cli(['key', 'tags', ...args])));
+  t.same(badTags.map((r) => r.code), [1, 1, 1, 1], '$ keys, pairs without "=", unknown keys and __proto__ are refused');
   const scoped = await s.cli(['key', 'scopes', k.id, 'git:read,repo:create', '--json']);
   t.equal(scoped.code, 0);
   t.same(json(scoped.stdout).scopes, ['git:read', 'repo:create']);
