@@ -462,8 +462,15 @@ t.test('upstream - validated, credential sealed at rest and never returned or lo
   const made = await create({ name: 'mirror', upstream: { url: 'https://93.184.215.14/r.git', auth: { kind: 'token', token: UPSTREAM_TOKEN } } });
   t.equal(made.status, 201);
   t.same(made.json.upstream, { url: 'https://93.184.215.14/r.git', auth_kind: 'token', latest_sync: null });
-  const kept = await s.api('PATCH', '/acme/mirror', { body: { upstream: { url: 'https://93.184.215.15/r.git' } } });
-  t.same(kept.json.upstream, { url: 'https://93.184.215.15/r.git', auth_kind: 'token', latest_sync: null }, 'omitted auth keeps the credential');
+  const kept = await s.api('PATCH', '/acme/mirror', { body: { upstream: { url: 'https://93.184.215.14/other.git' } } });
+  t.same(kept.json.upstream, { url: 'https://93.184.215.14/other.git', auth_kind: 'token', latest_sync: null }, 'omitted auth keeps the credential for the same origin');
+  for (const url of ['https://93.184.215.15/other.git', 'http://93.184.215.14/other.git', 'https://93.184.215.14:8443/other.git']) {
+    await s.api('PATCH', '/acme/mirror', { body: { upstream: { url: 'https://93.184.215.14/r.git', auth: { kind: 'token', token: UPSTREAM_TOKEN } } } });
+    const moved = await s.api('PATCH', '/acme/mirror', { body: { upstream: { url } } });
+    t.same(moved.json.upstream, { url, auth_kind: null, latest_sync: null }, `a new origin without auth drops the credential: ${url}`);
+  }
+  const withAuth = await s.api('PATCH', '/acme/mirror', { body: { upstream: { url: 'https://93.184.215.15/r.git', auth: { kind: 'token', token: UPSTREAM_TOKEN } } } });
+  t.equal(withAuth.json.upstream.auth_kind, 'token', 'a new origin with auth in the same request takes it');
   const swapped = await s.api('PATCH', '/acme/mirror', { body: { upstream: { url: 'https://93.184.215.15/r.git', auth: { kind: 'username_password', username: 'bot', password: UPSTREAM_PASSWORD } } } });
   t.equal(swapped.json.upstream.auth_kind, 'username_password');
   expectError(t, await s.api('PATCH', '/acme/mirror', { body: { upstream: { url: 'https://bot:x@93.184.215.15/r.git' } } }), 400, 'INVALID_REQUEST', /credentials/);

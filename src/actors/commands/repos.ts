@@ -34,7 +34,7 @@ export interface UpdateRepoInput {
   name?: string;
   default_bookmark?: string;
   tags?: Record<string, string | null>;
-  /** Absent: unchanged; null: removed; object: replaced (auth omitted keeps the credential). */
+  /** Absent: unchanged; null: removed; object: replaced (auth omitted keeps the credential for the same origin). */
   upstream?: UpstreamInput | null;
 }
 
@@ -56,9 +56,13 @@ function generatedName(ctx: CommandContext, orgId: string): string {
   }
 }
 
+/** Scheme, host and port: a stored credential is only ever presented to the origin it was given for. */
+const originOf = (url: string): string => new URL(url).origin;
+
 function sealUpstream(ctx: CommandContext, input: UpstreamInput, previous: UpstreamRecord | null): UpstreamRecord {
   if (input.auth === undefined) {
-    return { url: input.url, auth_kind: previous?.auth_kind ?? null, sealed_auth: previous?.sealed_auth ?? null };
+    const kept = previous && originOf(previous.url) === originOf(input.url) ? previous : null;
+    return { url: input.url, auth_kind: kept?.auth_kind ?? null, sealed_auth: kept?.sealed_auth ?? null };
   }
   if (input.auth === null) return { url: input.url, auth_kind: null, sealed_auth: null };
   return { url: input.url, auth_kind: input.auth.kind, sealed_auth: ctx.secrets.seal(JSON.stringify(input.auth)) };
