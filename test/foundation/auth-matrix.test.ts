@@ -260,6 +260,26 @@ t.test('restrictions - repos / repo_ids: 403 outside (even for missing repositor
   expect403(t, await s.api('GET', '/acme/renamed', { token: renameToken }));
 });
 
+t.test('restrictions - a restricted token creates no repositories and learns no names through create or rename', async (t) => {
+  const byName = await s.token({ repos: ['acme/allowed', 'acme/wished-for'] });
+  const byId = await s.token({ repo_ids: [allowedId] });
+  for (const token of [byName, byId]) {
+    expect403(t, await s.api('POST', '/acme/repos', { token, body: { name: 'wished-for' } }));
+    expect403(t, await s.api('POST', '/acme/repos', { token, body: { name: 'other' } }));
+    expect403(t, await s.api('POST', '/acme/repos', { token, body: {} }));
+    expect403(t, await s.api('PATCH', '/acme/Allowed', { token, body: { name: 'other' } }));
+  }
+  t.equal((await s.api('GET', '/acme/wished-for')).status, 404, 'nothing was created');
+  expect403(t, await s.api('PATCH', '/acme/Allowed', { token: byName, body: { name: 'somewhere-else' } }));
+  t.equal((await s.api('PATCH', '/acme/Allowed', { token: byName, body: { name: 'ALLOWED' } })).status, 200, 'a name still within reach');
+  const renamed = await s.api('PATCH', '/acme/allowed', { token: byId, body: { name: 'allowed-by-id' } });
+  t.equal(renamed.status, 200, 'an id restriction keeps reaching the renamed repository');
+  t.equal((await s.api('PATCH', '/acme/allowed-by-id', { token: byId, body: { name: 'Allowed' } })).status, 200);
+  const unrestricted = await s.api('PATCH', '/acme/Allowed', { body: { name: 'other' } });
+  t.equal(unrestricted.status, 409, 'an unrestricted token still learns of the clash');
+  t.equal(unrestricted.json.error.code, 'REPO_EXISTS');
+});
+
 t.test('orgs - a token for one org gets 403 on another, without learning what exists there', async (t) => {
   const foreign = s.createKey({ scopes: ['admin'], org: 'elsewhere' });
   const token = await s.token({ key: foreign, issuer: 'elsewhere' });

@@ -48,6 +48,18 @@ export function mayNameRepo(p: Principal, name: string): boolean {
 }
 
 /**
+ * Whether the principal may rename `repo` (which it reaches) to `name`: a token restricted by
+ * name must still reach the repository afterwards, and no restricted token may learn through a
+ * clash that a repository outside its reach has that name.
+ */
+export function mayRenameRepo(storage: Storage, p: Principal, repo: Pick<RepoRecord, 'id'>, name: string): boolean {
+  if (!isRestricted(p)) return true;
+  if (p.repoNames && !p.repoNames.includes(`${p.org.slug}/${name}`.toLowerCase())) return false;
+  const clash = getRepoByName(storage.meta, p.org.id, name);
+  return !clash || clash.id === repo.id || canAccessRepo(p, clash);
+}
+
+/**
  * Repository ids a restricted principal may reach right now (null when unrestricted): the key's
  * and the token's restrictions intersected, names resolved to their current repositories, ids of
  * repositories that no longer exist left out.

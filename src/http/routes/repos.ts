@@ -5,7 +5,8 @@ import { getRepo, orgRepoIds } from '../../storage/repo-store.js';
 import type { RepoRecord } from '../../storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput, UpstreamInput } from '../../actors/commands/repos.js';
 import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
-import { canAccessRepo } from '../auth/principal.js';
+import { ServiceError } from '../../errors.js';
+import { canAccessRepo, isRestricted, mayRenameRepo } from '../auth/principal.js';
 import { callActor } from '../actor-call.js';
 import { orgActor } from '../../actors/actor-names.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
@@ -44,6 +45,8 @@ export const repoRoutes: RouteDef[] = [
     permission: 'repo:create',
     body: createRepoBody,
     async handler(ctx) {
+      // It could not reach what it made (API §2), and a 409 would tell it which names exist.
+      if (isRestricted(ctx.principal)) throw new ServiceError('FORBIDDEN', 'a token restricted to repositories cannot create repositories');
       const body = ctx.body as RepoBody;
       if (body.name != null) checkRepoName(body.name);
       const defaultBookmark = body.default_bookmark ?? 'main';
@@ -143,6 +146,7 @@ export const repoRoutes: RouteDef[] = [
       const input: UpdateRepoInput = { repo_id: ctx.repo!.id };
       if (body.name != null) {
         checkRepoName(body.name);
+        if (!mayRenameRepo(ctx.services.storage, ctx.principal, ctx.repo!, body.name)) throw new ServiceError('FORBIDDEN', 'this token may not give the repository that name');
         input.name = body.name;
       }
       if (body.default_bookmark != null) input.default_bookmark = body.default_bookmark;
