@@ -43,6 +43,7 @@ export function parseQuery(raw: string, spec: QuerySpec | undefined): { values: 
       values[k] = n;
     } else {
       if (param.enum && !param.enum.includes(v)) throw invalid(`query parameter "${k}" must be one of ${param.enum.join(', ')}`);
+      if (param.minLength !== undefined && v.length < param.minLength) throw invalid(`query parameter "${k}" must not be empty`);
       if (param.maxLength !== undefined && v.length > param.maxLength) throw invalid(`query parameter "${k}" is too long`);
       values[k] = v;
     }

@@ -15,7 +15,7 @@ export interface QuerySpec {
 
 export type QueryParam =
   | { type: 'int'; min: number; max: number; default?: number }
-  | { type: 'string'; enum?: readonly string[]; default?: string; maxLength?: number };
+  | { type: 'string'; enum?: readonly string[]; default?: string; minLength?: number; maxLength?: number };
 
 export interface RequestContext {
   method: Method;

@@ -72,6 +72,9 @@ t.test('routes - lists are newest first with cursors; sync-runs spans the org wi
   t.same((await env.s.api('GET', '/acme/sync-runs?repo=nothing')).json.sync_runs, []);
   t.equal((await env.s.api('GET', '/acme/sync-runs?limit=101')).status, 400);
   t.equal((await env.s.api('GET', '/acme/sync-runs?bogus=1')).status, 400);
+  const empty = await env.s.api('GET', '/acme/sync-runs?repo=');
+  t.equal(empty.status, 400, 'an empty repo filter names no repository');
+  t.match(empty.json.error.message, /"repo" must not be empty/);
 
   // Renamed: the filter follows the current name.
   t.equal((await env.s.api('PATCH', '/acme/other', { body: { name: 'renamed-other' } })).status, 200);

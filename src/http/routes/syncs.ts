@@ -120,7 +120,7 @@ export const syncRoutes: RouteDef[] = [
     method: 'GET',
     path: '/{org}/sync-runs',
     permission: 'git:read',
-    query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 100, default: 50 }, repo: { type: 'string', maxLength: 100 } } },
+    query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 100, default: 50 }, repo: { type: 'string', minLength: 1, maxLength: 100 } } },
     handler(ctx) {
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
       const name = ctx.query.repo as string | undefined;
