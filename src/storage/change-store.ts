@@ -1,5 +1,5 @@
 import type { Database, Key } from 'lmdb';
-import { ROOT_CHANGE_ID } from '../vcs/ids.js';
+import { NULL_OID, ROOT_CHANGE_ID } from '../vcs/ids.js';
 import type { Storage } from './database.js';
 import { LmdbObjectStore } from './git-object-store.js';
 import { K, under } from './keys.js';
@@ -18,6 +18,11 @@ type Meta = Database<unknown, Key>;
 
 export function getChange(meta: RecordReader, repoId: string, changeId: string): ChangeRecord | undefined {
   return meta.get(K.change(repoId, changeId)) as ChangeRecord | undefined;
+}
+
+/** The current commit of a change as views and events show it: the null oid for the virtual root. */
+export function commitOidOf(meta: RecordReader, repoId: string, changeId: string): string | undefined {
+  return changeId === ROOT_CHANGE_ID ? NULL_OID : getChange(meta, repoId, changeId)?.commit_oid;
 }
 
 /** The change a commit of this repository belongs to, or undefined when it names no commit of it. */

@@ -9,6 +9,12 @@ export const CHANGE_ID_BYTES = 16;
 /** jj's virtual root change: all-zero bytes. It has no git commit (its tree is the empty tree). */
 export const ROOT_CHANGE_ID = 'z'.repeat(CHANGE_ID_BYTES * 2);
 
+/**
+ * git's all-zero object id: "no object" in patches and ref updates, and the commit oid shown for
+ * the virtual root wherever one is shown (API §1), as jj shows it — never null.
+ */
+export const NULL_OID = '0'.repeat(40);
+
 const REVERSE_HEX = 'zyxwvutsrqponmlk';
 const CHANGE_ID_RE = /^[k-z]{32}$/;
 const COMMIT_OID_RE = /^[0-9a-f]{40}$/;

@@ -100,7 +100,7 @@ t.test('events - create, move, merge and delete announce the bookmark with the m
   await s.api('DELETE', '/acme/ev/bookmarks/marker-1');
   events = await eventsSince('ev', seen);
   t.same(events.map((e) => e.type), ['bookmark.deleted']);
-  t.same(events[0]?.data, { bookmark: { name: 'marker-1', is_default: false, change_id: ROOT, commit_oid: null } });
+  t.same(events[0]?.data, { bookmark: { name: 'marker-1', is_default: false, change_id: ROOT, commit_oid: '0'.repeat(40) } });
 
   const kinds = operations(s, id)
     .slice(opsBefore)

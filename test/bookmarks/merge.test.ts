@@ -216,7 +216,7 @@ t.test('merge - a source already in the target is a no-op that writes nothing', 
   const fromRoot = await s.api('POST', '/acme/noop/bookmarks/merge', { body: { target: 'main', source: 'empty' } });
   t.equal(fromRoot.json.merge_type, 'no_op', 'the virtual root is in every history');
   const rootIntoRoot = await s.api('POST', '/acme/noop/bookmarks/merge', { body: { target: 'empty', source: 'empty' } });
-  t.same(rootIntoRoot.json, { merge_type: 'no_op', is_conflicted: false, commit_oid: null, change_id: ROOT, target: 'empty', source: 'empty', source_deleted: false });
+  t.same(rootIntoRoot.json, { merge_type: 'no_op', is_conflicted: false, commit_oid: '0'.repeat(40), change_id: ROOT, target: 'empty', source: 'empty', source_deleted: false });
 });
 
 t.test('merge - delete_source removes the source bookmark in the same operation', async (t) => {

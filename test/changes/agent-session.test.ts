@@ -111,7 +111,7 @@ t.test('agent session - a chain of 21 changes, an evolve in the middle rebases t
   t.ok(Array.isArray(created.authors) && typeof created.authored_at === 'string', 'change events carry authors and authored_at');
   const moved = events.filter((e) => e.type === 'bookmark.moved');
   t.equal(moved.length, 21, 'main moved once per change (the first time from the root)');
-  t.same(moved[0]!.data.from, { change_id: ROOT, commit_oid: null });
+  t.same(moved[0]!.data.from, { change_id: ROOT, commit_oid: '0'.repeat(40) });
 
   // The export: fsck-clean, main's log is the chain, contents as resolved, change ids in headers.
   const x = exportRepo(f);

@@ -212,7 +212,7 @@ t.test('apply-ops - bookmarks move with the write atomically and follow the hist
     ],
     'one event per creation and move; none for refused moves',
   );
-  t.same(events[1]!.data.from, { change_id: ROOT, commit_oid: null });
+  t.same(events[1]!.data.from, { change_id: ROOT, commit_oid: '0'.repeat(40) });
   t.same(events[3]!.data.from, { change_id: aId, commit_oid: a.json.change.current_commit_oid });
   t.same(events[2]!.data.bookmark, { name: 'feature/x', is_default: false, change_id: aId, commit_oid: a.json.change.current_commit_oid });
 });

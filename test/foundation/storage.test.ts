@@ -90,7 +90,7 @@ t.test('repo.create - record, indexes, default bookmark, operation and both even
   t.same(evts.map((e) => e.type), ['repo.created', 'bookmark.created']);
   t.equal(evts[0]!.occurred_at, evts[1]!.occurred_at);
   t.same(evts[0]!.data, { repo: { id: repo.id, name: 'One', default_bookmark: 'main', head_change_id: ROOT, created_at: repo.created_at, tags: { team: 'x' } } });
-  t.same(evts[1]!.data, { bookmark: { name: 'main', is_default: true, change_id: ROOT, commit_oid: null } });
+  t.same(evts[1]!.data, { bookmark: { name: 'main', is_default: true, change_id: ROOT, commit_oid: '0'.repeat(40) } });
   t.same(evts[0]!.organization, { id: org.id, slug: 'acme', name: 'acme' });
   t.same(evts[0]!.repository, { id: repo.id, name: 'One', url: 'http://localhost:0/v1/acme/One' });
   t.notMatch(JSON.stringify(evts), SECRET, 'no credential in events');

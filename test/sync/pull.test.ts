@@ -164,7 +164,7 @@ t.test('pull - one push event with the updates and reconciliation counts, beside
   ]);
   t.same(byType('bookmark.moved')[0], {
     bookmark: { name: 'main', change_id: syntheticChangeId(up.oids.c3), is_default: true, commit_oid: up.oids.c3 },
-    from: { change_id: 'z'.repeat(32), commit_oid: null },
+    from: { change_id: 'z'.repeat(32), commit_oid: '0'.repeat(40) },
   });
   const push = byType('push')[0];
   t.same(push.updates, [

@@ -32,7 +32,7 @@ const repoEvent = (r: any): Record<string, unknown> => ({ id: r.id, name: r.name
 type Check = (t: Test, data: any) => void;
 const KINDS: Array<[type: string, act: (name: string) => Promise<Check>]> = [
   ['repo.created', async (name) => { const r = await createRepo(e, name, { tags: { team: 'a' } }); return (t, data) => t.same(data, { repo: repoEvent(r) }); }],
-  ['bookmark.created', async (name) => { await createRepo(e, name); return (t, data) => t.same(data, { bookmark: { name: 'main', is_default: true, change_id: ROOT, commit_oid: null } }); }],
+  ['bookmark.created', async (name) => { await createRepo(e, name); return (t, data) => t.same(data, { bookmark: { name: 'main', is_default: true, change_id: ROOT, commit_oid: '0'.repeat(40) } }); }],
   ['repo.updated', async (name) => { await createRepo(e, name, { tags: { team: 'a' } }); const r = (await e.s.api('PATCH', `/acme/${name}`, { body: { tags: { team: 'b', tier: '1' } } })).json; return (t, data) => t.same(data, { repo: repoEvent(r), before: { name, default_bookmark: 'main', tags: { team: 'a' } }, after: { name, default_bookmark: 'main', tags: { team: 'b', tier: '1' } } }); }],
   ['repo.deleted', async (name) => { const r = await createRepo(e, name); await e.s.api('DELETE', `/acme/${name}`); return (t, data) => t.same(data, { repo: repoEvent(r) }); }],
 ];

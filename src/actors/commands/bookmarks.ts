@@ -1,6 +1,6 @@
 import { invalid, notFound } from '../../errors.js';
 import { bookmarkEventView } from '../../protocol/views/bookmark.js';
-import { getChange } from '../../storage/change-store.js';
+import { commitOidOf } from '../../storage/change-store.js';
 import { K } from '../../storage/keys.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord } from '../../storage/records.js';
 import { getBookmark, getOrg, getRepo } from '../../storage/repo-store.js';
@@ -49,9 +49,11 @@ export function repoScope(ctx: CommandContext, repoId: string): RepoScope {
   return { org, repo };
 }
 
-/** The commit a bookmark event shows for a change (null at the virtual root). */
-function commitOfTarget(ctx: CommandContext, repoId: string, changeId: string): string | null {
-  return changeId === ROOT_CHANGE_ID ? null : getChange(ctx.storage.meta, repoId, changeId)?.commit_oid ?? null;
+/** The commit a bookmark event shows for a change (the null oid at the virtual root). */
+function commitOfTarget(ctx: CommandContext, repoId: string, changeId: string): string {
+  const oid = commitOidOf(ctx.storage.meta, repoId, changeId);
+  if (oid === undefined) throw notFound('CHANGE_NOT_FOUND', `change ${changeId} not found`, { change_id: changeId });
+  return oid;
 }
 
 export function existingBookmark(ctx: CommandContext, repoId: string, name: string): BookmarkRecord {

@@ -1,6 +1,7 @@
 import { ServiceError, invalid } from '../../errors.js';
 import { bookmarkEventView } from '../../protocol/views/bookmark.js';
 import { isChangeAncestor } from '../../storage/change-store.js';
+import { NULL_OID } from '../../vcs/ids.js';
 import { mergeConflictDetails, resolveConflicts, type ConflictResolution } from '../../vcs/conflict.js';
 import { mergeCommitTrees } from '../../vcs/rebase.js';
 import { listTreeSetConflicts, type TreeMergeResult } from '../../vcs/tree-merge.js';
@@ -32,7 +33,7 @@ export type MergeBookmarksInput = MergeBody & { repo_id: string };
 export interface MergeResultView {
   merge_type: 'merge_commit' | 'no_op';
   is_conflicted: boolean;
-  commit_oid: string | null;
+  commit_oid: string;
   change_id: string;
   target: string;
   source: string;
@@ -51,7 +52,7 @@ export const mergeBookmarks = defineCommand<MergeBookmarksInput>('bookmark.merge
     const body: MergeResultView = {
       merge_type: 'no_op',
       is_conflicted: targetChange?.is_conflicted ?? false,
-      commit_oid: targetChange?.commit_oid ?? null,
+      commit_oid: targetChange?.commit_oid ?? NULL_OID,
       change_id: target.change_id,
       target: target.name,
       source: source.name,

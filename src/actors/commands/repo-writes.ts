@@ -2,7 +2,7 @@ import { ServiceError, invalid, notFound } from '../../errors.js';
 import { changeCommitView, writeChangeCommit, type Attribution, type ChangeCommitView, type Person } from '../../vcs/commit.js';
 import type { TreeSet } from '../../vcs/conflict-layout.js';
 import { readCommit } from '../../vcs/git-object.js';
-import { ROOT_CHANGE_ID, isChangeId, newChangeId } from '../../vcs/ids.js';
+import { NULL_OID, ROOT_CHANGE_ID, isChangeId, newChangeId } from '../../vcs/ids.js';
 import { writeEmptyTree } from '../../vcs/tree-edit.js';
 import { rebaseDescendants, type ChangeGraphNode, type RebasedChange } from '../../vcs/rebase.js';
 import { checkBookmarkName } from '../../protocol/names.js';
@@ -371,9 +371,9 @@ export class RepoWrite {
     return results;
   }
 
-  /** The commit oid a bookmark at `changeId` shows in events (null at the virtual root). */
-  private commitOfTarget(changeId: string): string | null {
-    return changeId === ROOT_CHANGE_ID ? null : this.change(changeId).commit_oid;
+  /** The commit oid a bookmark at `changeId` shows in events (the null oid at the virtual root). */
+  private commitOfTarget(changeId: string): string {
+    return changeId === ROOT_CHANGE_ID ? NULL_OID : this.change(changeId).commit_oid;
   }
 
   /**

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { ServiceError, invalid } from '../../errors.js';
 import { K, under } from '../../storage/keys.js';
 import { newId } from '../../storage/ids.js';
+import { NULL_OID } from '../../vcs/ids.js';
 import { releaseRepository } from '../../storage/quota.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
 import { getBookmark, getOrg, getRepo, getRepoByName, ROOT_CHANGE_ID } from '../../storage/repo-store.js';
@@ -94,7 +95,7 @@ export const createRepo = defineCommand<CreateRepoInput>('repo.create', (input, 
   meta.putSync(K.repo(repo.id), repo);
   ctx.mutation.emit('repo.created', org, repo, { repo: repoEventView(meta, repo) });
   ctx.mutation.emit('bookmark.created', org, repo, {
-    bookmark: { name: bookmark.name, is_default: true, change_id: ROOT_CHANGE_ID, commit_oid: null },
+    bookmark: { name: bookmark.name, is_default: true, change_id: ROOT_CHANGE_ID, commit_oid: NULL_OID },
   });
   return { status: 201, body: repositoryView(meta, repo, org), schema: 'repository' };
 });

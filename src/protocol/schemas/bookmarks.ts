@@ -1,5 +1,5 @@
 import { registerResponseSchemas } from '../serializers.js';
-import { CHANGE_ID_PATTERN, arr, nullable, obj, page, str, type JsonSchema } from './common.js';
+import { CHANGE_ID_PATTERN, arr, obj, page, str, type JsonSchema } from './common.js';
 
 /** Bookmark shapes (API §6): responses and request bodies. */
 
@@ -12,8 +12,8 @@ export const bookmarkList: JsonSchema = obj({ bookmarks: arr(bookmark) });
 export const mergeResult: JsonSchema = obj({
   merge_type: str(),
   is_conflicted: { type: 'boolean' },
-  /** null only when the target still points at the virtual root (a no-op merge of the root). */
-  commit_oid: nullable(str()),
+  /** The null oid when the target still points at the virtual root (a no-op merge of the root). */
+  commit_oid: str(),
   change_id: str(),
   target: str(),
   source: str(),

@@ -13,10 +13,10 @@ export function bookmarkView(repo: Pick<RepoRecord, 'default_bookmark'>, record:
 }
 
 export interface BookmarkEventView extends BookmarkView {
-  /** The current commit of the bookmark's change; null at the virtual root. */
-  commit_oid: string | null;
+  /** The current commit of the bookmark's change; the null oid at the virtual root. */
+  commit_oid: string;
 }
 
-export function bookmarkEventView(repo: Pick<RepoRecord, 'default_bookmark'>, record: BookmarkRecord, commitOid: string | null): BookmarkEventView {
+export function bookmarkEventView(repo: Pick<RepoRecord, 'default_bookmark'>, record: BookmarkRecord, commitOid: string): BookmarkEventView {
   return { ...bookmarkView(repo, record), commit_oid: commitOid };
 }

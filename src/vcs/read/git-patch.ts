@@ -8,11 +8,11 @@
 import { deflateSync } from 'node:zlib';
 import { readBlob, type TreeEntryMode, type TreeValue } from '../git-object.js';
 import type { ObjectStore } from '../object-store.js';
+import { NULL_OID } from '../ids.js';
 import { isBinaryContent } from '../text-merge.js';
 import { diffContents, rangeStart, type RawHunk } from './line-diff.js';
 import { changedFiles, type FileChange } from './tree-changes.js';
 
-export const NULL_OID = '0'.repeat(40);
 
 /** Sides larger than this are written as binary literals without trying a line diff. */
 export const PATCH_TEXT_MAX_BYTES = 16 * 1024 * 1024;
