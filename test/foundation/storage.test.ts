@@ -31,7 +31,6 @@ storage.meta.putSync(K.webhookTarget(org.id, 'wht_test'), {
   url: 'https://93.184.215.14/hook',
   events: ['repo.created'],
   repo_ids: null,
-  departed_repo_ids: [],
   sealed_secret: 'unused',
   created_at: new Date(0).toISOString(),
   updated_at: new Date(0).toISOString(),

@@ -114,13 +114,13 @@ t.test('webhook delivery - targets get the kinds they subscribe to, org-wide or 
   t.equal(d.body.data.after.tags.n, '3', 'org-wide after PATCH repo_ids: null');
 });
 
-t.test('webhook delivery - a deleted repository leaves repo_ids, after its last events', async (t) => {
+t.test('webhook delivery - a deleted repository stays in repo_ids, matching nothing after its last events', async (t) => {
   const gone = await createRepo(e, 'leaving');
   const stays = await createRepo(e, 'staying');
   const target = await createTarget(e, { events: ['repo.updated', 'repo.deleted'], repo_ids: [gone.id, stays.id] });
   await e.s.api('PATCH', '/acme/leaving', { body: { tags: { last: 'yes' } } });
   t.equal((await e.s.api('DELETE', '/acme/leaving')).status, 200);
-  t.same((await e.s.api('GET', `/acme/webhook-targets/${target.id}`)).json.repo_ids, [stays.id], 'the deleted repository left repo_ids');
+  t.same((await e.s.api('GET', `/acme/webhook-targets/${target.id}`)).json.repo_ids, [gone.id, stays.id], 'the deleted repository keeps its place in repo_ids');
   await arrival(target.path, 'repo.updated', 'leaving');
   const deleted = await arrival(target.path, 'repo.deleted', 'leaving');
   t.equal(deleted.body.repository.id, gone.id, 'the target still heard of the deletion it subscribed to');
@@ -130,8 +130,13 @@ t.test('webhook delivery - a deleted repository leaves repo_ids, after its last 
   await e.s.api('PATCH', '/acme/staying', { body: { tags: { still: '1' } } });
   await arrival(target.path, 'repo.updated', 'staying');
   t.equal(e.rx.received(target.path).filter((d) => d.body.repository.name === 'leaving' && d.body.type === 'repo.updated').length, 1);
-  const again = await e.s.api('PATCH', `/acme/webhook-targets/${target.id}`, { body: { repo_ids: [gone.id] } });
-  t.equal(again.status, 400, 'the deleted repository cannot be named again');
+  const echoed = await e.s.api('PATCH', `/acme/webhook-targets/${target.id}`, { body: { repo_ids: [gone.id, stays.id], name: 'renamed' } });
+  t.equal(echoed.status, 200, 'repo_ids as read can be sent back');
+  const narrowed = await e.s.api('PATCH', `/acme/webhook-targets/${target.id}`, { body: { repo_ids: [gone.id] } });
+  t.equal(narrowed.status, 200, 'a target may keep only the departed id: it matches nothing, and is never []');
+  const other = await createTarget(e, { events: ['repo.updated'], repo_ids: [stays.id] });
+  const named = await e.s.api('PATCH', `/acme/webhook-targets/${other.id}`, { body: { repo_ids: [gone.id] } });
+  t.equal(named.status, 400, 'the deleted repository cannot be added to a target that did not list it');
 });
 
 t.test('webhook delivery - a target that never answers does not delay another target', async (t) => {

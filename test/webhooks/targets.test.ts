@@ -192,6 +192,16 @@ t.test('webhook targets - a repository-restricted admin sees and manages only ta
   t.equal((await as('PATCH', `/acme/webhook-targets/${own.json.id}`, { name: 'mine' })).json.name, 'mine');
   t.equal((await as('DELETE', `/acme/webhook-targets/${own.json.id}`)).status, 200);
   t.equal((await e.s.api('GET', `/acme/webhook-targets/${mixed.id}`)).status, 200, 'the unrestricted admin still sees the others');
+
+  // Once the other repository is deleted, its id (kept in repo_ids) is nobody's: the target is within reach.
+  const doomed = await createRepo(e, 'scoped-doomed');
+  const shared = await createTarget(e, { name: 'shared', repo_ids: [mine.id, doomed.id] });
+  t.equal((await as('GET', `/acme/webhook-targets/${shared.id}`)).status, 404, 'not while the other repository exists');
+  t.equal((await e.s.api('DELETE', '/acme/scoped-doomed')).status, 200);
+  const seen = await as('GET', `/acme/webhook-targets/${shared.id}`);
+  t.equal(seen.status, 200, 'visible once the other repository is gone');
+  t.same(seen.json.repo_ids, [mine.id, doomed.id]);
+  t.equal((await as('PATCH', `/acme/webhook-targets/${shared.id}`, { repo_ids: [mine.id, doomed.id], name: 'kept' })).status, 200, 'and manageable with repo_ids as read');
 });
 
 /** A repository in another org: its id must not be accepted in this org's targets. */

@@ -4,9 +4,8 @@ import { K, under } from '../../storage/keys.js';
 import { newId } from '../../storage/ids.js';
 import '../../protocol/schemas/webhooks.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
-import { getTarget, laneOf, orgTargets, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../system/webhooks/records.js';
+import { getTarget, laneOf, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../system/webhooks/records.js';
 import { defineCommand, type CommandContext } from '../command.js';
-import { onRepoDeleted } from './repos.js';
 
 /**
  * Webhook target and redelivery commands (API §11). They run in the org's actor so that writes
@@ -50,17 +49,24 @@ function newSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
 }
 
-function checkRepoIds(ctx: CommandContext, input: Restricted, repoIds: string[] | null): string[] | null {
+/**
+ * Checks a new `repo_ids`. Ids the target already lists may stay although their repository was
+ * deleted since (a client sends back what it read); any other id must name a repository of the
+ * org that the caller reaches.
+ */
+function checkRepoIds(ctx: CommandContext, input: Restricted, repoIds: string[] | null, listed: readonly string[] = []): string[] | null {
   if (repoIds === null) {
     if (input.allowed_repo_ids !== null) throw new ServiceError('FORBIDDEN', 'a repository-restricted token cannot manage org-wide webhook targets');
     return null;
   }
   const unique = [...new Set(repoIds)];
+  const exists = repoExists(ctx.storage.meta, input.org_id);
+  const departed = (id: string): boolean => listed.includes(id) && !exists(id);
   if (input.allowed_repo_ids !== null) {
-    const outside = unique.filter((id) => !input.allowed_repo_ids!.includes(id));
+    const outside = unique.filter((id) => !input.allowed_repo_ids!.includes(id) && !departed(id));
     if (outside.length) throw new ServiceError('FORBIDDEN', 'this token may not access every repository in repo_ids', { repo_ids: outside });
   }
-  const unknown = unique.filter((id) => !ctx.storage.meta.get(K.orgRepo(input.org_id, id)));
+  const unknown = unique.filter((id) => !exists(id) && !departed(id));
   if (unknown.length) throw invalid('repo_ids must name existing repositories of this organization', { repo_ids: unknown });
   return unique;
 }
@@ -68,7 +74,7 @@ function checkRepoIds(ctx: CommandContext, input: Restricted, repoIds: string[] 
 /** The target, if it exists and the caller may manage it; NOT_FOUND otherwise (no existence leak). */
 function reachableTarget(ctx: CommandContext, input: TargetInput): WebhookTargetRecord {
   const target = getTarget(ctx.storage.meta, input.org_id, input.target_id);
-  if (!target || !targetVisible(target, input.allowed_repo_ids)) throw notFound('NOT_FOUND', `webhook target "${input.target_id}" not found`);
+  if (!target || !targetVisible(target, input.allowed_repo_ids, repoExists(ctx.storage.meta, input.org_id))) throw notFound('NOT_FOUND', `webhook target "${input.target_id}" not found`);
   return target;
 }
 
@@ -82,7 +88,6 @@ export const createTarget = defineCommand<CreateTargetInput>('webhook.target.cre
     url: input.url,
     events: [...new Set(input.events)],
     repo_ids: checkRepoIds(ctx, input, input.repo_ids),
-    departed_repo_ids: [],
     sealed_secret: ctx.secrets.seal(secret),
     created_at: now,
     updated_at: now,
@@ -96,7 +101,7 @@ export const updateTarget = defineCommand<UpdateTargetInput>('webhook.target.upd
   if (input.url !== undefined) target.url = input.url;
   if (input.name !== undefined) target.name = input.name;
   if (input.events !== undefined) target.events = [...new Set(input.events)];
-  if (input.repo_ids !== undefined) target.repo_ids = checkRepoIds(ctx, input, input.repo_ids);
+  if (input.repo_ids !== undefined) target.repo_ids = checkRepoIds(ctx, input, input.repo_ids, target.repo_ids ?? []);
   target.updated_at = ctx.now.toISOString();
   ctx.storage.meta.putSync(K.webhookTarget(target.org_id, target.id), target);
   return { status: 200, body: webhookTargetView(target), schema: 'webhookTarget' };
@@ -145,18 +150,6 @@ export const redeliver = defineCommand<RedeliverInput>('webhook.redeliver', (inp
   meta.putSync(K.webhookDelivery(target.org_id, target.id, delivery.id), delivery);
   meta.putSync(K.webhookPending(target.id, laneOf(delivery), delivery.id), target.org_id);
   return { status: 201, body: deliveryView(delivery), schema: 'webhookDelivery' };
-});
-
-// A deleted repository leaves every target's repo_ids (in the deletion's own transaction). It is
-// kept as departed until its last events, up to repo.deleted, have been fanned out to the target.
-onRepoDeleted((ctx, repo) => {
-  const { meta } = ctx.storage;
-  for (const target of [...orgTargets(meta, repo.org_id)]) {
-    if (!target.repo_ids?.includes(repo.id)) continue;
-    target.repo_ids = target.repo_ids.filter((id) => id !== repo.id);
-    target.departed_repo_ids = [...target.departed_repo_ids, repo.id];
-    meta.putSync(K.webhookTarget(target.org_id, target.id), target);
-  }
 });
 
 export const webhookCommands = [createTarget, updateTarget, deleteTarget, rotateTargetSecret, redeliver];

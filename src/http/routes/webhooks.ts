@@ -5,7 +5,7 @@ import { under } from '../../storage/keys.js';
 import { createTargetBody, patchTargetBody, noBody } from '../../protocol/schemas/webhooks.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
 import type { CreateTargetInput, RedeliverInput, TargetInput, UpdateTargetInput } from '../../actors/commands/webhooks.js';
-import { getTarget, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../actors/system/webhooks/records.js';
+import { getTarget, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../actors/system/webhooks/records.js';
 import { adoptWebhookDelivery } from '../../actors/system/webhooks/index.js';
 import { callActor } from '../actor-call.js';
 import { orgActor } from '../../actors/actor-names.js';
@@ -40,7 +40,7 @@ function restriction(ctx: RequestContext): { org_id: string; allowed_repo_ids: s
 
 function reachableTarget(ctx: RequestContext): WebhookTargetRecord {
   const target = getTarget(ctx.services.storage.meta, ctx.org.id, ctx.params.id!);
-  if (!target || !targetVisible(target, allowedRepoIds(ctx.services.storage, ctx.principal))) {
+  if (!target || !targetVisible(target, allowedRepoIds(ctx.services.storage, ctx.principal), repoExists(ctx.services.storage.meta, ctx.org.id))) {
     throw notFound('NOT_FOUND', `webhook target "${ctx.params.id}" not found`);
   }
   return target;
@@ -102,7 +102,8 @@ export const webhookRoutes: RouteDef[] = [
     handler(ctx) {
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
       const allowed = allowedRepoIds(ctx.services.storage, ctx.principal);
-      const page = newestFirst<WebhookTargetRecord, unknown>(ctx, ['o', ctx.org.id, 'wht'], cursor?.before, (t) => targetVisible(t, allowed), webhookTargetView);
+      const exists = repoExists(ctx.services.storage.meta, ctx.org.id);
+      const page = newestFirst<WebhookTargetRecord, unknown>(ctx, ['o', ctx.org.id, 'wht'], cursor?.before, (t) => targetVisible(t, allowed, exists), webhookTargetView);
       return { status: 200, schema: 'webhookTargetPage', value: { webhook_targets: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },

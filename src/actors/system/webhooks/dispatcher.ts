@@ -217,14 +217,6 @@ export class WebhookDispatcher {
         meta.putSync(K.webhookPending(target.id, lane, record.id), orgId);
         created.push({ id: record.id, orgId, targetId: target.id, lane, dueAt: now });
       }
-      if (event.type === 'repo.deleted' && repoId) {
-        // The repository's last event has been fanned out: it leaves the targets for good.
-        for (const sub of targets) {
-          if (!sub.departed.delete(repoId)) continue;
-          sub.record.departed_repo_ids = [...sub.departed];
-          meta.putSync(K.webhookTarget(orgId, sub.record.id), sub.record);
-        }
-      }
     }
     return { created, consumed: entries.length };
   }
@@ -476,18 +468,17 @@ export class WebhookDispatcher {
 interface Subscriber {
   record: WebhookTargetRecord;
   repos: Set<string> | null;
-  departed: Set<string>;
 }
 
 function subscriber(record: WebhookTargetRecord): Subscriber {
-  return { record, repos: record.repo_ids && new Set(record.repo_ids), departed: new Set(record.departed_repo_ids) };
+  return { record, repos: record.repo_ids && new Set(record.repo_ids) };
 }
 
 /** Whether an event goes to a target: a subscribed kind, and an org-wide target or one of its repositories. */
 function matches(sub: Subscriber, type: string, repoId: string | null): boolean {
   if (!sub.record.events.includes(type)) return false;
   if (sub.repos === null) return true;
-  return repoId !== null && (sub.repos.has(repoId) || sub.departed.has(repoId));
+  return repoId !== null && sub.repos.has(repoId);
 }
 
 function findRefusal(err: unknown): AddressRefusedError | null {

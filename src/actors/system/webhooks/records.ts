@@ -8,14 +8,11 @@ export interface WebhookTargetRecord {
   name: string;
   url: string;
   events: string[];
-  /** null = every repository of the org. */
-  repo_ids: string[] | null;
   /**
-   * Repositories deleted while listed in `repo_ids`: their deletion removed them from `repo_ids`,
-   * but the events they emitted up to and including `repo.deleted` still go to this target. The
-   * fan-out drops an id from here once it has fanned out that repository's `repo.deleted`.
+   * null = every repository of the org. A deleted repository's id stays (API §4.2): its events up
+   * to `repo.deleted` still match, and ids are never reused, so nothing matches it afterwards.
    */
-  departed_repo_ids: string[];
+  repo_ids: string[] | null;
   /** `whsec_…`, sealed with the data directory's SecretBox; never returned after creation. */
   sealed_secret: string;
   created_at: string;
@@ -74,11 +71,19 @@ export function pendingCount(meta: Meta): number {
   return meta.getKeysCount(under(['whq']));
 }
 
+/** Whether a repository id names a repository of the org now. */
+export function repoExists(meta: Meta, orgId: string): (repoId: string) => boolean {
+  return (repoId) => meta.get(K.orgRepo(orgId, repoId)) !== undefined;
+}
+
 /**
  * Whether a caller limited to `allowed` repositories may see and manage a target (API §2): only
- * targets whose repositories all lie within its own; `allowed` null means unrestricted.
+ * targets whose repositories all lie within its own; `allowed` null means unrestricted. Ids of
+ * deleted repositories are nobody's and do not count, but a target must keep one that is the caller's.
  */
-export function targetVisible(target: Pick<WebhookTargetRecord, 'repo_ids'>, allowed: readonly string[] | null): boolean {
+export function targetVisible(target: Pick<WebhookTargetRecord, 'repo_ids'>, allowed: readonly string[] | null, exists: (repoId: string) => boolean): boolean {
   if (allowed === null) return true;
-  return target.repo_ids !== null && target.repo_ids.every((id) => allowed.includes(id));
+  if (target.repo_ids === null) return false;
+  const live = target.repo_ids.filter(exists);
+  return live.length > 0 && live.every((id) => allowed.includes(id));
 }
