@@ -14,7 +14,9 @@ export type TreeEdit =
   | { op: 'delete'; path: string }
   | { op: 'rename'; from: string; to: string }
   /** Sets or removes (`value: null`) whatever is at `path`, a directory included; used by merges. */
-  | { op: 'set'; path: string; value: TreeValue | null };
+  | { op: 'set'; path: string; value: TreeValue | null }
+  /** Changes nothing: fails (FILE_NOT_FOUND, "cannot <what> …") unless something is at `path` at this point of the batch. */
+  | { op: 'require'; path: string; what: string };
 
 /** The value at `path` (the root itself for `""`), or undefined when nothing is there. */
 export function lookupPath(store: ObjectStore, rootTreeOid: string, path: string): TreeValue | undefined {
@@ -224,6 +226,11 @@ class TreeEditor {
         }
         return;
       }
+      case 'require': {
+        const path = checkedPath(edit.path, index);
+        if (this.get(path) === undefined) fail('FILE_NOT_FOUND', `cannot ${edit.what} ${JSON.stringify(path)}: no such file or directory`, index, path);
+        return;
+      }
     }
   }
 
@@ -248,6 +255,7 @@ function checkedPath(path: string, index: number): string {
  *   is needed, or a directory at the path, → INVALID_REQUEST.
  * - delete: a directory path deletes its subtree; missing → FILE_NOT_FOUND.
  * - rename: moves a file or directory (replacing a file at `to`); missing `from` → FILE_NOT_FOUND.
+ * - require: nothing at the path at that point of the batch → FILE_NOT_FOUND.
  * Directories left empty disappear.
  */
 export function applyTreeEdits(store: ObjectStore, rootTreeOid: string, edits: readonly TreeEdit[]): string {

@@ -121,6 +121,22 @@ t.test('apply-ops - file operations, modes, metadata, blobs', async (t) => {
   const detail = await f.s.api('GET', `${f.base}/changes/${id}`);
   t.same(detail.json.files.sort(), ['lib/b.ts', 'link', 'run.sh']);
 
+  // Ops apply strictly in order: each sees the tree the ops before it made.
+  const inOrder = await applyOps(f, {
+    change_id: id,
+    ops: [write('docs/a.md', 'a\n'), { op: 'set_metadata', path: 'docs/a.md', metadata: { k: 'v' } }, { op: 'delete', path: 'docs' }],
+  });
+  t.equal(inOrder.status, 200, `metadata of a file written earlier in the batch, then deleted: ${inOrder.text}`);
+  t.equal((await content(f, id, 'docs/a.md')).status, 404, 'the later delete applied');
+  const tooEarly = await applyOps(f, { change_id: id, ops: [{ op: 'set_metadata', path: 'new.md', metadata: { k: 'v' } }, write('new.md', 'n\n')] });
+  t.equal(tooEarly.status, 404, 'metadata of a file written only later in the batch');
+  t.equal(tooEarly.json.error.details.op_index, 0);
+  t.match(tooEarly.json.error.message, /^ops\[0\]: cannot set metadata of "new.md"/);
+  const afterDelete = await applyOps(f, { change_id: id, ops: [{ op: 'delete', path: 'run.sh' }, { op: 'set_metadata', path: 'run.sh', metadata: { k: 'v' } }] });
+  t.equal(afterDelete.status, 404, 'metadata of a file deleted earlier in the batch');
+  t.equal(afterDelete.json.error.details.op_index, 1);
+  t.equal((await content(f, id, 'run.sh')).status, 200, 'a refused batch changed nothing');
+
   // Raw uploads: with and without a declared length, then referenced by blob_oid.
   const bytes = Buffer.alloc(3 * 1024 * 1024 + 5);
   for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7) % 251;

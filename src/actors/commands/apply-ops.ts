@@ -5,7 +5,7 @@ import { mergeConflictDetails, resolveConflicts, type ConflictResolution } from 
 import type { TreeSet } from '../../vcs/conflict-layout.js';
 import { TREE_MODE, readTree, type FileMode, type TreeEntry } from '../../vcs/git-object.js';
 import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
-import { applyTreeEdits, lookupPath, type TreeEdit } from '../../vcs/tree-edit.js';
+import { applyTreeEdits, type TreeEdit } from '../../vcs/tree-edit.js';
 import { commitStagedBlob, type StagedBlob } from '../../storage/blob-store.js';
 import { CHUNK_SIZE, prepareObject, type PreparedObject } from '../../storage/git-object-store.js';
 import { changeIdOfCommitOid } from '../../storage/change-store.js';
@@ -142,7 +142,7 @@ function applyOps(w: RepoWrite, input: ChangeWriteInput, trees: TreeSet): TreeSe
   const listings = new Map<string, Map<string, TreeEntry>>();
   const edits: TreeEdit[] = [];
   const opIndexOfEdit: number[] = [];
-  const metadata: Array<{ index: number; path: string; values: Record<string, string | null> }> = [];
+  const metadata: Array<{ path: string; values: Record<string, string | null> }> = [];
   input.ops.forEach((op, index) => {
     const where = `${input.list_key}[${index}]`;
     switch (op.op) {
@@ -159,8 +159,10 @@ function applyOps(w: RepoWrite, input: ChangeWriteInput, trees: TreeSet): TreeSe
         edits.push({ op: 'rename', from: op.from, to: op.to });
         break;
       case 'set_metadata':
-        metadata.push({ index, path: op.path, values: op.metadata });
-        return;
+        // Ops apply in order: the path must exist where the op stands, whatever later ops do.
+        edits.push({ op: 'require', path: op.path, what: 'set metadata of' });
+        metadata.push({ path: op.path, values: op.metadata });
+        break;
     }
     opIndexOfEdit.push(index);
   });
@@ -172,10 +174,7 @@ function applyOps(w: RepoWrite, input: ChangeWriteInput, trees: TreeSet): TreeSe
   }
   // Edits made to every term of a conflict resolve the paths they touch (jj's semantics).
   if (result.length > 1) result = mergeTreeSet(w.store, result).trees;
-  for (const { index, path, values } of metadata) {
-    if (!lookupPath(w.store, result[0]!, path)) {
-      throw notFound('FILE_NOT_FOUND', `${input.list_key}[${index}]: cannot set metadata of ${JSON.stringify(path)}: no such file or directory`, { path, op_index: index });
-    }
+  for (const { path, values } of metadata) {
     const key = K.fileMeta(w.repo.id, path);
     const current = { ...((w.ctx.storage.meta.get(key) as FileMetadataRecord | undefined) ?? {}) };
     for (const [k, v] of Object.entries(values)) {
