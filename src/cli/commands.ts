@@ -8,6 +8,7 @@ import { openStorage, type Storage } from '../storage/database.js';
 import { createOrg, createSigningKey, setKeyScopes, setKeyStatus, setKeyTags } from '../storage/admin-store.js';
 import { getOrg, getOrgBySlug, getRepoByName, orgKeys } from '../storage/repo-store.js';
 import { exportRepository } from '../storage/export.js';
+import { backupDataDir } from '../storage/backup.js';
 import type { SigningKeyRecord } from '../storage/records.js';
 
 export interface CliContext {
@@ -186,6 +187,19 @@ export const commandHandlers: Record<string, Handler> = {
       if (!repo) throw invalid(`repository ${target} not found`);
       const summary = await exportRepository(storage, repo, dir);
       out(ctx, summary, `exported ${target} to ${summary.dir}: ${summary.objects} objects, ${summary.bookmarks} bookmarks, ${summary.tags} tags, ${summary.notes} notes refs, ${summary.kept_commits} kept commits`);
+      return 0;
+    } finally {
+      await storage.close();
+    }
+  },
+
+  async backup(ctx) {
+    const [dir] = ctx.args;
+    if (!dir) throw invalid('usage: repohost backup <dir> [--data DIR]');
+    const storage = openStorage(ctx.config.dataDir);
+    try {
+      const { bytes, secretKey } = await backupDataDir(storage, ctx.config.dataDir, dir);
+      out(ctx, { dir, bytes, secret_key: secretKey }, `backed up ${ctx.config.dataDir} to ${dir}: ${bytes} bytes${secretKey ? ' and secret.key' : ' (no secret.key yet)'}`);
       return 0;
     } finally {
       await storage.close();

@@ -18,6 +18,7 @@ const USAGE = `usage: repohost <command> [options]
   key tags <key id> k=v k2=
   token --key <private key file> --org <slug> [--scopes s,…] [--repos a,…] [--ttl 3600] [--author "Name <email>"]…
   export <org>/<repo> <dir>
+  backup <dir>
 
 common options: --data DIR, --json`;
 
