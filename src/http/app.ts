@@ -11,10 +11,11 @@ import { checkRepoName } from '../protocol/names.js';
 import { canAccessRepo, mayNameRepo } from './auth/principal.js';
 import { compileBodyCheck, type BodyCheck } from './body-validator.js';
 import { DEFAULT_BODY_LIMIT, readBody, streamBody } from './body-reader.js';
+import { ambiguousLength, unreadableLength } from './content-length.js';
 import { parseJsonBody } from './json-body.js';
 import { parseQuery } from './query.js';
 import { RequestState } from './request-state.js';
-import { send, sendError, sendStream } from './responder.js';
+import { send, sendError, sendErrorAndClose, sendStream } from './responder.js';
 import { serialize } from '../protocol/serializers.js';
 import type { Reply, RequestContext, RouteDef } from './route.js';
 import { Router } from './router.js';
@@ -76,6 +77,17 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
   let inFlight = 0;
   let idleWaiters: Array<() => void> = [];
 
+  /** The body limit of the route a request names; the default one where it names none. */
+  const bodyLimitOf = (method: string, url: string): number => {
+    const prefix = API_PREFIXES.find((p) => url.startsWith(p));
+    if (!prefix) return DEFAULT_BODY_LIMIT;
+    try {
+      return router.match(method, url.slice(prefix.length - 1)).route.bodyLimit ?? DEFAULT_BODY_LIMIT;
+    } catch {
+      return DEFAULT_BODY_LIMIT;
+    }
+  };
+
   const app: TemplatedApp = uWS.App();
 
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
@@ -94,6 +106,17 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
 
     const incomingId = req.getHeader('x-request-id');
     const requestId = REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    const contentLength = req.getHeader('content-length');
+    // Framing comes first, whatever the path: uWS acts on a bad length as soon as this returns.
+    // A read without a length (the hot path) skips the walk over its headers.
+    if (contentLength !== '' || (method !== 'GET' && method !== 'HEAD')) {
+      const refused = unreadableLength(contentLength, () => bodyLimitOf(method, url)) ?? ambiguousLength(req);
+      if (refused) {
+        sendErrorAndClose(res, state, refused, { 'X-Request-Id': requestId }, nextTraceId());
+        services.metrics.requests.observe('unmatched', method, refused.status, (performance.now() - started) / 1000);
+        return;
+      }
+    }
     if (url === '/healthz') {
       if (method === 'GET' || method === 'HEAD') send(res, state, 200, { 'X-Request-Id': requestId, 'Content-Type': 'text/plain' }, draining ? 'draining' : 'ok');
       else sendError(res, state, new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: ['GET'] }), { 'X-Request-Id': requestId }, '');
@@ -104,7 +127,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     const headers: Record<string, string> = {
       authorization: req.getHeader('authorization'),
       'content-type': req.getHeader('content-type'),
-      'content-length': req.getHeader('content-length'),
+      'content-length': contentLength,
       accept: req.getHeader('accept'),
       'idempotency-key': req.getHeader('idempotency-key'),
     };

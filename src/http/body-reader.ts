@@ -4,7 +4,7 @@ import type { RequestState } from './request-state.js';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
-const tooLarge = (limit: number): ServiceError =>
+export const tooLarge = (limit: number): ServiceError =>
   new ServiceError('PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`, { limit_bytes: limit });
 
 /**

@@ -34,14 +34,32 @@ export function send(
   });
 }
 
-export function sendError(res: HttpResponse, state: RequestState, err: ServiceError, headers: Record<string, string>, traceId: string, closeConnection = false): void {
+export function sendError(res: HttpResponse, state: RequestState, err: ServiceError, headers: Record<string, string>, traceId: string, closeConnection = false, minBodyBytes = 0): void {
   const error: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details !== undefined && err.code !== 'METHOD_NOT_ALLOWED') error.details = err.details;
   if (err.status >= 500) error.trace_id = traceId;
   const extra: Record<string, string> = {};
   if (err.retryAfter !== undefined) extra['Retry-After'] = String(err.retryAfter);
   if (err.code === 'METHOD_NOT_ALLOWED') extra['Allow'] = ((err.details?.allow as string[]) ?? []).join(', ');
-  send(res, state, err.status, headers, serialize('error', { error }), closeConnection, 'application/json', extra);
+  send(res, state, err.status, headers, serialize('error', { error }).padEnd(minBodyBytes), closeConnection, 'application/json', extra);
+}
+
+/**
+ * uWS's cork buffer (`LoopData::CORK_BUFFER_SIZE` of this build). A request callback runs corked;
+ * a write that does not fit in the buffer sends it and itself to the socket at once.
+ */
+const CORK_BUFFER_BYTES = 16 * 1024;
+
+/**
+ * Answers from inside the request callback and closes the connection there and then, before uWS
+ * parses another byte of it: for a request whose framing cannot be trusted. uWS would otherwise
+ * close the connection after the callback and drop the corked response (a Content-Length it
+ * cannot parse), or go on to read the body as the next request (several Content-Length fields).
+ * The envelope is padded with JSON whitespace past the cork buffer, so it is written at once, and
+ * ending it uncorked with `closeConnection` shuts the socket down and closes it.
+ */
+export function sendErrorAndClose(res: HttpResponse, state: RequestState, err: ServiceError, headers: Record<string, string>, traceId: string): void {
+  sendError(res, state, err, headers, traceId, true, CORK_BUFFER_BYTES + 1);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 
 /**
@@ -107,4 +108,111 @@ export function rawRequest(port: number, req: RawRequest): Promise<RawResponse> 
       }
     });
   });
+}
+
+export interface RawExchange {
+  /** The complete responses, in the order they arrived. */
+  responses: RawResponse[];
+  /** The server closed the connection (after the responses above). */
+  closed: boolean;
+}
+
+/** Splits a byte stream into complete responses (each framed by its Content-Length). */
+function parseAll(raw: string): RawResponse[] {
+  const responses: RawResponse[] = [];
+  for (let rest = raw; ; ) {
+    const res = parse(rest, 0);
+    if (!res) return responses;
+    const length = Number(res.headers['content-length']);
+    res.body = res.body.slice(0, length);
+    responses.push(res);
+    rest = rest.slice(rest.indexOf('\r\n\r\n') + 4 + length);
+  }
+}
+
+/** One kept connection written to byte for byte: pipelined requests, odd framing. */
+export interface RawConnection {
+  /** One write: on loopback the server reads it in one go unless it has stopped reading. */
+  write(bytes: string | Buffer): void;
+  /** Resolves once the server has taken everything written so far off its socket. */
+  serverRead(): Promise<void>;
+  /** Collects responses until `expect` of them arrived or the server closed the connection. */
+  collect(expect?: number, timeoutMs?: number): Promise<RawExchange>;
+}
+
+export function rawConnection(port: number): Promise<RawConnection> {
+  const socket = connect(port, '127.0.0.1');
+  socket.setNoDelay(true);
+  let received = '';
+  let closed = false;
+  let changed: () => void = () => undefined;
+  socket.on('data', (d) => {
+    received += d.toString('utf8');
+    changed();
+  });
+  const onClose = (): void => {
+    closed = true;
+    changed();
+  };
+  // A reset after the last response is a close like any other here.
+  socket.on('error', onClose);
+  socket.on('close', onClose);
+  const connection: RawConnection = {
+    write: (bytes) => void socket.write(bytes),
+    serverRead: () => serverRead(port, socket.localPort!),
+    collect(expect, timeoutMs = 5000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          socket.destroy();
+          reject(new Error(`neither ${expect ?? 'all'} responses nor a close within ${timeoutMs} ms: ${JSON.stringify(received.slice(0, 300))}`));
+        }, timeoutMs);
+        changed = () => {
+          const responses = parseAll(received);
+          if (!closed && (expect === undefined || responses.length < expect)) return;
+          clearTimeout(timer);
+          socket.destroy();
+          resolve({ responses, closed });
+        };
+        changed();
+      });
+    },
+  };
+  return new Promise((resolve, reject) => {
+    socket.once('connect', () => resolve(connection));
+    socket.once('error', reject);
+  });
+}
+
+/** Writes `bytes` on a new connection in one write and collects what comes back. */
+export async function rawExchange(port: number, bytes: string | Buffer, opts: { expect?: number; timeoutMs?: number } = {}): Promise<RawExchange> {
+  const connection = await rawConnection(port);
+  connection.write(bytes);
+  return connection.collect(opts.expect, opts.timeoutMs);
+}
+
+/** The queues of one loopback TCP socket, from /proc/net/tcp. */
+function tcpQueues(localPort: number, remotePort: number): { tx: number; rx: number } | null {
+  const address = (p: number): string => `0100007F:${p.toString(16).toUpperCase().padStart(4, '0')}`;
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] !== address(localPort) || f[2] !== address(remotePort)) continue;
+    const [tx, rx] = f[4]!.split(':').map((h) => parseInt(h, 16));
+    return { tx: tx!, rx: rx! };
+  }
+  return null;
+}
+
+/**
+ * Resolves once the server has taken every byte sent from `clientPort` off its socket: the
+ * client's bytes are acknowledged and the server's receive queue is empty. Nothing else shows from
+ * outside that the server has read a request it has not answered yet.
+ */
+async function serverRead(serverPort: number, clientPort: number): Promise<void> {
+  for (;;) {
+    const client = tcpQueues(clientPort, serverPort);
+    const server = tcpQueues(serverPort, clientPort);
+    if (!client || !server) throw new Error(`no loopback connection from port ${clientPort} in /proc/net/tcp`);
+    if (client.tx === 0 && server.rx === 0) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
