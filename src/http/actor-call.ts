@@ -13,8 +13,13 @@ function principalMsg(ctx: RequestContext): PrincipalMsg {
   return { ...principal.msg, restricted: true, allowedRepoIds: allowedRepoIds(ctx.services.storage, principal) ?? [] };
 }
 
-/** Sends a command to an actor on behalf of a request and relays the serialized reply. */
+/**
+ * Sends a command to an actor on behalf of a request and relays the serialized reply. Not before
+ * the request's connection has settled: a pipelined request read with this one closes it, and
+ * a command already sent would be applied without its response.
+ */
 export async function callActor(ctx: RequestContext, actor: string, command: string, input: unknown): Promise<Reply> {
+  await ctx.connection.connectionSettled();
   const reply = await ctx.services.runtime.call({
     actor,
     command,

@@ -190,6 +190,8 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       return;
     }
     watch();
+    // A body route pauses once its body is read (body-reader.ts); this request is read already.
+    if (!hasBody) state.pauseReading(res);
     inFlight++;
     result
       .then(write)
@@ -310,6 +312,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
         requestId,
         idempotency,
         services,
+        connection: state,
       };
     }
 

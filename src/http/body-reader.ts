@@ -1,6 +1,6 @@
 import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { ServiceError } from '../errors.js';
-import type { RequestState } from './request-state.js';
+import { clientGone, type RequestState } from './request-state.js';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
@@ -10,7 +10,8 @@ export const tooLarge = (limit: number): ServiceError =>
 /**
  * Collects a request body up to `limit` bytes. The running total is checked on every chunk, so a
  * body over the limit is refused (413) while it streams in, never buffered whole. uWS reuses the
- * chunk's memory after the callback: every chunk is copied.
+ * chunk's memory after the callback: every chunk is copied. Once the body is complete, reading
+ * the connection pauses until the response is written (see `RequestState.pauseReading`).
  */
 export function readBody(res: HttpResponse, state: RequestState, limit: number, declaredLength: number): Promise<Buffer> {
   if (declaredLength > limit) return Promise.reject(tooLarge(limit));
@@ -18,7 +19,7 @@ export function readBody(res: HttpResponse, state: RequestState, limit: number, 
     const chunks: Buffer[] = [];
     let total = 0;
     let failed = false;
-    state.onAbort(() => reject(new ServiceError('INVALID_REQUEST', 'client went away')));
+    state.onAbort(() => reject(clientGone()));
     res.onData((chunk, isLast) => {
       if (failed) return;
       total += chunk.byteLength;
@@ -28,21 +29,23 @@ export function readBody(res: HttpResponse, state: RequestState, limit: number, 
         return;
       }
       chunks.push(Buffer.from(new Uint8Array(chunk)));
-      if (isLast) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
+      if (!isLast) return;
+      state.pauseReading(res);
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
     });
   });
 }
 
 /**
  * The body as an async stream with back-pressure: uWS is paused while the consumer lags behind by
- * more than a few chunks. Exceeding `limit` ends the stream with PAYLOAD_TOO_LARGE.
+ * more than a few chunks, and from the last chunk until the response is written. Exceeding
+ * `limit` ends the stream with PAYLOAD_TOO_LARGE.
  */
 export function streamBody(res: HttpResponse, state: RequestState, limit: number, declaredLength: number): AsyncIterable<Uint8Array> {
   const queue: Uint8Array[] = [];
   let done = false;
   let error: unknown = declaredLength > limit ? tooLarge(limit) : null;
   let wake: (() => void) | null = null;
-  let paused = false;
   let total = 0;
   const notify = (): void => {
     const w = wake;
@@ -50,7 +53,7 @@ export function streamBody(res: HttpResponse, state: RequestState, limit: number
     w?.();
   };
   state.onAbort(() => {
-    error ??= new ServiceError('INVALID_REQUEST', 'client went away');
+    error ??= clientGone();
     notify();
   });
   if (!error) {
@@ -62,10 +65,7 @@ export function streamBody(res: HttpResponse, state: RequestState, limit: number
       if (total > limit) error = tooLarge(limit);
       else queue.push(Buffer.from(new Uint8Array(chunk)));
       if (isLast) done = true;
-      if (queue.length > 16 && !paused && !state.aborted) {
-        paused = true;
-        res.pause();
-      }
+      if (done || queue.length > 16) state.pauseReading(res);
       notify();
     });
   }
@@ -75,10 +75,7 @@ export function streamBody(res: HttpResponse, state: RequestState, limit: number
         if (error) throw error;
         const next = queue.shift();
         if (next) {
-          if (paused && queue.length < 4 && !state.aborted && !state.finished) {
-            paused = false;
-            res.resume();
-          }
+          if (queue.length < 4 && !done && !state.finished) state.resumeReading(res);
           yield next;
           continue;
         }

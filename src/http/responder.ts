@@ -4,7 +4,10 @@ import { ServiceError } from '../errors.js';
 import { serialize } from '../protocol/serializers.js';
 import type { RequestState } from './request-state.js';
 
-/** Writing responses to uWS: corked, once, never after the client aborted. */
+/**
+ * Writing responses to uWS: corked, once, never after the client aborted. Writing a response
+ * resumes reading the connection where it was paused for it (`RequestState.pauseReading`).
+ */
 const STATUS_LINES = new Map<number, string>();
 function statusLine(status: number): string {
   let line = STATUS_LINES.get(status);
@@ -26,6 +29,9 @@ export function send(
   if (state.aborted || state.finished) return;
   state.finished = true;
   res.cork(() => {
+    // Before the end: uWS forbids touching a response after it, and it reads nothing until this
+    // callback returns.
+    state.resumeReading(res);
     res.writeStatus(statusLine(status));
     for (const name in headers) res.writeHeader(name, headers[name]!);
     if (contentType !== null) res.writeHeader('Content-Type', contentType);
@@ -77,6 +83,9 @@ export async function sendStream(
   if (state.aborted || state.finished) return;
   state.finished = true;
   res.cork(() => {
+    // A paused socket gets no writable events either, which the stream below needs. A pipelined
+    // request read meanwhile makes uWS close the connection: only a read is lost then.
+    state.resumeReading(res);
     res.writeStatus(statusLine(status));
     for (const name in headers) res.writeHeader(name, headers[name]!);
   });

@@ -2,6 +2,7 @@ import type { JsonSchema } from '../protocol/schemas/common.js';
 import type { OrgRecord, RepoRecord } from '../storage/records.js';
 import type { Permission } from './auth/permissions.js';
 import type { Principal } from './auth/principal.js';
+import type { RequestState } from './request-state.js';
 import type { Services } from './services.js';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -39,6 +40,8 @@ export interface RequestContext {
   /** `Idempotency-Key` plus the request fingerprint, for commands that must not apply twice. */
   idempotency: { key: string; fingerprint: string } | null;
   services: Services;
+  /** The request's connection: a command is sent to an actor only once it has settled. */
+  connection: Pick<RequestState, 'connectionSettled'>;
 }
 
 export type Reply =
