@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { classifyFailure, redact, GitProtocolError } from '../../src/actors/system/sync/sync-errors.js';
+import { classifyFailure, redact, GitProtocolError, UpstreamStatusError } from '../../src/actors/system/sync/sync-errors.js';
 import { remoteFor } from '../../src/actors/system/sync/git-remote.js';
 import { gitHttpClient } from '../../src/actors/system/sync/git-http.js';
 import {
@@ -54,15 +54,15 @@ t.test('credentials - redaction covers raw, URL-encoded and Basic forms and URL 
   const out = redact(text, remote.secrets);
   t.notOk(out.includes(secret) || out.includes(encodeURIComponent(secret)) || out.includes(basic) || out.includes('bob:'), out);
 
-  const http = classifyFailure({ code: 'HttpError', data: { statusCode: 401, statusMessage: `denied ${secret}` } }, remote.secrets);
-  t.same(http, { message: 'the upstream refused the credentials (HTTP 401 denied [redacted])', transient: false });
+  const http = classifyFailure(new UpstreamStatusError(401), remote.secrets);
+  t.same(http, { message: 'the upstream refused the credentials (HTTP 401 Unauthorized)', transient: false });
   const remoteSaid = classifyFailure(new GitProtocolError(`the remote reported: bad token ${secret}`), remote.secrets);
   t.equal(remoteSaid.message, 'the remote reported: bad token [redacted]');
   const refused = classifyFailure(Object.assign(new Error(`connect ECONNREFUSED for ${basic}`), { code: 'ECONNREFUSED' }), remote.secrets);
   t.equal(refused.transient, true);
   t.notOk(refused.message.includes(basic));
-  t.equal(classifyFailure({ code: 'HttpError', data: { statusCode: 503 } }, []).transient, true);
-  t.equal(classifyFailure({ code: 'HttpError', data: { statusCode: 404 } }, []).transient, false);
+  t.equal(classifyFailure(new UpstreamStatusError(503), []).transient, true);
+  t.equal(classifyFailure(new UpstreamStatusError(404), []).transient, false);
 });
 
 t.test('credentials - never in a response, sync record, event, log line or the data directory', async (t) => {

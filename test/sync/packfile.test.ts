@@ -3,7 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readPack, writePack, applyDelta } from '../../src/actors/system/sync/packfile.js';
+import { writePack } from '../../src/actors/system/sync/packfile.js';
+import { readPack, type PackObject } from '../../src/actors/system/sync/pack-reader.js';
+import { DeltaApplier } from '../../src/actors/system/sync/pack-delta.js';
+import { PULL_PACK_LIMITS } from '../../src/actors/system/sync/upstream-limits.js';
+import { MemoryPackSink, pieces } from './memory-pack-sink.js';
 import { hashObject } from '../../src/vcs/git-object.js';
 import type { ObjectType } from '../../src/vcs/object-store.js';
 
@@ -27,6 +31,13 @@ function makeDeltaRepo(): { dir: string; oids: string[] } {
   return { dir, oids };
 }
 
+/** Every object of `pack` as the reader hands them out, the pack arriving in `size`-byte pieces. */
+async function readAll(pack: Buffer, held?: Map<string, { type: ObjectType; content: Buffer }>, size = 64 * 1024): Promise<PackObject[]> {
+  const sink = new MemoryPackSink(held);
+  await readPack(pieces(pack, size), sink, PULL_PACK_LIMITS);
+  return sink.objects;
+}
+
 let repo: { dir: string; oids: string[] };
 t.before(() => {
   repo = makeDeltaRepo();
@@ -48,14 +59,15 @@ function catFiles(dir: string, oids: readonly string[]): Map<string, { type: Obj
   return objects;
 }
 
-for (const [label, args] of [
-  ['OFS deltas', ['--delta-base-offset']],
-  ['REF deltas', []],
+for (const [label, args, size] of [
+  ['OFS deltas', ['--delta-base-offset'], 64 * 1024],
+  ['REF deltas', [], 64 * 1024],
+  ['OFS deltas arriving a few bytes at a time', ['--delta-base-offset'], 7],
 ] as const) {
   t.test(`packfile - a git pack with ${label} reads back object for object`, async (t) => {
     const { dir, oids } = repo;
     const pack = git(dir, ['pack-objects', '--stdout', '--window=10', '--depth=5', '--no-reuse-delta', ...args], oids.join('\n') + '\n');
-    const objects = [...readPack(pack, () => undefined)];
+    const objects = await readAll(pack, undefined, size);
     t.equal(objects.length, oids.length);
     t.same(new Set(objects.map((o) => o.oid)), new Set(oids));
     const stored = catFiles(dir, oids);
@@ -83,20 +95,26 @@ t.test('packfile - a thin pack resolves REF deltas against objects we already ho
   // Objects of the last commit only, deltified against the parent's objects (not included).
   const pack = git(dir, ['pack-objects', '--stdout', '--thin', '--revs'], `${head}\n^${parent}\n`);
   const held = catFiles(dir, git(dir, ['rev-list', '--objects', parent]).toString().trim().split('\n').map((l) => l.slice(0, 40)));
-  const objects = [...readPack(pack, (oid) => held.get(oid))];
+  const objects = await readAll(pack, held);
   t.ok(objects.some((o) => o.oid === head));
   for (const o of objects) t.equal(hashObject(o.type, o.content), o.oid);
-  t.throws(() => [...readPack(pack, () => undefined)], /unresolvable deltas|delta base/, 'without the bases it is refused');
+  await t.rejects(readAll(pack), /neither in the pack nor already held/, 'without the bases it is refused');
 });
 
 t.test('packfile - a corrupt pack is refused with a clear error', async (t) => {
   const { dir, oids } = repo;
   const pack = git(dir, ['pack-objects', '--stdout'], oids.join('\n') + '\n');
   const flipped = Buffer.from(pack);
-  flipped[40] = flipped[40]! ^ 0xff;
-  t.throws(() => [...readPack(flipped, () => undefined)], /checksum mismatch/);
-  t.throws(() => [...readPack(Buffer.from('not a pack at all, definitely not a pack'), () => undefined)], /not a packfile/);
-  t.throws(() => applyDelta(Buffer.from('abc'), Buffer.from([5, 1, 0x41])), /base size mismatch/);
+  flipped[flipped.length - 1] = flipped[flipped.length - 1]! ^ 0xff;
+  await t.rejects(readAll(flipped), /checksum does not match/);
+  const damaged = Buffer.from(pack);
+  damaged[40] = damaged[40]! ^ 0xff;
+  await t.rejects(readAll(damaged), /corrupt|checksum|malformed|type/);
+  await t.rejects(readAll(Buffer.from('not a pack at all, definitely not a pack')), /not a packfile/);
+  await t.rejects(readAll(pack.subarray(0, pack.length - 30)), /truncated/);
+  await t.rejects(readAll(Buffer.concat([pack, Buffer.from('tail')])), /data follows the pack checksum/);
+  const applier = new DeltaApplier({ size: 3, read: () => Buffer.from('abc') }, () => ({ write() {} }));
+  await t.rejects(applier.push(Buffer.from([5, 1, 0x41])), /base size mismatch/);
 });
 
 t.test('packfile - packs we write are accepted by git', async (t) => {
@@ -110,5 +128,5 @@ t.test('packfile - packs we write are accepted by git', async (t) => {
   git(target, ['unpack-objects', '--strict'], pack);
   git(target, ['update-ref', 'refs/heads/main', git(dir, ['rev-parse', 'HEAD']).toString().trim()]);
   t.equal(git(target, ['fsck', '--strict', '--no-progress']).toString(), '');
-  t.same([...readPack(pack, () => undefined)].map((o) => o.oid).sort(), [...oids].sort());
+  t.same((await readAll(pack)).map((o) => o.oid).sort(), [...oids].sort());
 });

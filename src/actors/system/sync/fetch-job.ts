@@ -9,30 +9,25 @@
  * (and the remote resends everything not reachable from our haves). A connectivity check over the
  * received objects makes sure nothing a new commit needs is missing before anything refers to it.
  *
- * Fetched objects are pending under the sync until its pull applies (pending-objects.ts), so what
- * an interrupted or failed fetch leaves behind is collected. Each batch is charged to the org's
- * quota in its own transaction; a batch that does not fit fails the sync and the earlier batches
- * are taken back, so a refused pull keeps nothing.
+ * The pack is read as it streams in (pack-reader.ts, under the limits of upstream-limits.ts) and
+ * stored batch by batch (fetch-sink.ts). Fetched objects are pending under the sync until its pull
+ * applies (pending-objects.ts), so what an interrupted or failed fetch leaves behind is collected;
+ * a pull refused by the quota takes back what it stored at once.
  */
-import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
-import { isServiceError } from '../../../errors.js';
-import { discardFetched } from '../../../storage/blob-collect.js';
-import { changeIdOfCommitOid, getChange, objectStore } from '../../../storage/change-store.js';
+import type { Storage } from '../../../storage/database.js';
+import { changeIdOfCommitOid, getChange } from '../../../storage/change-store.js';
 import { K, under } from '../../../storage/keys.js';
-import { ObjectAccounting } from '../../../storage/object-accounting.js';
-import type { BookmarkRecord, RepoRecord, TagRecord } from '../../../storage/records.js';
-import type { LmdbObjectStore } from '../../../storage/git-object-store.js';
-import { parseCommit, parseTree } from '../../../vcs/git-object.js';
+import type { BookmarkRecord, TagRecord } from '../../../storage/records.js';
 import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
+import { FetchSink, type FetchTarget } from './fetch-sink.js';
 import { fetchPack, listUploadRefs } from './git-protocol.js';
 import type { Remote } from './git-remote.js';
-import { readPack, type PackObject } from './packfile.js';
+import { PackError, readPack } from './pack-reader.js';
 import type { PulledRefs, RemoteRef } from './pull-apply.js';
 import { NOTES_REF, TAG_PREFIX, refFilter, type RefGlobs } from './ref-filter.js';
-import { GitProtocolError, SyncFailure } from './sync-errors.js';
+import { GitProtocolError } from './sync-errors.js';
+import { PULL_PACK_LIMITS } from './upstream-limits.js';
 
-const BATCH_OBJECTS = 2000;
-const BATCH_BYTES = 8 * 1024 * 1024;
 const MAX_HAVES = 256;
 
 /** Whether the repository already holds `oid` as the complete value of a ref. */
@@ -65,89 +60,6 @@ function completeCommits(storage: Storage, repoId: string): string[] {
   return [...out];
 }
 
-/** The oids an object refers to that must exist for it to be usable (gitlinks excepted). */
-function referencesOf(object: PackObject): string[] {
-  if (object.type === 'commit') {
-    const commit = parseCommit(object.content);
-    return [commit.tree, ...commit.parents];
-  }
-  if (object.type === 'tree') return parseTree(object.content).filter((e) => e.mode !== '160000').map((e) => e.oid);
-  if (object.type === 'tag') {
-    const m = /^object ([0-9a-f]{40})\n/.exec(object.content.toString('latin1', 0, 48));
-    if (!m) throw new GitProtocolError('the upstream sent a malformed tag object');
-    return [m[1]!];
-  }
-  return [];
-}
-
-/** Where a fetch stores: the sync it belongs to and the org quota it is charged against. */
-export interface FetchTarget {
-  repoId: string;
-  syncId: string;
-  quotaBytes: number;
-}
-
-/**
- * Stores a pack's objects in short transactions (other writers wait on the same lock), each batch
- * charged to the quota, and checks connectivity.
- */
-async function storePack(storage: Storage, target: FetchTarget, pack: Buffer): Promise<LmdbObjectStore> {
-  const { repoId, syncId } = target;
-  const repoKey = K.repo(repoId);
-  const accounting = new ObjectAccounting(storage.meta, repoId, { kind: 'fetch', syncId }, Date.now());
-  /** Objects this fetch stored new, in committed batches (a refusal takes them back). */
-  const stored: string[] = [];
-  let batchStored: string[] = [];
-  const store = objectStore(storage, repoId, {
-    observer: {
-      stored(oid, size) {
-        accounting.stored(oid, size);
-        batchStored.push(oid);
-      },
-      existing: (oid) => accounting.existing(oid),
-    },
-  });
-  const received = new Set<string>();
-  const needed = new Set<string>();
-  let batch: PackObject[] = [];
-  let bytes = 0;
-  const flush = async (): Promise<void> => {
-    const objects = batch;
-    batchStored = [];
-    try {
-      storage.root.transactionSync(() => {
-        // Checked in the same transaction: objects are never written under a deleted repository.
-        const repo = storage.meta.get(repoKey) as RepoRecord | undefined;
-        if (!repo) throw new SyncFailure('the repository was deleted during the sync', false);
-        for (const o of objects) store.write(o.type, o.content);
-        accounting.settle(repo.org_id, target.quotaBytes);
-        // A batch is megabytes: its sync runs after the write lock is released.
-      }, COMMIT_THEN_SYNC);
-    } catch (err) {
-      if (!isServiceError(err) || err.code !== 'QUOTA_EXCEEDED') throw err;
-      discardFetched(storage, repoId, syncId, stored);
-      throw new SyncFailure(`QUOTA_EXCEEDED: ${err.message}`, false);
-    }
-    stored.push(...batchStored);
-    batch = [];
-    bytes = 0;
-    // Let other syncs of this worker make progress between batches.
-    await new Promise((resolve) => setImmediate(resolve));
-  };
-  for (const object of readPack(pack, (oid) => store.read(oid))) {
-    received.add(object.oid);
-    for (const ref of referencesOf(object)) needed.add(ref);
-    batch.push(object);
-    bytes += object.content.length;
-    if (batch.length >= BATCH_OBJECTS || bytes >= BATCH_BYTES) await flush();
-  }
-  if (batch.length > 0) await flush();
-  for (const oid of needed) {
-    if (!received.has(oid) && !store.has(oid)) throw new GitProtocolError(`the upstream sent an incomplete pack (object ${oid} is missing)`);
-  }
-  return store;
-}
-
 export async function fetchUpstream(storage: Storage, remote: Remote, target: FetchTarget, globs: RefGlobs): Promise<PulledRefs> {
   const { repoId } = target;
   const adv = await listUploadRefs(remote);
@@ -159,9 +71,18 @@ export async function fetchUpstream(storage: Storage, remote: Remote, target: Fe
     if (filter.classify(ref)!.selected && !holds(storage, repoId, ref, oid)) wants.add(oid);
   }
   if (wants.size > 0) {
-    const pack = await fetchPack(remote, adv, [...wants], completeCommits(storage, repoId));
-    const store = await storePack(storage, target, pack);
-    for (const oid of wants) if (!store.has(oid)) throw new GitProtocolError(`the upstream did not send object ${oid}`);
+    const sink = new FetchSink(storage, target, PULL_PACK_LIMITS.maxObjects);
+    try {
+      await fetchPack(remote, adv, [...wants], completeCommits(storage, repoId), (pack) => readPack(pack, sink, PULL_PACK_LIMITS));
+      await sink.finish();
+    } catch (err) {
+      await sink.abandon();
+      if (err instanceof PackError) throw new GitProtocolError(`the upstream sent a bad packfile: ${err.message}`);
+      throw err;
+    }
+    let missing = 0;
+    for (const oid of wants) if (!storage.objects.doesExist(K.object(repoId, oid))) missing++;
+    if (missing > 0) throw new GitProtocolError(`the upstream did not send ${missing} of the objects asked for`);
   }
   return { head: adv.symrefs.get('HEAD') ?? null, refs };
 }

@@ -1,7 +1,8 @@
 /**
  * git's pkt-line framing (gitprotocol-common): a 4-hex-digit length (including the 4 bytes) then
  * the payload; `0000` is a flush packet. Side-band-64k wraps data in pkt-lines whose first byte
- * names the band (1 pack data, 2 progress, 3 fatal error).
+ * names the band (1 pack data, 2 progress, 3 fatal error). Everything is read as a stream: at
+ * most one packet (64 KiB) is held.
  */
 import { GitProtocolError } from './sync-errors.js';
 
@@ -39,8 +40,9 @@ export class PktReader {
       if (this.buffer.length) throw new GitProtocolError('the remote sent a truncated response');
       return undefined;
     }
-    const length = parseInt(this.buffer.toString('latin1', 0, 4), 16);
-    if (Number.isNaN(length)) throw new GitProtocolError('the remote sent a malformed response');
+    const hex = this.buffer.toString('latin1', 0, 4);
+    if (!/^[0-9a-fA-F]{4}$/.test(hex)) throw new GitProtocolError('the remote sent a malformed response');
+    const length = parseInt(hex, 16);
     if (length < 4) {
       this.buffer = this.buffer.subarray(4);
       return null;
@@ -51,17 +53,16 @@ export class PktReader {
     return payload;
   }
 
-  /** Everything left in the stream, unframed (a packfile sent without side-band). */
-  async rest(): Promise<Buffer> {
-    const parts = [this.buffer];
+  /** Everything after the packets read so far, unframed (a packfile sent without side-band). */
+  async *remaining(): AsyncGenerator<Uint8Array> {
+    if (this.buffer.length) yield this.buffer;
+    this.buffer = Buffer.alloc(0);
     for (;;) {
       const next = await this.iterator.next();
       if (next.done) break;
-      parts.push(Buffer.from(next.value));
+      yield next.value;
     }
-    this.buffer = Buffer.alloc(0);
     this.done = true;
-    return Buffer.concat(parts);
   }
 }
 
@@ -72,18 +73,15 @@ export function pktText(payload: Buffer): string {
 }
 
 /**
- * Reads side-band-64k packets until a flush or the end of the stream and returns the band-1
- * data. A band-3 packet is the remote's fatal error.
+ * The band-1 data of side-band-64k packets, until a flush or the end of the stream. Band 2 is
+ * progress and is dropped; band 3 is the remote's fatal error, reported without its text, which
+ * is the remote's and not ours to show.
  */
-export async function readSideBand(reader: PktReader, first?: Buffer): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  let packet: Buffer | null | undefined = first;
-  if (packet === undefined) packet = await reader.read();
-  while (packet) {
+export async function* sideBandData(reader: PktReader): AsyncGenerator<Uint8Array> {
+  for (let packet = await reader.read(); packet; packet = await reader.read()) {
     const band = packet[0];
-    if (band === 1) parts.push(packet.subarray(1));
-    else if (band === 3) throw new GitProtocolError(`the remote reported: ${pktText(packet.subarray(1)).trim()}`);
-    packet = await reader.read();
+    if (band === 1) yield packet.subarray(1);
+    else if (band === 3) throw new GitProtocolError('the remote reported a fatal error on its side-band channel');
+    else if (band !== 2) throw new GitProtocolError('the remote sent a malformed side-band packet');
   }
-  return Buffer.concat(parts);
 }

@@ -102,7 +102,7 @@ class CommitImporter {
   }
 
   private parentsOf(oid: string): string[] {
-    if (!this.store.has(oid)) throw new ServiceError('INTERNAL_ERROR', `the upstream did not send commit ${oid}`);
+    if (!this.store.has(oid)) throw new ServiceError('INTERNAL_ERROR', 'the upstream did not send a commit its refs name');
     return readCommit(this.store, oid).parents;
   }
 

@@ -1,7 +1,11 @@
+import { STATUS_CODES } from 'node:http';
+import { isServiceError } from '../../../errors.js';
+
 /**
  * How a failed sync try is judged (API §9): transient failures (network, timeouts, remote 5xx,
  * 408/429) go back to the queue with a backoff; everything else fails the sync at once. Every
- * message that leaves here has the upstream credentials redacted, whatever produced it.
+ * message that leaves here has the upstream credentials redacted, whatever produced it, and none
+ * carries bytes the upstream sent (API §9 `error`).
  */
 export class SyncFailure extends Error {
   constructor(
@@ -36,7 +40,6 @@ const TRANSIENT_CODES = new Set([
   'ENETUNREACH',
   'ENETDOWN',
   'EAI_AGAIN',
-  'UND_ERR_SOCKET',
   'ERR_STREAM_PREMATURE_CLOSE',
 ]);
 
@@ -52,17 +55,10 @@ export function redact(text: string, secrets: readonly string[]): string {
   return out;
 }
 
-interface HttpErrorLike {
-  code: 'HttpError';
-  data: { statusCode: number; statusMessage?: string };
-}
-
-function isHttpError(err: unknown): err is HttpErrorLike {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'HttpError' && typeof (err as HttpErrorLike).data?.statusCode === 'number';
-}
-
-function httpVerdict(status: number, statusMessage: string | undefined): FailureVerdict {
-  const what = `HTTP ${status}${statusMessage ? ` ${statusMessage}` : ''}`;
+/** Our words for a status: the reason phrase is the standard one, never what the upstream sent. */
+function httpVerdict(status: number): FailureVerdict {
+  const reason = STATUS_CODES[status];
+  const what = `HTTP ${status}${reason ? ` ${reason}` : ''}`;
   if (status === 401) return { message: `the upstream refused the credentials (${what})`, transient: false };
   if (status === 403) return { message: `the upstream denied access (${what})`, transient: false };
   if (status === 404) return { message: `upstream repository not found (${what})`, transient: false };
@@ -70,19 +66,33 @@ function httpVerdict(status: number, statusMessage: string | undefined): Failure
   return { message: `the upstream answered ${what}`, transient: false };
 }
 
+/** The upstream answered a git request with a status other than 200. */
+export class UpstreamStatusError extends SyncFailure {
+  constructor(readonly status: number) {
+    const verdict = httpVerdict(status);
+    super(verdict.message, verdict.transient);
+    this.name = 'UpstreamStatusError';
+  }
+}
+
+/**
+ * Our description of a failure. Only our own texts are kept (SyncFailure, ServiceError); anything
+ * else is described by its error code, because the messages of transport and parser errors can
+ * quote what the upstream sent (a certificate's names, a response's bytes).
+ */
 export function classifyFailure(err: unknown, secrets: readonly string[]): FailureVerdict {
   let verdict: FailureVerdict;
+  const code = (err as { code?: unknown } | null)?.code;
   if (err instanceof SyncFailure) verdict = { message: err.message, transient: err.transient };
-  else if (isHttpError(err)) verdict = httpVerdict(err.data.statusCode, err.data.statusMessage);
-  else {
-    const code = (err as { code?: unknown } | null)?.code;
-    const message = err instanceof Error ? err.message : String(err);
-    if (typeof code === 'string' && TRANSIENT_CODES.has(code)) verdict = { message: `cannot reach the upstream (${code}: ${message})`, transient: true };
-    else if (code === 'ENOTFOUND') verdict = { message: `the upstream host does not resolve (${message})`, transient: false };
-    else if (code === 'UrlParseError' || code === 'UnknownTransportError' || code === 'ERR_INVALID_URL') verdict = { message: `invalid upstream url (${message})`, transient: false };
-    else if (code === 'SmartHttpError' || code === 'ParseError' || code === 'EmptyServerResponseError') {
-      verdict = { message: `the upstream did not answer as a git smart-HTTP server (${message})`, transient: false };
-    } else verdict = { message: `sync failed: ${message}`, transient: false };
-  }
+  else if (isServiceError(err)) verdict = { message: `sync failed: ${err.message}`, transient: false };
+  else if (typeof code !== 'string') verdict = { message: 'sync failed: internal error', transient: false };
+  else if (TRANSIENT_CODES.has(code)) verdict = { message: `cannot reach the upstream (${code})`, transient: true };
+  else if (code === 'ENOTFOUND') {
+    const host = (err as { hostname?: unknown }).hostname;
+    verdict = { message: `the upstream host ${typeof host === 'string' ? `${host} ` : ''}does not resolve (ENOTFOUND)`, transient: false };
+  } else if (code === 'ERR_INVALID_URL') verdict = { message: 'invalid upstream url', transient: false };
+  else if (code.startsWith('HPE_')) verdict = { message: `the upstream's answer is not valid HTTP (${code})`, transient: false };
+  else if (/CERT|TLS|SSL/.test(code)) verdict = { message: `the TLS connection to the upstream failed (${code})`, transient: false };
+  else verdict = { message: `sync failed (${code})`, transient: false };
   return { message: redact(verdict.message, secrets), transient: verdict.transient };
 }
