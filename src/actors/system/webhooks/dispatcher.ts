@@ -408,8 +408,7 @@ export class WebhookDispatcher {
       if (timedOut) return { verdict: 'transient', statusCode: null, error: `no answer within ${this.opts.timeoutMs / 1000} s`, retryAfterMs: null };
       const refused = findRefusal(err);
       if (refused) return { verdict: 'permanent', statusCode: null, error: `address refused: ${refused.message}`, retryAfterMs: null };
-      const code = (err as NodeJS.ErrnoException).code;
-      return { verdict: 'transient', statusCode: null, error: `connection failed: ${code ?? (err as Error).message}`, retryAfterMs: null };
+      return { verdict: 'transient', statusCode: null, error: connectionFailure(err), retryAfterMs: null };
     } finally {
       clearTimeout(timer);
       this.aborts.delete(ac);
@@ -479,6 +478,16 @@ function matches(sub: Subscriber, type: string, repoId: string | null): boolean 
   if (!sub.record.events.includes(type)) return false;
   if (sub.repos === null) return true;
   return repoId !== null && sub.repos.has(repoId);
+}
+
+/**
+ * `last_error` for an attempt that got no status (API §11.4): described by the error's code,
+ * never by its message, which can quote the receiver's answer (a parser error's bytes).
+ */
+function connectionFailure(err: unknown): string {
+  if ((err as Error | null)?.name === 'HTTPParserError') return "the receiver's answer is not valid HTTP";
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? `connection failed: ${code}` : 'connection failed';
 }
 
 function findRefusal(err: unknown): AddressRefusedError | null {
