@@ -1,4 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,7 +11,8 @@ import { promisify } from 'node:util';
  * A real git smart-HTTP server for tests: git's own `git http-backend` (CGI) behind a node:http
  * server on loopback, serving the bare repositories of a temporary directory. HTTP Basic auth is
  * enforced on every request. Controls let a test take the server down (connections refused),
- * answer 5xx for the next N requests, hold requests until released, or slow every request.
+ * answer 5xx for the next N requests, hold requests until released, slow every request, or
+ * misbehave on chosen requests (slow, reset, cut short, garbage).
  */
 const execFileAsync = promisify(execFile);
 const HTTP_BACKEND = '/usr/lib/git-core/git-http-backend';
@@ -21,6 +23,17 @@ export interface GitRequestRecord {
   service: string | null;
   status: number;
   user: string | null;
+}
+
+/**
+ * What the server does wrong with one request: wait `delayMs` first, then (with `kind`) drop the
+ * connection unanswered (`reset`), drop it after the first chunk of the real answer (`truncate`),
+ * answer 200 with random bytes in the service's content type (`garbage`), or answer 503
+ * without reaching git (`unavailable`).
+ */
+export interface GitFault {
+  delayMs?: number;
+  kind?: 'reset' | 'truncate' | 'garbage' | 'unavailable';
 }
 
 export interface GitServer {
@@ -44,6 +57,8 @@ export interface GitServer {
   hold(match: (req: { method: string; path: string; service: string | null }) => boolean): { held: Promise<void>; release(): void };
   /** Every request waits this long before it is served. */
   setDelay(ms: number): void;
+  /** Decides a fault for each request (null: none) until called again with null. */
+  misbehave(decide: ((req: { method: string; path: string; service: string | null }) => GitFault | null) | null): void;
   close(): Promise<void>;
 }
 
@@ -93,6 +108,7 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
   const sockets = new Set<Socket>();
   let failures: { left: number; status: number } = { left: 0, status: 503 };
   let delayMs = 0;
+  let decideFault: ((req: { method: string; path: string; service: string | null }) => GitFault | null) | null = null;
   const holds: Array<{ match: (r: { method: string; path: string; service: string | null }) => boolean; arrived: () => void; gate: Promise<void> }> = [];
 
   const server = http.createServer((req, res) => {
@@ -111,6 +127,26 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
       requests.push({ method, path: url.pathname, service, status, user });
     };
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    const fault = decideFault?.({ method, path: url.pathname, service }) ?? null;
+    if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
+    if (fault?.kind === 'reset') {
+      record(0, null);
+      req.socket.destroy();
+      return;
+    }
+    if (fault?.kind === 'unavailable') {
+      record(503, null);
+      req.resume();
+      res.writeHead(503, { 'content-type': 'text/plain' }).end('temporarily unavailable\n');
+      return;
+    }
+    if (fault?.kind === 'garbage') {
+      record(200, null);
+      req.resume();
+      const kind = method === 'GET' ? `${service}-advertisement` : `${service}-result`;
+      res.writeHead(200, { 'content-type': `application/x-${kind}` }).end(randomBytes(64 + Math.floor(Math.random() * 4096)));
+      return;
+    }
     for (const h of holds) {
       if (h.match({ method, path: url.pathname, service })) {
         h.arrived();
@@ -150,7 +186,19 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
       },
       stdio: ['pipe', 'pipe', 'ignore'],
     });
+    // A client gone mid-request (killed, or cut off here) leaves git waiting for the rest of
+    // the body: it is stopped, and its closed stdin must not become an unhandled EPIPE.
+    cgi.stdin.on('error', () => undefined);
+    res.on('close', () => {
+      if (cgi.exitCode === null && cgi.signalCode === null) cgi.kill();
+    });
     req.pipe(cgi.stdin);
+    // The client sees a real answer break off after its headers; git's output is thrown away.
+    const cutShort = (): void => {
+      cgi.stdout.removeAllListeners('data');
+      cgi.stdout.resume();
+      req.socket.destroy();
+    };
     // CGI output: header lines, a blank line, then the body to stream through.
     let head = Buffer.alloc(0);
     let headerDone = false;
@@ -179,6 +227,7 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
       }
       res.writeHead(status);
       res.write(head.subarray(end + sep));
+      if (fault?.kind === 'truncate') cutShort();
     });
     cgi.on('close', () => {
       if (!headerDone) {
@@ -245,6 +294,9 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
     },
     setDelay(ms) {
       delayMs = ms;
+    },
+    misbehave(decide) {
+      decideFault = decide;
     },
     async close() {
       for (const s of sockets) s.destroy();

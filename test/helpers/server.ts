@@ -52,7 +52,7 @@ export interface TestServer {
   createKey(opts: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey;
   createOrg(slug: string): void;
   /** fetch against the API with a token; `path` starts after `/v1`. */
-  api(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string | Uint8Array }): Promise<{ status: number; headers: Headers; json: any; text: string }>;
+  api(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string | Uint8Array; signal?: AbortSignal }): Promise<{ status: number; headers: Headers; json: any; text: string }>;
   stop(): Promise<number | null>;
   kill(): Promise<void>;
   /** Restarts a stopped or killed server on the same data directory (new port). */
@@ -190,7 +190,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
         body = JSON.stringify(o.body);
         headers['content-type'] ??= 'application/json';
       }
-      const res = await fetch(`${server.url}/v1${path}`, { method, headers, body });
+      const res = await fetch(`${server.url}/v1${path}`, { method, headers, body, signal: o.signal });
       const text = await res.text();
       let json: unknown = undefined;
       try {

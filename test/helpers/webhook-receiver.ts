@@ -20,13 +20,16 @@ export interface ReceivedDelivery {
   raw: string;
   body: any;
   verified: boolean;
-  /** The status the receiver answered. */
+  /** The status the receiver answered (0 while unanswered, or when it never answers). */
   answered: number;
   at: number;
 }
 
-/** What the receiver does with a request: answer a status (with headers), or never answer. */
-export type Behaviour = { status: number; headers?: Record<string, string> } | 'hang';
+/**
+ * What the receiver does with a request: answer a status (with headers, after `delayMs`), never
+ * answer, or drop the connection without an answer (`reset`).
+ */
+export type Behaviour = { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang' | 'reset';
 
 export interface WebhookReceiver {
   /** `http://127.0.0.1:<port><path>` */
@@ -85,9 +88,21 @@ export async function startWebhookReceiver(opts: { brand?: string } = {}): Promi
       const behaviour: Behaviour = verified ? (behaviours.get(path)?.(entry, list.length) ?? { status: 200 }) : { status: 401 };
       if (behaviour === 'hang') {
         hanging.add(res);
+      } else if (behaviour === 'reset') {
+        req.socket.destroy();
       } else {
-        entry.answered = behaviour.status;
-        res.writeHead(behaviour.status, { 'content-type': 'text/plain', ...behaviour.headers }).end('ok');
+        const answer = (): void => {
+          if (res.destroyed) return;
+          entry.answered = behaviour.status;
+          res.writeHead(behaviour.status, { 'content-type': 'text/plain', ...behaviour.headers }).end('ok');
+        };
+        if (behaviour.delayMs) {
+          hanging.add(res);
+          setTimeout(() => {
+            hanging.delete(res);
+            answer();
+          }, behaviour.delayMs);
+        } else answer();
       }
       for (const fn of [...waiters]) fn();
     });
@@ -144,6 +159,24 @@ export async function startWebhookReceiver(opts: { brand?: string } = {}): Promi
 }
 
 /**
+ * Whether every event written so far has been delivered to `targetIds` for good (read from the
+ * data directory: no API lists the outbox). Outbox first: an event still there has no delivery
+ * yet; once it is gone, its delivery to a target is in the pending index until it is answered.
+ */
+export function deliveriesDrained(dataDir: string, targetIds: string[]): boolean {
+  const storage = openStorage(dataDir);
+  try {
+    for (const _ of storage.meta.getKeys({ ...under(['outbox']), limit: 1 })) return false;
+    for (const targetId of targetIds) {
+      for (const _ of storage.meta.getKeys({ ...under(['whq', targetId]), limit: 1 })) return false;
+    }
+    return true;
+  } finally {
+    void storage.close();
+  }
+}
+
+/**
  * Every event the server emits, observed as a customer would: an org-wide target subscribed to
  * every kind, posting to its own receiver. `settled()` waits until every event written so far
  * has been delivered (the outbox is drained and no delivery is pending), so a test can then
@@ -164,18 +197,6 @@ export async function startEventLog(s: TestServer, opts: { brand?: string } = {}
   if (res.status !== 201) throw new Error(`event log target: ${res.status} ${res.text}`);
   receiver.setSecret(path, res.json.secret);
   const targetId = res.json.id as string;
-  const drained = (): boolean => {
-    const storage = openStorage(s.dataDir);
-    try {
-      // Outbox first: an event still there has no delivery yet; once it is gone, its delivery
-      // to this log's target is in the pending index until it has been received.
-      for (const _ of storage.meta.getKeys({ ...under(['outbox']), limit: 1 })) return false;
-      for (const _ of storage.meta.getKeys({ ...under(['whq', targetId]), limit: 1 })) return false;
-      return true;
-    } finally {
-      void storage.close();
-    }
-  };
   return {
     receiver,
     events(repo) {
@@ -184,7 +205,7 @@ export async function startEventLog(s: TestServer, opts: { brand?: string } = {}
     },
     async settled(timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
-      while (!drained()) {
+      while (!deliveriesDrained(s.dataDir, [targetId])) {
         if (Date.now() > deadline) throw new Error('event log: deliveries still pending');
         await new Promise((r) => setTimeout(r, 20));
       }
