@@ -13,6 +13,12 @@ interface Pattern {
   routes: Map<Method, RouteDef>;
 }
 
+/**
+ * No name or id the API serves is longer (bookmark names are at most 255 bytes). A longer
+ * parameter names nothing, and as part of a storage key it would not even fit LMDB's.
+ */
+export const MAX_PARAM_BYTES = 1024;
+
 export interface Match {
   route: RouteDef;
   params: Record<string, string>;
@@ -42,7 +48,7 @@ export class Router {
     for (const list of this.bySize.values()) list.sort((a, b) => b.score - a.score);
   }
 
-  /** Throws NOT_FOUND / METHOD_NOT_ALLOWED / INVALID_REQUEST (bad percent-encoding). */
+  /** Throws NOT_FOUND / METHOD_NOT_ALLOWED / INVALID_REQUEST (bad percent-encoding, an over-long segment). */
   match(method: string, path: string): Match {
     const raw = path.split('/').slice(1);
     if (raw.length && raw[raw.length - 1] === '') raw.pop(); // tolerate one trailing slash
@@ -54,6 +60,9 @@ export class Router {
         segments = raw.map((s) => (s.includes('%') ? decodeURIComponent(s) : s));
       } catch {
         throw invalid('malformed percent-encoding in the path');
+      }
+      if (segments.some((s) => s.length > MAX_PARAM_BYTES / 3 && Buffer.byteLength(s) > MAX_PARAM_BYTES)) {
+        throw invalid(`a path segment is longer than ${MAX_PARAM_BYTES} bytes`);
       }
       for (const pattern of candidates) {
         const params: Record<string, string> = {};

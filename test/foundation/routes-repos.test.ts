@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { rawRequest } from './raw-http.js';
 import { openStorage } from '../../src/storage/database.js';
 import { K, under } from '../../src/storage/keys.js';
+import { MAX_PARAM_BYTES } from '../../src/http/router.js';
 import type { RepoRecord } from '../../src/storage/records.js';
 
 /** Repository and org routes (API §1, §3, §4) over HTTP against one real server. */
@@ -243,6 +244,26 @@ t.test('routing - unknown route 404, wrong method 405 with Allow, healthz', asyn
   t.equal(postHealth.headers.get('allow'), 'GET');
   t.match(postHealth.headers.get('x-request-id'), /^[0-9a-f-]{36}$/);
   t.equal((await fetch(`${s.url}/metrics`)).status, 404, 'metrics are not on the API port');
+});
+
+t.test('routing - a path segment over 1 KiB is a 400 wherever it stands, never a 500 from the key it would make', async (t) => {
+  t.equal((await create({ name: 'long-params' })).status, 201);
+  const long = 'a'.repeat(MAX_PARAM_BYTES + 1);
+  const wide = '\u00e9'.repeat(MAX_PARAM_BYTES / 2 + 1);
+  for (const [method, path, body] of [
+    ['GET', `/acme/webhook-targets/${long}`],
+    ['PATCH', `/acme/webhook-targets/${long}`, { name: 'x' }],
+    ['POST', `/acme/webhook-targets/${long}/rotate-secret`, {}],
+    ['POST', `/acme/webhook-targets/wht_x/deliveries/${long}/redeliver`, {}],
+    ['GET', `/acme/long-params/upstream/syncs/${long}`],
+    ['GET', `/acme/long-params/bookmarks/${long}`],
+    ['DELETE', `/acme/long-params/bookmarks/${wide}`],
+  ] as const) {
+    expectError(t, await s.api(method, path.replace(wide, encodeURIComponent(wide)), { body }), 400, 'INVALID_REQUEST', /path segment is longer than 1024 bytes/);
+  }
+  const limit = 'a'.repeat(MAX_PARAM_BYTES);
+  expectError(t, await s.api('GET', `/acme/webhook-targets/${limit}`), 404, 'NOT_FOUND', /webhook target/);
+  expectError(t, await s.api('GET', `/acme/long-params/bookmarks/${limit}`), 404, 'BRANCH_NOT_FOUND');
 });
 
 t.test('request ids - a valid X-Request-Id is echoed, an invalid one replaced', async (t) => {
