@@ -8,11 +8,18 @@ export function encodeCursor(position: Record<string, unknown>): string {
   return Buffer.from(JSON.stringify(position)).toString('base64url');
 }
 
+/**
+ * Positions are names and ids, none longer than this: a longer one was not made here, and as the
+ * start of a key range it would not fit LMDB's keys.
+ */
+const MAX_POSITION_CHARS = 1024;
+const fits = (v: unknown): boolean => (typeof v === 'string' ? v.length <= MAX_POSITION_CHARS : !Array.isArray(v) || v.every(fits));
+
 export function decodeCursor<T extends Record<string, unknown>>(raw: string | number | undefined, check: (value: Record<string, unknown>) => value is T): T | null {
   if (raw === undefined || raw === '') return null;
   try {
     const value = JSON.parse(Buffer.from(String(raw), 'base64url').toString('utf8')) as unknown;
-    if (value && typeof value === 'object' && !Array.isArray(value) && check(value as Record<string, unknown>)) return value as T;
+    if (value && typeof value === 'object' && !Array.isArray(value) && Object.values(value).every(fits) && check(value as Record<string, unknown>)) return value as T;
   } catch {
     // fall through
   }

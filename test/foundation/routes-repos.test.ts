@@ -330,6 +330,28 @@ t.test('GET /{org}/repos - cursor pages, newest first, stable across inserts; ba
   expectError(t, await s.api('GET', `/${org}/repos?limit=%zz`, { token }), 400, 'INVALID_REQUEST');
 });
 
+t.test('cursors - a position longer than any name or id is a malformed cursor on every list, never a 500', async (t) => {
+  t.equal((await create({ name: 'long-cursors' })).status, 201);
+  const change = await s.api('POST', '/acme/long-cursors/apply-ops', { body: { base_change_id: ROOT, ops: [] } });
+  t.equal(change.status, 201);
+  const target = await s.api('POST', '/acme/webhook-targets', { body: { url: 'http://127.0.0.1:9/hook' } });
+  t.equal(target.status, 201);
+  const cursor = (position: Record<string, unknown>): string => Buffer.from(JSON.stringify(position)).toString('base64url');
+  const long = 'a'.repeat(5000);
+  for (const path of [
+    `/acme/long-cursors/bookmarks?cursor=${cursor({ after: long })}`,
+    `/acme/long-cursors/upstream/syncs?cursor=${cursor({ before: long })}`,
+    `/acme/sync-runs?cursor=${cursor({ before: long })}`,
+    `/acme/webhook-targets?cursor=${cursor({ before: long })}`,
+    `/acme/webhook-targets/${target.json.id}/deliveries?cursor=${cursor({ before: long })}`,
+    `/acme/long-cursors/changes/${change.json.change.id}/evolution?cursor=${cursor({ before: long })}`,
+  ]) {
+    expectError(t, await s.api('GET', path), 400, 'INVALID_REQUEST', /cursor/);
+  }
+  t.equal((await s.api('GET', `/acme/sync-runs?cursor=${cursor({ before: 'a'.repeat(1024) })}`)).status, 200, 'a position of 1024 characters is still one');
+  t.equal((await s.api('DELETE', `/acme/webhook-targets/${target.json.id}`)).status, 200);
+});
+
 t.test('GET /{org}/repos?tags= - every operator of the JSON filter, case-insensitive', async (t) => {
   const org = 'tagged';
   s.createOrg(org);
