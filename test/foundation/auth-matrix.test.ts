@@ -82,6 +82,19 @@ t.test('auth - a token over 8 KiB is refused before it is decoded; one just unde
   expect401(t, await whoami(await padded(40 * 1024)));
 });
 
+t.test('auth - an issuer or a restriction entry longer than any slug, name or id is refused, never a 500', async (t) => {
+  const routes = ['/whoami', '/acme/repos', '/acme/webhook-targets'];
+  for (const path of routes) {
+    expect401(t, await s.api('GET', path, { token: await s.token({ issuer: 'a'.repeat(5000) }) }), 'JWT_UNKNOWN_PUBLIC_KEY');
+    expect401(t, await s.api('GET', path, { token: await s.token({ repos: [`acme/${'b'.repeat(5000)}`] }) }));
+    expect401(t, await s.api('GET', path, { token: await s.token({ repo_ids: ['c'.repeat(5000)] }) }));
+  }
+  expect401(t, await whoami(await s.token({ issuer: 'Acme' })), 'JWT_UNKNOWN_PUBLIC_KEY');
+  const longest = await whoami(await s.token({ repos: [`acme/${'n'.repeat(100)}`], scopes: ['read'] }));
+  t.equal(longest.status, 200, 'the longest name a repository can have is still a restriction');
+  t.same(longest.json.repo_ids, []);
+});
+
 t.test('auth - a key not registered for the issuer is JWT_UNKNOWN_PUBLIC_KEY', async (t) => {
   const stranger = unregisteredKey();
   expect401(t, await whoami(await s.token({ key: stranger })), 'JWT_UNKNOWN_PUBLIC_KEY');

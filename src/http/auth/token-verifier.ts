@@ -5,6 +5,7 @@ import type { Storage } from '../../storage/database.js';
 import { K, under } from '../../storage/keys.js';
 import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
 import { getOrg, getOrgBySlug } from '../../storage/repo-store.js';
+import { ORG_SLUG } from '../../protocol/names.js';
 import { expandScopes, intersect } from './permissions.js';
 import type { AuthorClaim, Principal } from './principal.js';
 import { TokenCache } from './token-cache.js';
@@ -21,6 +22,12 @@ export interface VerifierOptions {
 }
 
 const CLOCK_SKEW_S = 30;
+/**
+ * Longest entry of `repos` (an org slug of 64, "/", a name of 100) or `repo_ids` accepted. Every
+ * entry becomes part of a storage key when the restriction is resolved: a longer one names
+ * nothing, and one of some kilobytes would not fit LMDB's keys.
+ */
+const MAX_RESTRICTION_ENTRY_CHARS = 200;
 /** Longest accepted token: a compact JWS with a hundred authors and 250 repository ids fits in half of it. */
 export const MAX_TOKEN_CHARS = 8 * 1024;
 /** Memory the verified-token cache may hold: tens of thousands of typical tokens. */
@@ -119,6 +126,8 @@ export class TokenVerifier {
     }
     if (header.alg !== 'EdDSA' && header.alg !== 'Ed25519') throw unauthorized();
     if (typeof claims.iss !== 'string' || !claims.iss) throw unauthorized();
+    // An issuer that is no slug names no org, and it is looked up only as one.
+    if (claims.iss.length > 64 || !ORG_SLUG.test(claims.iss)) throw unknownKey();
     const org = getOrgBySlug(this.storage.meta, claims.iss);
     if (!org) throw unknownKey();
     let key: LoadedKey | undefined;
@@ -159,8 +168,9 @@ export class TokenVerifier {
     const hasRepos = repos !== undefined && repos !== null;
     const hasIds = repoIds !== undefined && repoIds !== null;
     if (hasRepos && hasIds) throw unauthorized();
-    if (hasRepos && (!Array.isArray(repos) || !repos.every((r) => typeof r === 'string'))) throw unauthorized();
-    if (hasIds && (!Array.isArray(repoIds) || repoIds.length > 250 || !repoIds.every((r) => typeof r === 'string'))) throw unauthorized();
+    const entry = (r: unknown): boolean => typeof r === 'string' && r.length <= MAX_RESTRICTION_ENTRY_CHARS;
+    if (hasRepos && (!Array.isArray(repos) || !repos.every(entry))) throw unauthorized();
+    if (hasIds && (!Array.isArray(repoIds) || repoIds.length > 250 || !repoIds.every(entry))) throw unauthorized();
     const authors = parseAuthors(claims.author);
     const permissions = intersect(expandScopes(scopes as string[]), expandScopes(key.record.scopes));
     const repoNames = hasRepos
