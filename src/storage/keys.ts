@@ -87,6 +87,14 @@ export const K = {
   idempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
 };
 
+/** LMDB's largest key (its default `maxkeysize`): lmdb-js refuses to write a longer one. */
+export const MAX_KEY_BYTES = 1978;
+
+/** The bytes of a tuple key as lmdb-js's ordered-binary writes it: UTF-8 strings, a byte between parts. */
+export function keyBytes(key: ReadonlyArray<string | number>): number {
+  return key.reduce<number>((n, part) => n + (typeof part === 'string' ? Buffer.byteLength(part) : 9), key.length - 1);
+}
+
 /** Sorts after any string element, so `[...prefix]` to `[...prefix, HIGH]` spans a prefix. */
 const HIGH = '\uffff\uffff';
 

@@ -217,3 +217,21 @@ t.test('changes - bad input is refused with 4xx naming what is wrong, never a 5x
     t.same(statuses.filter((s) => s >= 500), []);
   });
 });
+
+t.test('apply-ops - metadata on a path too long for its storage key is a 400 naming the op; the file itself can be written', async (t) => {
+  const f = await startWithRepo(t, 'long-paths');
+  const long = `dir/${'a'.repeat(2500)}`;
+  const written = await applyOps(f, { base_change_id: ROOT, ops: [write(long, 'x')] });
+  t.equal(written.status, 201, 'a 2,504-byte path is a valid path');
+  const id = written.json.change.id as string;
+  const refused = await applyOps(f, { change_id: id, ops: [{ op: 'set_metadata', path: 'dir', metadata: {} }, { op: 'set_metadata', path: long, metadata: { k: 'v' } }] });
+  t.equal(refused.status, 400, refused.text);
+  t.equal(refused.json.error.code, 'INVALID_REQUEST');
+  t.match(refused.json.error.message, /^ops\[1\]: metadata can be set only on paths of at most \d+ bytes/);
+  t.equal(refused.json.error.details.op_index, 1);
+  const shorter = `dir/${'b'.repeat(1800)}`;
+  const set = await applyOps(f, { change_id: id, ops: [write(shorter, 'y'), { op: 'set_metadata', path: shorter, metadata: { k: 'v' } }] });
+  t.equal(set.status, 200, set.text);
+  const read = await f.s.api('GET', `${f.base}/content?change_id=${id}&path=${encodeURIComponent(shorter)}`);
+  t.same(read.json.metadata, { k: 'v' });
+});

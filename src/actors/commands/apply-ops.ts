@@ -9,7 +9,7 @@ import { applyTreeEdits, type TreeEdit } from '../../vcs/tree-edit.js';
 import { commitStagedBlob, type StagedBlob } from '../../storage/blob-store.js';
 import { CHUNK_SIZE, prepareObject, type PreparedObject } from '../../storage/git-object-store.js';
 import { changeIdOfCommitOid } from '../../storage/change-store.js';
-import { K } from '../../storage/keys.js';
+import { K, MAX_KEY_BYTES, keyBytes } from '../../storage/keys.js';
 import { ObjectAccounting, UPLOAD } from '../../storage/object-accounting.js';
 import type { ChangeRecord, FileMetadataRecord } from '../../storage/records.js';
 import { defineCommand, type CommandContext } from '../command.js';
@@ -158,11 +158,15 @@ function applyOps(w: RepoWrite, input: ChangeWriteInput, trees: TreeSet): TreeSe
       case 'rename':
         edits.push({ op: 'rename', from: op.from, to: op.to });
         break;
-      case 'set_metadata':
+      case 'set_metadata': {
+        // The path is part of the metadata's key, which LMDB bounds (the file's own path is not).
+        const room = MAX_KEY_BYTES - keyBytes(K.fileMeta(w.repo.id, '') as string[]);
+        if (Buffer.byteLength(op.path) > room) throw invalid(`${where}: metadata can be set only on paths of at most ${room} bytes`, { op_index: index });
         // Ops apply in order: the path must exist where the op stands, whatever later ops do.
         edits.push({ op: 'require', path: op.path, what: 'set metadata of' });
         metadata.push({ path: op.path, values: op.metadata });
         break;
+      }
     }
     opIndexOfEdit.push(index);
   });
