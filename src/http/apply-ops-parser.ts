@@ -31,6 +31,13 @@ const MAX_OTHER_CHARS = 64 * 1024 * 1024;
 const INLINE_BUDGET = 8 * 1024 * 1024;
 /** Characters of a content gathered before decoding them at once (the parser delivers ≤ 256). */
 const DECODE_BATCH_CHARS = 64 * 1024;
+/**
+ * The tokenizer runs on the front end's thread at about a microsecond per token, so a body dense
+ * with small values (2 MiB of `0,` took 4 s) would hold every other request back: text is
+ * tokenized in slices, and once parsing has held the thread this long it lets the others run.
+ */
+const TOKENIZE_SLICE_CHARS = 16 * 1024;
+const HOLD_THREAD_MS = 10;
 
 export type ContentEncoding = 'utf-8' | 'base64';
 
@@ -402,7 +409,17 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
       throw notUtf8();
     }
   };
-  for await (const chunk of stream) await feed(tokens(decode(chunk)));
+  let held = performance.now();
+  for await (const chunk of stream) {
+    const text = decode(chunk);
+    for (let at = 0; at < text.length; at += TOKENIZE_SLICE_CHARS) {
+      await feed(tokens(text.length <= TOKENIZE_SLICE_CHARS ? text : text.slice(at, at + TOKENIZE_SLICE_CHARS)));
+      if (performance.now() - held > HOLD_THREAD_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        held = performance.now();
+      }
+    }
+  }
   const tail = decode();
   if (tail) await feed(tokens(tail));
   await feed(tokens(NONE));
