@@ -16,7 +16,8 @@ export interface RawResponse {
 
 export interface RawRequest {
   method: string;
-  path: string;
+  /** The request target as sent (a Buffer for bytes that are not UTF-8 text). */
+  path: string | Buffer;
   headers?: Record<string, string>;
   /** A whole body (sent with Content-Length unless headers say otherwise). */
   body?: string | Buffer;
@@ -27,31 +28,32 @@ export interface RawRequest {
   timeoutMs?: number;
 }
 
-function parse(raw: string, sent: number): RawResponse | null {
+function parse(raw: Buffer, sent: number): RawResponse | null {
   const end = raw.indexOf('\r\n\r\n');
   if (end < 0) return null;
-  const [statusLine, ...lines] = raw.slice(0, end).split('\r\n');
+  const [statusLine, ...lines] = raw.subarray(0, end).toString('latin1').split('\r\n');
   const headers: Record<string, string> = {};
   for (const line of lines) {
     const i = line.indexOf(':');
     headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
   }
-  const body = raw.slice(end + 4);
+  const body = raw.subarray(end + 4);
   const length = Number(headers['content-length'] ?? NaN);
-  if (Number.isFinite(length) && Buffer.byteLength(body) < length) return null;
-  return { status: Number(statusLine!.split(' ')[1]), headers, body, sentBeforeResponse: sent };
+  if (Number.isFinite(length) && body.length < length) return null;
+  return { status: Number(statusLine!.split(' ')[1]), headers, body: body.toString('utf8'), sentBeforeResponse: sent };
 }
 
 export function rawRequest(port: number, req: RawRequest): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
-    let received = '';
+    // Bytes, decoded once whole: a character split between two reads must not become two U+FFFD.
+    let received = Buffer.alloc(0);
     let sent = 0;
     let answered = false;
     let firstByteSent = -1;
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`no complete response within ${req.timeoutMs ?? 10000} ms: ${JSON.stringify(received.slice(0, 300))}`));
+      reject(new Error(`no complete response within ${req.timeoutMs ?? 10000} ms: ${JSON.stringify(received.subarray(0, 300).toString('latin1'))}`));
     }, req.timeoutMs ?? 10000);
     const finish = (res: RawResponse): void => {
       clearTimeout(timer);
@@ -61,7 +63,7 @@ export function rawRequest(port: number, req: RawRequest): Promise<RawResponse> 
     socket.on('data', (d) => {
       if (firstByteSent < 0) firstByteSent = sent;
       answered = true;
-      received += d.toString('utf8');
+      received = Buffer.concat([received, d]);
       const res = parse(received, firstByteSent);
       if (res) finish(res);
     });
@@ -70,7 +72,7 @@ export function rawRequest(port: number, req: RawRequest): Promise<RawResponse> 
       if (res) finish(res);
     });
     socket.on('close', () => {
-      const res = parse(received + '\r\n\r\n', firstByteSent);
+      const res = parse(Buffer.concat([received, Buffer.from('\r\n\r\n')]), firstByteSent);
       clearTimeout(timer);
       if (res) resolve(res);
       else reject(new Error(`connection closed without a response (sent ${sent} bytes)`));
@@ -82,7 +84,7 @@ export function rawRequest(port: number, req: RawRequest): Promise<RawResponse> 
       }
       if (req.stream) headers['transfer-encoding'] = 'chunked';
       if (req.declared) headers['content-length'] = String(req.declared.length);
-      socket.write(`${req.method} ${req.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`);
+      socket.write(Buffer.concat([Buffer.from(`${req.method} `), Buffer.from(req.path), Buffer.from(` HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`)]));
       if (req.body !== undefined) {
         socket.write(req.body);
         sent += Buffer.byteLength(req.body);
