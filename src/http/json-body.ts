@@ -30,16 +30,21 @@ export function parseJsonBody(raw: Buffer): unknown {
   return body;
 }
 
-function checkValue(value: unknown, surrogates: boolean): void {
-  if (typeof value === 'string') {
-    if (surrogates && !value.isWellFormed()) throw loneSurrogate();
-  } else if (Array.isArray(value)) {
-    for (const item of value) checkValue(item, surrogates);
-  } else if (value !== null && typeof value === 'object') {
-    for (const key of Object.keys(value)) {
-      checkKey(key);
-      if (surrogates && !key.isWellFormed()) throw loneSurrogate();
-      checkValue((value as Record<string, unknown>)[key], surrogates);
+/** Walks the value with a stack of its own: JSON.parse takes nesting far deeper than the call stack does. */
+function checkValue(root: unknown, surrogates: boolean): void {
+  const pending: unknown[] = [root];
+  while (pending.length) {
+    const value = pending.pop();
+    if (typeof value === 'string') {
+      if (surrogates && !value.isWellFormed()) throw loneSurrogate();
+    } else if (Array.isArray(value)) {
+      for (const item of value) pending.push(item);
+    } else if (value !== null && typeof value === 'object') {
+      for (const key of Object.keys(value)) {
+        checkKey(key);
+        if (surrogates && !key.isWellFormed()) throw loneSurrogate();
+        pending.push((value as Record<string, unknown>)[key]);
+      }
     }
   }
 }

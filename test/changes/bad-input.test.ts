@@ -160,6 +160,12 @@ t.test('changes - bad input is refused with 4xx naming what is wrong, never a 5x
     check(lone, 400, 'INVALID_REQUEST', 'a lone surrogate in a tag value');
     const latin = await f.s.api('PATCH', f.base, { raw: Buffer.from([0x7b, 0x22, 0x74, 0x61, 0x67, 0x73, 0x22, 0x3a, 0x7b, 0x22, 0x6b, 0x22, 0x3a, 0x22, 0xe9, 0x22, 0x7d, 0x7d]), headers: { 'content-type': 'application/json' } });
     check(latin, 400, 'INVALID_REQUEST', 'a Latin-1 byte in a small body');
+    // Nesting deeper than the call stack goes, with what must be refused beside it.
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+    const deepProto = await f.s.api('PATCH', f.base, { raw: `{"x":${deep},"tags":{"__proto__":"x"}}`, headers: { 'content-type': 'application/json' } });
+    check(deepProto, 400, 'INVALID_REQUEST', 'a __proto__ key beside deep nesting');
+    const deepLone = await f.s.api('PATCH', f.base, { raw: `{"x":${deep},"tags":{"k":"\\udfff"}}`, headers: { 'content-type': 'application/json' } });
+    check(deepLone, 400, 'INVALID_REQUEST', 'a lone surrogate beside deep nesting');
     const after = await f.s.api('GET', f.base);
     t.same(after.json.tags, {}, 'no tag was stored');
   });
