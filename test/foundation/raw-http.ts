@@ -120,15 +120,16 @@ export interface RawExchange {
 }
 
 /** Splits a byte stream into complete responses (each framed by its Content-Length). */
-function parseAll(raw: string): RawResponse[] {
+function parseAll(raw: Buffer): RawResponse[] {
   const responses: RawResponse[] = [];
   for (let rest = raw; ; ) {
     const res = parse(rest, 0);
     if (!res) return responses;
     const length = Number(res.headers['content-length']);
-    res.body = res.body.slice(0, length);
+    const start = rest.indexOf('\r\n\r\n') + 4;
+    res.body = rest.subarray(start, start + length).toString('utf8');
     responses.push(res);
-    rest = rest.slice(rest.indexOf('\r\n\r\n') + 4 + length);
+    rest = rest.subarray(start + length);
   }
 }
 
@@ -145,11 +146,11 @@ export interface RawConnection {
 export function rawConnection(port: number): Promise<RawConnection> {
   const socket = connect(port, '127.0.0.1');
   socket.setNoDelay(true);
-  let received = '';
+  let received = Buffer.alloc(0);
   let closed = false;
   let changed: () => void = () => undefined;
   socket.on('data', (d) => {
-    received += d.toString('utf8');
+    received = Buffer.concat([received, d]);
     changed();
   });
   const onClose = (): void => {
@@ -166,7 +167,7 @@ export function rawConnection(port: number): Promise<RawConnection> {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           socket.destroy();
-          reject(new Error(`neither ${expect ?? 'all'} responses nor a close within ${timeoutMs} ms: ${JSON.stringify(received.slice(0, 300))}`));
+          reject(new Error(`neither ${expect ?? 'all'} responses nor a close within ${timeoutMs} ms: ${JSON.stringify(received.subarray(0, 300).toString('latin1'))}`));
         }, timeoutMs);
         changed = () => {
           const responses = parseAll(received);
