@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -111,6 +111,22 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
   let decideFault: ((req: { method: string; path: string; service: string | null }) => GitFault | null) | null = null;
   const holds: Array<{ match: (r: { method: string; path: string; service: string | null }) => boolean; arrived: () => void; gate: Promise<void> }> = [];
 
+  const running = new Set<ChildProcess>();
+  /**
+   * Ends a CGI still running, with the upload-pack or receive-pack it started: killing
+   * http-backend alone left its child holding the pipes, and those kept the test process alive.
+   */
+  const stopCgi = (cgi: ChildProcess): void => {
+    if (cgi.exitCode !== null || cgi.signalCode !== null) return;
+    try {
+      process.kill(-cgi.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    cgi.stdin?.destroy();
+    cgi.stdout?.destroy();
+  };
+
   const server = http.createServer((req, res) => {
     void serve(req, res);
   });
@@ -185,13 +201,15 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
         REMOTE_USER: creds?.user ?? 'anonymous',
       },
       stdio: ['pipe', 'pipe', 'ignore'],
+      // Its own process group, so that stopping it also stops the git it started.
+      detached: true,
     });
+    running.add(cgi);
+    cgi.once('close', () => running.delete(cgi));
     // A client gone mid-request (killed, or cut off here) leaves git waiting for the rest of
     // the body: it is stopped, and its closed stdin must not become an unhandled EPIPE.
     cgi.stdin.on('error', () => undefined);
-    res.on('close', () => {
-      if (cgi.exitCode === null && cgi.signalCode === null) cgi.kill();
-    });
+    res.on('close', () => stopCgi(cgi));
     req.pipe(cgi.stdin);
     // The client sees a real answer break off after its headers; git's output is thrown away.
     const cutShort = (): void => {
@@ -299,6 +317,7 @@ export async function startGitServer(opts: GitServerOptions): Promise<GitServer>
       decideFault = decide;
     },
     async close() {
+      for (const cgi of running) stopCgi(cgi);
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
       if (!opts.root) rmSync(root, { recursive: true, force: true });
