@@ -4,12 +4,12 @@ import { once } from 'node:events';
 import { constants, createDeflate, deflateSync } from 'node:zlib';
 import type { Transaction } from 'lmdb';
 import { ServiceError, invalid } from '../errors.js';
-import { ROOT_CHANGE_ID } from '../vcs/ids.js';
 import type { Storage } from './database.js';
 import { decodeObjectValue } from './git-object-store.js';
+import { listGitRefs } from './git-refs.js';
 import { K, under } from './keys.js';
 import { pendingOids } from './pending-objects.js';
-import type { BookmarkRecord, ChangeRecord, RepoRecord, TagRecord } from './records.js';
+import type { RepoRecord } from './records.js';
 
 /**
  * `repohost export`: the repository as a bare git repository (API §13). Every stored object is
@@ -61,21 +61,6 @@ async function writeChunkedObject(storage: Storage, txn: Transaction, repoId: st
   await done;
 }
 
-/** The object a tag finally names (following tag objects), for packed-refs' peeled line. */
-function peel(storage: Storage, txn: Transaction, repoId: string, oid: string): string {
-  let current = oid;
-  for (let depth = 0; depth < 16; depth++) {
-    const value = storage.objects.get(K.object(repoId, current), { transaction: txn });
-    if (!value) return current;
-    const info = decodeObjectValue(current, value);
-    if (info.type !== 'tag') return current;
-    const m = /^object ([0-9a-f]{40})\n/.exec(Buffer.from(info.content!).toString('latin1', 0, 48));
-    if (!m) return current;
-    current = m[1]!;
-  }
-  return current;
-}
-
 export async function exportRepository(storage: Storage, repo: RepoRecord, dir: string): Promise<ExportSummary> {
   if (existsSync(dir) && readdirSync(dir).length > 0) throw invalid(`export directory ${dir} is not empty`);
   const txn = storage.root.useReadTransaction();
@@ -87,47 +72,18 @@ export async function exportRepository(storage: Storage, repo: RepoRecord, dir: 
 }
 
 async function exportSnapshot(storage: Storage, txn: Transaction, repo: RepoRecord, dir: string): Promise<ExportSummary> {
-  const { meta } = storage;
   for (const sub of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags']) mkdirSync(join(dir, sub), { recursive: true });
   writeFileSync(join(dir, 'config'), '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n');
   writeFileSync(join(dir, 'HEAD'), `ref: refs/heads/${repo.default_bookmark}\n`);
   writeFileSync(join(dir, 'description'), `${repo.name}\n`);
 
-  /** [ref, oid, peeled oid of an annotated tag] */
-  const refs: Array<[string, string, string | null]> = [];
-  let bookmarks = 0;
-  for (const { value } of meta.getRange({ ...under(['r', repo.id, 'bm']), transaction: txn })) {
-    const bookmark = value as BookmarkRecord;
-    if (bookmark.change_id === ROOT_CHANGE_ID) continue;
-    const change = meta.get(K.change(repo.id, bookmark.change_id), { transaction: txn }) as ChangeRecord | undefined;
-    if (!change) continue;
-    refs.push([`refs/heads/${bookmark.name}`, change.commit_oid, null]);
-    bookmarks++;
-  }
-  let kept = 0;
-  for (const key of meta.getKeys({ ...under(['r', repo.id, 'commit']), transaction: txn })) {
-    const oid = (key as string[])[3]!;
-    refs.push([`refs/jj/keep/${oid}`, oid, null]);
-    kept++;
-  }
-  let tags = 0;
-  for (const { value } of meta.getRange({ ...under(['r', repo.id, 'tag']), transaction: txn })) {
-    const tag = value as TagRecord;
-    const peeled = peel(storage, txn, repo.id, tag.oid);
-    refs.push([`refs/tags/${tag.name}`, tag.oid, peeled === tag.oid ? null : peeled]);
-    tags++;
-  }
-  let notes = 0;
-  for (const { key, value } of meta.getRange({ ...under(['r', repo.id, 'notes']), transaction: txn })) {
-    refs.push([`refs/notes/${(key as string[])[3]!}`, value as string, null]);
-    notes++;
-  }
-  refs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const { refs } = listGitRefs(storage, txn, repo, { kept: true });
+  const count = (prefix: string): number => refs.filter((r) => r.name.startsWith(prefix)).length;
   // `fully-peeled`: every annotated tag is followed by its `^peeled` line, as git writes it.
-  const lines = refs.map(([ref, oid, peeled]) => `${oid} ${ref}\n${peeled ? `^${peeled}\n` : ''}`);
+  const lines = refs.map(({ name, oid, peeled }) => `${oid} ${name}\n${peeled ? `^${peeled}\n` : ''}`);
   writeFileSync(join(dir, 'packed-refs'), `# pack-refs with: peeled fully-peeled sorted \n${lines.join('')}`);
 
-  const pending = pendingOids(meta, repo.id, txn);
+  const pending = pendingOids(storage.meta, repo.id, txn);
   let objects = 0;
   const folders = new Set<string>();
   for (const { key, value } of storage.objects.getRange({ ...under([repo.id]), transaction: txn })) {
@@ -144,5 +100,5 @@ async function exportSnapshot(storage: Storage, txn: Transaction, repo: RepoReco
     else writeFileSync(file, deflateSync(Buffer.concat([Buffer.from(`${info.type} ${info.size}\0`), info.content])));
     objects++;
   }
-  return { objects, bookmarks, tags, notes, kept_commits: kept, dir };
+  return { objects, bookmarks: count('refs/heads/'), tags: count('refs/tags/'), notes: count('refs/notes/'), kept_commits: count('refs/jj/keep/'), dir };
 }
