@@ -16,7 +16,7 @@ import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
 import type { GitObject } from '../../../vcs/object-store.js';
 import { listReceiveRefs, pushPack, type RefCommand } from './git-protocol.js';
 import type { Remote } from './git-remote.js';
-import { writePack } from './packfile.js';
+import { writePack } from './pack-writer.js';
 import { peelToCommit } from './pull-apply.js';
 import { BRANCH_PREFIX, TAG_PREFIX, refFilter, type RefGlobs } from './ref-filter.js';
 import { GitProtocolError } from './sync-errors.js';

@@ -1,0 +1,73 @@
+/**
+ * Writing git packfiles (gitformat-pack, version 2, whole objects only): the 12-byte header with
+ * the object count, each entry as its type-and-size header followed by the object's zlib stream,
+ * and the SHA-1 of everything before it as the trailer. `PackWriter` emits the bytes as they are
+ * produced, so a pack of any size streams through a bounded buffer; `writePack` builds a small
+ * one in memory (a push to an upstream).
+ */
+import { createHash } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
+import type { GitObject, ObjectType } from '../../../vcs/object-store.js';
+
+const CODE_BY_TYPE: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+
+/** An entry's header: type in bits 4–6 of the first byte, then the size, 4 + 7·n bits, little end first. */
+export function packEntryHeader(type: ObjectType, size: number): Buffer {
+  const bytes: number[] = [];
+  let byte = (CODE_BY_TYPE[type] << 4) | (size & 0x0f);
+  let rest = Math.floor(size / 16);
+  while (rest > 0) {
+    bytes.push(byte | 0x80);
+    byte = rest & 0x7f;
+    rest = Math.floor(rest / 128);
+  }
+  bytes.push(byte);
+  return Buffer.from(bytes);
+}
+
+export class PackWriter {
+  private readonly sha = createHash('sha1');
+
+  /** `sink` receives every byte of the pack in order; it must not keep a buffer it is handed past the call unless it copies it. */
+  constructor(private readonly sink: (bytes: Uint8Array) => void) {}
+
+  private put(bytes: Uint8Array): void {
+    this.sha.update(bytes);
+    this.sink(bytes);
+  }
+
+  start(count: number): void {
+    const header = Buffer.alloc(12);
+    header.write('PACK', 0, 'latin1');
+    header.writeUInt32BE(2, 4);
+    header.writeUInt32BE(count, 8);
+    this.put(header);
+  }
+
+  /** Starts an entry: the object's zlib stream follows through `data`. */
+  entry(type: ObjectType, size: number): void {
+    this.put(packEntryHeader(type, size));
+  }
+
+  data(zlibBytes: Uint8Array): void {
+    this.put(zlibBytes);
+  }
+
+  /** Writes the trailer (the pack's checksum). */
+  finish(): void {
+    this.sink(this.sha.digest());
+  }
+}
+
+/** A version-2 packfile of whole (undeltified) objects. */
+export function writePack(objects: readonly GitObject[]): Buffer {
+  const parts: Uint8Array[] = [];
+  const writer = new PackWriter((bytes) => parts.push(bytes));
+  writer.start(objects.length);
+  for (const object of objects) {
+    writer.entry(object.type, object.content.length);
+    writer.data(deflateSync(object.content));
+  }
+  writer.finish();
+  return Buffer.concat(parts);
+}
