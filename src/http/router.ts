@@ -4,11 +4,14 @@ import type { Method, RouteDef } from './route.js';
 
 /**
  * Matches request paths against the route table (data, not code). Literal segments win over
- * parameters position by position, so `/{org}/repos` is chosen over `/{org}/{repo}`. A path that
- * matches a pattern under another method gives 405 with the pattern's methods in `Allow`.
+ * parameters position by position, so `/{org}/repos` is chosen over `/{org}/{repo}`, and a
+ * parameter with a literal suffix (`{repo}.git`) over a bare one. A path that matches a pattern
+ * under another method gives 405 with the pattern's methods in `Allow`.
  */
+type Segment = { literal: string } | { param: string; suffix: string };
+
 interface Pattern {
-  segments: Array<{ literal: string } | { param: string }>;
+  segments: Segment[];
   score: number;
   routes: Map<Method, RouteDef>;
 }
@@ -33,9 +36,12 @@ export class Router {
       let pattern = patterns.get(route.path);
       if (!pattern) {
         const parts = route.path.split('/').slice(1);
-        const segments = parts.map((p) => (p.startsWith('{') ? { param: p.slice(1, -1) } : { literal: p }));
+        const segments = parts.map((p): Segment => {
+          const close = p.indexOf('}');
+          return p.startsWith('{') ? { param: p.slice(1, close), suffix: p.slice(close + 1) } : { literal: p };
+        });
         // Earlier literal segments weigh more: the most specific pattern sorts first.
-        const score = segments.reduce((s, seg, i) => s + ('literal' in seg ? 2 ** (16 - i) : 0), 0);
+        const score = segments.reduce((s, seg, i) => s + ('literal' in seg ? 2 ** (16 - i) : seg.suffix ? 2 ** (15 - i) : 0), 0);
         pattern = { segments, score, routes: new Map() };
         patterns.set(route.path, pattern);
         const list = this.bySize.get(segments.length) ?? [];
@@ -55,15 +61,7 @@ export class Router {
     const candidates = this.bySize.get(raw.length);
     let allowedBy: Pattern | undefined;
     if (candidates) {
-      let segments: string[];
-      try {
-        segments = raw.map((s) => (s.includes('%') ? decodeURIComponent(s) : s));
-      } catch {
-        throw invalid('malformed percent-encoding in the path');
-      }
-      if (segments.some((s) => s.length > MAX_PARAM_BYTES / 3 && Buffer.byteLength(s) > MAX_PARAM_BYTES)) {
-        throw invalid(`a path segment is longer than ${MAX_PARAM_BYTES} bytes`);
-      }
+      const segments = raw.map(decodeSegment);
       for (const pattern of candidates) {
         const params: Record<string, string> = {};
         let ok = true;
@@ -72,6 +70,10 @@ export class Router {
           if ('literal' in seg) {
             // Literal segments compare against the raw segment: an encoded `repos` is a name.
             if (raw[i] !== seg.literal) { ok = false; break; }
+          } else if (seg.suffix) {
+            // The suffix is literal too: it compares against the raw segment.
+            if (!raw[i]!.endsWith(seg.suffix) || raw[i]!.length === seg.suffix.length) { ok = false; break; }
+            params[seg.param] = decodeSegment(raw[i]!.slice(0, -seg.suffix.length));
           } else {
             if (segments[i] === '') { ok = false; break; }
             params[seg.param] = segments[i]!;
@@ -90,6 +92,19 @@ export class Router {
     if (allowedBy) throw new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: [...allowedBy.routes.keys()] });
     throw new ServiceError('NOT_FOUND', 'no such route');
   }
+}
+
+function decodeSegment(segment: string): string {
+  let decoded: string;
+  try {
+    decoded = segment.includes('%') ? decodeURIComponent(segment) : segment;
+  } catch {
+    throw invalid('malformed percent-encoding in the path');
+  }
+  if (decoded.length > MAX_PARAM_BYTES / 3 && Buffer.byteLength(decoded) > MAX_PARAM_BYTES) {
+    throw invalid(`a path segment is longer than ${MAX_PARAM_BYTES} bytes`);
+  }
+  return decoded;
 }
 
 function bindsReservedName(params: Record<string, string>): boolean {
