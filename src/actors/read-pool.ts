@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { ServiceError } from '../errors.js';
 import type { ShippedView } from '../storage/read/change-view.js';
-import { unwrapOutcome, type ReadOutcome, type ReadTask } from './read-tasks.js';
+import { openReadStream } from './read-stream.js';
+import { unwrapOutcome, type ReadOutcome, type ReadTask, type StreamTask } from './read-tasks.js';
 
 /** Read tasks waiting for a thread before new ones are refused. */
 const MAX_QUEUE = 512;
@@ -25,7 +26,9 @@ export class ReadPool {
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: Infinity,
-      concurrentTasksPerWorker: 1,
+      // A streaming task (a git fetch) waits on its client between pieces: other reads share
+      // its thread meanwhile instead of queueing behind a slow download.
+      concurrentTasksPerWorker: 4,
       // Workers must return to their event loop between tasks: lmdb-js renews its read
       // snapshot there, and with Atomics waiting a worker would keep reading an old one.
       atomics: 'disabled',
@@ -35,6 +38,12 @@ export class ReadPool {
   async run(task: ReadTask): Promise<Uint8Array | ShippedView> {
     if (this.pool.queueSize >= MAX_QUEUE) throw new ServiceError('UNAVAILABLE', 'too many reads in progress, retry later', undefined, { retryAfter: 1 });
     return unwrapOutcome((await this.pool.run(task)) as ReadOutcome);
+  }
+
+  /** Runs a task that streams its answer (read-stream.ts); resolves once its first bytes arrive. */
+  stream(task: StreamTask): Promise<AsyncIterable<Uint8Array>> {
+    if (this.pool.queueSize >= MAX_QUEUE) throw new ServiceError('UNAVAILABLE', 'too many reads in progress, retry later', undefined, { retryAfter: 1 });
+    return openReadStream((port) => this.pool.run({ ...task, port }, { transferList: [port] }));
   }
 
   close(): Promise<void> {

@@ -1,10 +1,14 @@
 /**
- * The CPU-heavy reads (API §7–8) that run on the read pool's threads: materializing a conflicted
- * commit, large content JSON and deep listings, and diffs. Each works on a fresh LMDB read of the
+ * The CPU-heavy reads (API §7–8, §14) that run on the read pool's threads: materializing a
+ * conflicted commit, large content JSON and deep listings, diffs, and git's upload-pack. Each works on a fresh LMDB read of the
  * commits the front end resolved (`ChangeRef`), so a change that evolves meanwhile cannot mix
  * two states into one answer.
  */
+import type { MessagePort } from 'node:worker_threads';
 import { isServiceError, ServiceError, type ServiceErrorData } from '../errors.js';
+import { uploadPack, type UploadPackRequest } from '../git/upload-pack.js';
+import { log } from '../log.js';
+import { PortSink, StreamCancelled } from './read-stream.js';
 import { readBlob } from '../vcs/git-object.js';
 import { treePatch } from '../vcs/read/git-patch.js';
 import { structuredDiff, type ConflictsMode } from '../vcs/read/structured-diff.js';
@@ -23,6 +27,9 @@ export type ReadTask =
   | { kind: 'materialize'; repoId: string; commitOid: string }
   | { kind: 'content'; repoId: string; ref: ChangeRef; request: ContentRequest }
   | { kind: 'diff'; repoId: string; base: ChangeRef; head: ChangeRef; conflicts: ConflictsMode; format: DiffFormat };
+
+/** A task whose answer streams back through `port` (read-stream.ts). */
+export type StreamTask = { kind: 'upload-pack'; request: UploadPackRequest };
 
 /** A task's answer as it crosses the thread boundary: serialized bytes, a view, or an error. */
 export type ReadOutcome = Uint8Array | { view: ShippedView } | { error: ServiceErrorData };
@@ -66,6 +73,25 @@ export function runReadTask(storage: Storage, task: ReadTask): ReadOutcome {
   } catch (err) {
     if (isServiceError(err)) return { error: err.toJSON() };
     throw err;
+  }
+}
+
+/**
+ * Runs a streaming task into its port. Whatever happens the port is ended, failed or closed: a
+ * failure before the first byte reaches the client as an HTTP error, a later one cuts the
+ * response short; a client that went away just stops the task.
+ */
+export async function runStreamTask(storage: Storage, task: StreamTask, port: MessagePort): Promise<void> {
+  const sink = new PortSink(port);
+  try {
+    await uploadPack(storage, task.request, sink);
+    sink.end();
+  } catch (err) {
+    if (err instanceof StreamCancelled || sink.isCancelled) sink.close();
+    else {
+      if (!isServiceError(err) || err.status >= 500) log.error('read stream failed', { err });
+      sink.fail(isServiceError(err) ? err : new ServiceError('INTERNAL_ERROR', 'internal error'));
+    }
   }
 }
 

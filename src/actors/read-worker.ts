@@ -4,13 +4,13 @@
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { workerData } from 'node:worker_threads';
+import { workerData, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { openStorage } from '../storage/database.js';
 import { compileAll } from '../protocol/serializers.js';
 import '../protocol/schemas/content.js';
 import '../protocol/schemas/diff.js';
-import { runReadTask, type ReadTask } from './read-tasks.js';
+import { runReadTask, runStreamTask, type ReadTask, type StreamTask } from './read-tasks.js';
 
 const storage = openStorage((workerData as { dataDir: string }).dataDir);
 compileAll();
@@ -34,10 +34,11 @@ function transferable(body: Uint8Array): Uint8Array {
   return body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
 }
 
-export default function handle(task: ReadTask): unknown {
+export default function handle(task: ReadTask | (StreamTask & { port: MessagePort })): unknown {
   // lmdb-js renews a thread's snapshot on a timer after first use; a task that comes sooner may
   // follow a write acknowledged since, which it must see.
   storage.root.resetReadTxn();
+  if (task.kind === 'upload-pack') return runStreamTask(storage, task, task.port);
   const outcome = runReadTask(storage, task);
   return outcome instanceof Uint8Array ? Piscina.move(transferable(outcome)) : outcome;
 }

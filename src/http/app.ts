@@ -31,6 +31,18 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const JSON_MEDIA_TYPE = 'application/json';
 const API_PREFIXES = ['/api/v1/', '/v1/'];
+const GIT_AUTH_CHALLENGE = 'Basic realm="repohost"';
+
+/**
+ * git sends the token as HTTP Basic's password (any username, API §14); the verifier reads
+ * bearer tokens, so a Basic header is handed on as the bearer token it carries.
+ */
+function gitAuthorization(header: string): string {
+  if (!/^basic /i.test(header)) return header;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? '' : `Bearer ${decoded.slice(colon + 1)}`;
+}
 
 /**
  * Trace ids: 32 hex digits, a random half per process and a counter — unique, and cheap enough to
@@ -68,7 +80,9 @@ function listenExclusive(app: TemplatedApp, host: string, port: number, cb: List
 }
 
 export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFrontEnd {
-  const router = new Router(routes);
+  const router = new Router(routes.filter((r) => !r.git));
+  // git's smart HTTP lives at the root, beside the API prefixes (API §14).
+  const gitRouter = new Router(routes.filter((r) => r.git));
   const prepared = new Map<RouteDef, Prepared>(routes.map((r) => [r, { route: r, check: r.body ? compileBodyCheck(r.body) : null }]));
   const limiter = new KeyRateLimiter(services.config.keyRateLimit);
   const inFlightIdempotent = new Map<string, Promise<void>>();
@@ -134,6 +148,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     const rawQuery = req.getQuery() ?? '';
     const baseHeaders = { 'X-Request-Id': requestId };
     let routeLabel = 'unmatched';
+    let gitRoute = false;
 
     const finish = (status: number): void => {
       services.metrics.requests.observe(routeLabel, method, status, (performance.now() - started) / 1000);
@@ -143,7 +158,9 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       if (!isServiceError(err)) log.error('request failed', { err, trace_id: traceId, request_id: requestId, route: routeLabel });
       // Every 5xx is logged with the trace id its envelope carries, so a client's report can be found.
       else if (e.status >= 500) log.warn('request unavailable', { code: e.code, message: e.message, trace_id: traceId, request_id: requestId, route: routeLabel });
-      sendError(res, state, e, baseHeaders, traceId, close);
+      // A 401 on a git route names the Basic scheme, so git asks its credential helper (API §14).
+      const headers = e.status === 401 && gitRoute ? { ...baseHeaders, 'WWW-Authenticate': GIT_AUTH_CHALLENGE } : baseHeaders;
+      sendError(res, state, e, headers, traceId, close);
       finish(e.status);
     };
 
@@ -154,17 +171,22 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     const prefix = API_PREFIXES.find((p) => url.startsWith(p));
     let match;
     try {
-      if (!prefix) throw new ServiceError('NOT_FOUND', 'no such route');
-      match = router.match(method, url.slice(prefix.length - 1));
+      match = prefix ? router.match(method, url.slice(prefix.length - 1)) : gitRouter.match(method, url);
     } catch (err) {
       fail(err);
       return;
     }
     const { route, params } = match;
     routeLabel = route.path;
+    if (route.git) {
+      gitRoute = true;
+      headers.authorization = gitAuthorization(headers.authorization);
+      headers['content-encoding'] = req.getHeader('content-encoding');
+      headers['git-protocol'] = req.getHeader('git-protocol');
+    }
     const declared = headers['content-length'] ? Number(headers['content-length']) : 0;
     const limit = route.bodyLimit ?? DEFAULT_BODY_LIMIT;
-    const hasBody = route.body !== undefined || route.streamBody === true;
+    const hasBody = route.body !== undefined || route.streamBody === true || route.rawBody === true;
     if (hasBody) watch();
     // The body must be subscribed to synchronously, before this callback returns.
     const bodyPromise = hasBody && !route.streamBody ? readBody(res, state, limit, declared) : null;
@@ -245,7 +267,8 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
         rawBody = await bodyPromise;
         const type = headers['content-type'];
         // An empty body means `{}` whatever its type; a non-empty one must be declared JSON.
-        if (rawBody.length === 0) body = {};
+        if (route.rawBody) body = rawBody;
+        else if (rawBody.length === 0) body = {};
         else {
           if (!JSON_TYPE.test(type)) throw new ServiceError('INVALID_REQUEST', 'request body must be JSON with Content-Type: application/json');
           body = parseJsonBody(rawBody);

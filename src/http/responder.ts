@@ -69,8 +69,11 @@ export function sendErrorAndClose(res: HttpResponse, state: RequestState, err: S
 }
 
 /**
- * Streams a body of known length with back-pressure (uWS `tryEnd` + `onWritable`), so a large
- * file moves through a bounded window instead of being copied into one buffer.
+ * Streams a body with back-pressure, so a large file moves through a bounded window instead of
+ * being copied into one buffer: of known length with uWS's `tryEnd` (Content-Length), of unknown
+ * length with `write` (chunked transfer encoding), waiting for `onWritable` whenever uWS holds
+ * unsent bytes. The stream is always closed (`return`), also when the client went away first, so
+ * its producer stops.
  */
 export async function sendStream(
   res: HttpResponse,
@@ -78,43 +81,64 @@ export async function sendStream(
   status: number,
   headers: Record<string, string>,
   chunks: AsyncIterable<Uint8Array>,
-  length: number,
+  length: number | null,
 ): Promise<void> {
-  if (state.aborted || state.finished) return;
-  state.finished = true;
-  res.cork(() => {
-    // A paused socket gets no writable events either, which the stream below needs. A pipelined
-    // request read meanwhile makes uWS close the connection: only a read is lost then.
-    state.resumeReading(res);
-    res.writeStatus(statusLine(status));
-    for (const name in headers) res.writeHeader(name, headers[name]!);
-  });
-  if (length === 0) {
-    res.cork(() => res.end());
-    return;
-  }
-  // One writable handler for the whole response, which only wakes the loop below: a handler
-  // replaced while a write is pending is not reliably called again by uWS (the stream stalls).
-  let wake: (() => void) | null = null;
-  res.onWritable(() => {
-    const w = wake;
-    wake = null;
-    w?.();
-    return true;
-  });
-  for await (const chunk of chunks) {
-    const start = res.getWriteOffset();
-    for (;;) {
-      if (state.aborted) return;
-      let result: [boolean, boolean] = [false, false];
-      res.cork(() => (result = res.tryEnd(chunk.subarray(res.getWriteOffset() - start), length)));
-      const [ok, done] = result;
-      if (done) return;
-      if (ok) break;
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        state.onAbort(resolve);
-      });
+  const iterator = chunks[Symbol.asyncIterator]();
+  try {
+    if (state.aborted || state.finished) return;
+    state.finished = true;
+    res.cork(() => {
+      // A paused socket gets no writable events either, which the stream below needs. A pipelined
+      // request read meanwhile makes uWS close the connection: only a read is lost then.
+      state.resumeReading(res);
+      res.writeStatus(statusLine(status));
+      for (const name in headers) res.writeHeader(name, headers[name]!);
+    });
+    if (length === 0) {
+      res.cork(() => res.end());
+      return;
     }
+    // One writable handler for the whole response, which only wakes the loop below: a handler
+    // replaced while a write is pending is not reliably called again by uWS (the stream stalls).
+    let wake: (() => void) | null = null;
+    const notify = (): void => {
+      const w = wake;
+      wake = null;
+      w?.();
+    };
+    res.onWritable(() => {
+      notify();
+      return true;
+    });
+    state.onAbort(notify);
+    const writable = (): Promise<void> => new Promise<void>((resolve) => (wake = resolve));
+    for (;;) {
+      const next = await iterator.next();
+      if (state.aborted) return;
+      if (next.done) {
+        if (length === null) res.cork(() => res.end());
+        return;
+      }
+      const chunk = next.value;
+      if (length === null) {
+        let ok = true;
+        res.cork(() => (ok = res.write(chunk)));
+        // uWS keeps what the socket did not take; wait until it is sent before producing more.
+        if (!ok) await writable();
+        continue;
+      }
+      const start = res.getWriteOffset();
+      for (;;) {
+        if (state.aborted) return;
+        let result: [boolean, boolean] = [false, false];
+        res.cork(() => (result = res.tryEnd(chunk.subarray(res.getWriteOffset() - start), length)));
+        const [ok, done] = result;
+        if (done) return;
+        if (ok) break;
+        await writable();
+      }
+    }
+  } finally {
+    await iterator.return?.();
   }
 }

@@ -47,12 +47,13 @@ export interface RequestContext {
 export type Reply =
   | { status: number; schema: string; value: unknown; headers?: Record<string, string> }
   | { status: number; json: Uint8Array | string; headers?: Record<string, string> }
-  | { status: number; stream: AsyncIterable<Uint8Array>; length: number; headers: Record<string, string> }
+  /** A streamed body: of known `length`, or sent chunked when `length` is null. */
+  | { status: number; stream: AsyncIterable<Uint8Array>; length: number | null; headers: Record<string, string> }
   | { status: number; text: string | Uint8Array; headers: Record<string, string> };
 
 export interface RouteDef {
   method: Method;
-  /** Pattern after the API prefix, e.g. `/{org}/{repo}/bookmarks/{bookmark}`. */
+  /** Pattern after the API prefix, e.g. `/{org}/{repo}/bookmarks/{bookmark}` (for a git route, the whole path). */
   path: string;
   permission: Permission;
   body?: JsonSchema;
@@ -60,6 +61,13 @@ export interface RouteDef {
   bodyLimit?: number;
   /** The handler reads the body itself, as a stream (large writes). */
   streamBody?: boolean;
+  /** The body is passed to the handler as the bytes received (a Buffer in `body`), not parsed. */
+  rawBody?: boolean;
+  /**
+   * A git smart-HTTP route (API §14): served at the root, outside the API prefixes; the token may
+   * come as HTTP Basic's password, and a 401 names the Basic scheme so git asks for credentials.
+   */
+  git?: boolean;
   query?: QuerySpec;
   handler(ctx: RequestContext): Promise<Reply> | Reply;
 }

@@ -99,6 +99,15 @@ export function decodeObjectValue(oid: string, value: Buffer): ObjectInfo {
   return { type, size: value.length - 1, chunked: null, content: value.subarray(1) };
 }
 
+/** The type of a stored object from its value, without decoding the content. */
+export function storedObjectType(oid: string, value: Buffer): ObjectType {
+  const code = value[0]!;
+  if (code === CHUNKED_BLOB || code === DEFLATED_BLOB) return 'blob';
+  const type = TYPE_NAME[code];
+  if (!type) throw new ServiceError('INTERNAL_ERROR', `object ${oid} has an unknown type code ${code}`);
+  return type;
+}
+
 /** The size of a stored object from its value, without decoding the content. */
 export function storedObjectSize(value: Buffer): number {
   const code = value[0]!;

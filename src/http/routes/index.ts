@@ -10,6 +10,7 @@ import { bookmarkRoutes } from './bookmarks.js';
 import { changeRoutes } from './changes.js';
 import { applyOpsRoutes } from './apply-ops.js';
 import { blobRoutes } from './blobs.js';
+import { gitRoutes } from './git.js';
 
-/** The route table: every API route, each defined beside the feature it serves. */
-export const routes: RouteDef[] = [...orgRoutes, ...repoRoutes, ...bookmarkRoutes, ...changeRoutes, ...applyOpsRoutes, ...blobRoutes, ...analyticsRoutes, ...syncRoutes, ...contentRoutes, ...diffRoutes, ...webhookRoutes];
+/** The route table: every API route, each defined beside the feature it serves, and git's smart HTTP. */
+export const routes: RouteDef[] = [...orgRoutes, ...repoRoutes, ...bookmarkRoutes, ...changeRoutes, ...applyOpsRoutes, ...blobRoutes, ...analyticsRoutes, ...syncRoutes, ...contentRoutes, ...diffRoutes, ...webhookRoutes, ...gitRoutes];

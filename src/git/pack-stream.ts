@@ -1,0 +1,90 @@
+/**
+ * Sending the walked objects as a pack, streamed: each object is read from the snapshot, turned
+ * into its pack entry and handed on before the next is read, so memory holds one object (one
+ * 1 MiB chunk of a large blob) at a time, whatever the pack's size. The sink's back-pressure is
+ * awaited as the bytes add up, so a slow client slows the pack down instead of filling memory.
+ *
+ * A blob stored deflated goes out as the same deflate data inside a zlib frame: only its
+ * checksum needs the inflated bytes (inflating costs a fraction of deflating). Everything else is
+ * deflated here, at the fastest level: the pack is built while the client waits for it.
+ */
+import { once } from 'node:events';
+import { constants, createDeflate, deflateSync, inflateRawSync } from 'node:zlib';
+import { ServiceError } from '../errors.js';
+import { PackWriter } from '../actors/system/sync/pack-writer.js';
+import { CHUNKED_BLOB, DEFLATED_BLOB, decodeChunkedHeader, storedObjectType } from '../storage/git-object-store.js';
+import type { SnapshotObjects } from '../storage/read/snapshot-objects.js';
+import type { ByteSink, PackChannel } from './response-writer.js';
+import { adler32, ZLIB_HEADER, zlibTrailer } from './zlib-frame.js';
+
+/** Pack bytes produced between two waits for the sink's room. */
+const BYTES_BETWEEN_WAITS = 256 * 1024;
+
+export interface PackStats {
+  objects: number;
+  /** Objects sent with their stored compression. */
+  reused: number;
+}
+
+export async function streamPack(objects: SnapshotObjects, oids: readonly string[], channel: PackChannel, sink: ByteSink, onProgress: (written: number) => void): Promise<PackStats> {
+  let produced = 0;
+  const writer = new PackWriter((bytes) => {
+    produced += bytes.length;
+    channel.data(bytes);
+  });
+  let reused = 0;
+  let waitedAt = 0;
+  writer.start(oids.length);
+  for (let i = 0; i < oids.length; i++) {
+    const oid = oids[i]!;
+    const view = objects.view(oid);
+    if (!view) throw new ServiceError('INTERNAL_ERROR', `missing object ${oid}`);
+    const code = view[0];
+    if (code === CHUNKED_BLOB) {
+      await streamChunkedBlob(objects, view, writer, sink);
+    } else if (code === DEFLATED_BLOB) {
+      const raw = view.subarray(5);
+      writer.entry('blob', view.readUInt32LE(1));
+      const checksum = adler32(inflateRawSync(raw));
+      writer.data(ZLIB_HEADER);
+      writer.data(raw);
+      writer.data(zlibTrailer(checksum));
+      reused++;
+    } else {
+      const content = view.subarray(1);
+      writer.entry(storedObjectType(oid, view), content.length);
+      writer.data(deflateSync(content, { level: constants.Z_BEST_SPEED }));
+    }
+    if (produced - waitedAt >= BYTES_BETWEEN_WAITS) {
+      waitedAt = produced;
+      onProgress(i + 1);
+      await sink.ready();
+    }
+  }
+  writer.finish();
+  return { objects: oids.length, reused };
+}
+
+/** A large blob: its chunks read one at a time and deflated as a stream into one zlib stream. */
+async function streamChunkedBlob(objects: SnapshotObjects, value: Buffer, writer: PackWriter, sink: ByteSink): Promise<void> {
+  const header = decodeChunkedHeader(value);
+  writer.entry('blob', header.s);
+  const deflate = createDeflate({ level: constants.Z_BEST_SPEED });
+  const ended = new Promise<void>((resolve, reject) => {
+    deflate.on('end', resolve);
+    deflate.on('error', reject);
+  });
+  ended.catch(() => undefined);
+  deflate.on('data', (bytes: Buffer) => writer.data(bytes));
+  try {
+    for (let i = 0; i < header.n; i++) {
+      // A copy: the deflater reads it after this thread's next LMDB read has reused the view.
+      if (!deflate.write(Buffer.from(objects.chunk(header.u, i)))) await Promise.race([once(deflate, 'drain'), ended]);
+      await sink.ready();
+    }
+    deflate.end();
+    await ended;
+  } finally {
+    deflate.destroy();
+  }
+}

@@ -1,0 +1,72 @@
+import type { Database, Key, Transaction } from 'lmdb';
+import { ServiceError } from '../../errors.js';
+import { EMPTY_TREE_OID } from '../../vcs/git-object.js';
+import type { ObjectType } from '../../vcs/object-store.js';
+import type { Storage } from '../database.js';
+import { decodeObjectValue, storedObjectSize, storedObjectType, type ObjectInfo } from '../git-object-store.js';
+import { K } from '../keys.js';
+
+/**
+ * A repository's objects as one LMDB read transaction sees them, for readers that run long and
+ * must not mix two states (git's upload-pack: refs, walk and pack from one snapshot). Values are
+ * read zero-copy: a `view` is valid only until the next read of this thread, so callers copy what
+ * they keep.
+ *
+ * The empty tree is never required to be stored (writers refer to it by its well-known oid), so
+ * it is answered here when the repository does not hold it.
+ */
+const EMPTY_TREE_VALUE = Buffer.from([2]);
+
+type FastGet = (key: Key, options: { transaction: Transaction }) => Buffer | undefined;
+
+/** lmdb-js's zero-copy read within a given transaction (its typings omit the options argument). */
+function viewIn(db: Database<unknown, Key>, key: Key, txn: Transaction): Buffer | undefined {
+  const view = (db.getBinaryFast as unknown as FastGet).call(db, key, { transaction: txn });
+  return view && view.subarray(0, view.length);
+}
+
+export class SnapshotObjects {
+  constructor(
+    readonly storage: Storage,
+    readonly txn: Transaction,
+    readonly repoId: string,
+  ) {}
+
+  /** The stored value (type byte first, see git-object-store.ts) as a view, or undefined. */
+  view(oid: string): Buffer | undefined {
+    const view = viewIn(this.storage.objects, K.object(this.repoId, oid), this.txn);
+    if (view) return view;
+    return oid === EMPTY_TREE_OID ? EMPTY_TREE_VALUE : undefined;
+  }
+
+  /**
+   * Whether the repository holds the object, as the export sees it: an object still pending (an
+   * upload nothing references yet, a pull's objects before it applies) is not part of it.
+   */
+  has(oid: string): boolean {
+    if (this.view(oid) === undefined) return false;
+    return viewIn(this.storage.meta, K.pending(this.repoId, oid), this.txn) === undefined;
+  }
+
+  /** Type and size without decoding the content. */
+  typeAndSize(oid: string): { type: ObjectType; size: number } | undefined {
+    const view = this.view(oid);
+    if (!view) return undefined;
+    return { type: storedObjectType(oid, view), size: storedObjectSize(view) };
+  }
+
+  /** The decoded object (content copied or inflated), for small objects: never a chunked blob's content. */
+  info(oid: string): ObjectInfo | undefined {
+    const view = this.view(oid);
+    if (!view) return undefined;
+    const info = decodeObjectValue(oid, view);
+    return info.chunked ? info : { ...info, content: Buffer.from(info.content) };
+  }
+
+  /** Piece `index` of a chunked blob, as a view. */
+  chunk(uploadId: string, index: number): Buffer {
+    const view = viewIn(this.storage.chunks, K.chunk(this.repoId, uploadId, index), this.txn);
+    if (!view) throw new ServiceError('INTERNAL_ERROR', `missing chunk ${index} of upload ${uploadId}`);
+    return view;
+  }
+}
