@@ -4,7 +4,7 @@
  * repository history built through the API.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestServer } from '../helpers/server.js';
@@ -88,24 +88,109 @@ export async function createRepo(s: TestServer, name: string): Promise<void> {
 
 export interface WriteOptions {
   message?: string;
-  /** Committer time (the time git's shallow-since compares). */
-  date?: Date;
   bookmark?: string;
   /** Binary contents as Buffers; strings are written as UTF-8. */
   files?: Record<string, string | Buffer>;
   deletes?: string[];
 }
 
-/** A new change on `base` via apply-ops; returns its change id and commit oid. */
-export async function write(s: TestServer, repo: string, base: string, opts: WriteOptions): Promise<{ id: string; commit: string }> {
+/** A new change on `base` via apply-ops; returns its change id, commit oid and commit time (unix seconds). */
+export async function write(s: TestServer, repo: string, base: string, opts: WriteOptions): Promise<{ id: string; commit: string; time: number }> {
   const ops: Array<Record<string, unknown>> = Object.entries(opts.files ?? {}).map(([path, content]) =>
     typeof content === 'string' ? { op: 'write', path, content } : { op: 'write', path, content: content.toString('base64'), encoding: 'base64' },
   );
   for (const path of opts.deletes ?? []) ops.push({ op: 'delete', path });
   const body: Record<string, unknown> = { base_change_id: base, message: opts.message ?? 'write', ops };
-  if (opts.date) body.committer = { name: 'API Writer', email: 'writer@example.com', date: opts.date.toISOString() };
   if (opts.bookmark) body.bookmarks = [{ name: opts.bookmark, allow_backwards: true, create: true }];
   const res = await s.api('POST', `/${s.org}/${repo}/apply-ops`, { body });
   if (res.status !== 201) throw new Error(`apply-ops on ${base}: ${res.status} ${res.text}`);
-  return { id: res.json.change.id as string, commit: res.json.change.current_commit_oid as string };
+  const change = res.json.change as { id: string; current_commit_oid: string; committer: { date: string } };
+  return { id: change.id, commit: change.current_commit_oid, time: Math.floor(Date.parse(change.committer.date) / 1000) };
+}
+
+/** Resolves once the clock has moved into a later second than `after` (git's commit times are whole seconds). */
+export async function nextSecond(after: number): Promise<void> {
+  while (Math.floor(Date.now() / 1000) <= after) await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+}
+
+/** One pkt-line of text (a newline is added), or the special packets `0000`/`0001`. */
+export function pkt(line: string): string {
+  if (line === '0000' || line === '0001') return line;
+  const payload = Buffer.from(`${line}\n`, 'utf8');
+  return `${(payload.length + 4).toString(16).padStart(4, '0')}${line}\n`;
+}
+
+/** A v2 command request: `command=<name>`, a delimiter, the arguments, a flush. */
+export function v2Request(command: string, args: string[]): string {
+  return [pkt(`command=${command}`), pkt('object-format=sha1'), '0001', ...args.map(pkt), '0000'].join('');
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+}
+
+/** POST …/git-upload-pack with a hand-made body (API §14), as git would send it. */
+export async function postUploadPack(s: TestServer, repo: string, token: string, body: string | Buffer, opts: { version?: 0 | 2; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${token}`,
+    'content-type': 'application/x-git-upload-pack-request',
+    ...(opts.version === 0 ? {} : { 'git-protocol': 'version=2' }),
+    ...opts.headers,
+  };
+  const res = await fetch(`${s.url}/${s.org}/${repo}.git/git-upload-pack`, { method: 'POST', headers, body });
+  return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
+}
+
+export type ResponsePacket = { kind: 'flush' } | { kind: 'delim' } | { kind: 'data'; data: Buffer };
+
+/** Splits a response into pkt-lines; throws when it is not framed as pkt-lines. */
+export function responsePackets(body: Buffer): ResponsePacket[] {
+  const out: ResponsePacket[] = [];
+  let pos = 0;
+  while (pos < body.length) {
+    const length = parseInt(body.toString('latin1', pos, pos + 4), 16);
+    if (!/^[0-9a-f]{4}$/.test(body.toString('latin1', pos, pos + 4))) throw new Error(`not a pkt-line at ${pos}: ${body.toString('latin1', pos, pos + 20)}`);
+    if (length === 0) out.push({ kind: 'flush' });
+    else if (length === 1) out.push({ kind: 'delim' });
+    else out.push({ kind: 'data', data: body.subarray(pos + 4, pos + length) });
+    pos += length < 4 ? 4 : length;
+  }
+  return out;
+}
+
+/** The text lines of a response (pkt-lines before any pack data), without their newlines. */
+export function responseLines(body: Buffer): string[] {
+  const lines: string[] = [];
+  for (const p of responsePackets(body)) {
+    if (p.kind !== 'data') lines.push(p.kind === 'flush' ? '0000' : '0001');
+    else if (p.data[0] === 1 || p.data[0] === 2 || p.data[0] === 3) lines.push(`<band ${p.data[0]}>`);
+    else lines.push(p.data.toString('utf8').replace(/\n$/, ''));
+  }
+  return lines;
+}
+
+/** The pack of a side-band response: band 1 joined. */
+export function sideBandPack(body: Buffer): Buffer {
+  return Buffer.concat(
+    responsePackets(body)
+      .filter((p): p is { kind: 'data'; data: Buffer } => p.kind === 'data' && p.data[0] === 1)
+      .map((p) => p.data.subarray(1)),
+  );
+}
+
+/** Every object of a pack as git's own `index-pack` and `verify-pack` read it: oid → type. */
+export async function packObjects(git: GitClient, pack: Buffer): Promise<Map<string, string>> {
+  const dir = mkdtempSync(join(git.dir, 'pack-'));
+  const file = join(dir, 'received.pack');
+  writeFileSync(file, pack);
+  await git.ok(['index-pack', file], { cwd: dir });
+  const listing = await git.ok(['verify-pack', '-v', file.replace(/\.pack$/, '.idx')], { cwd: dir });
+  const objects = new Map<string, string>();
+  for (const line of listing.split('\n')) {
+    const m = /^([0-9a-f]{40}) (commit|tree|blob|tag) /.exec(line);
+    if (m) objects.set(m[1]!, m[2]!);
+  }
+  return objects;
 }
