@@ -10,7 +10,7 @@ import type { RepoRecord } from '../../src/storage/records.js';
 
 /** Repository and org routes (API §1, §3, §4) over HTTP against one real server. */
 const ROOT = 'z'.repeat(32);
-const REPO_KEYS = ['created_at', 'default_bookmark', 'head_change_id', 'id', 'name', 'org', 'tags', 'upstream'];
+const REPO_KEYS = ['clone_url', 'created_at', 'default_bookmark', 'head_change_id', 'id', 'name', 'org', 'tags', 'upstream'];
 const UPSTREAM_TOKEN = 'ghp_SUPERSECRETupstreamTOKEN0123456789';
 const UPSTREAM_PASSWORD = 'pw-Never-Shown-4242';
 

@@ -97,7 +97,7 @@ export const createRepo = defineCommand<CreateRepoInput>('repo.create', (input, 
   ctx.mutation.emit('bookmark.created', org, repo, {
     bookmark: { name: bookmark.name, is_default: true, change_id: ROOT_CHANGE_ID, commit_oid: NULL_OID },
   });
-  return { status: 201, body: repositoryView(meta, repo, org), schema: 'repository' };
+  return { status: 201, body: repositoryView(meta, repo, org, ctx.settings.publicUrl), schema: 'repository' };
 });
 
 export const updateRepo = defineCommand<UpdateRepoInput>('repo.update', (input, ctx) => {
@@ -136,7 +136,7 @@ export const updateRepo = defineCommand<UpdateRepoInput>('repo.update', (input, 
   meta.putSync(K.repo(repo.id), repo);
   const after = { name: repo.name, default_bookmark: repo.default_bookmark, tags: repo.tags };
   ctx.mutation.emit('repo.updated', org, repo, { repo: repoEventView(meta, repo), before, after });
-  return { status: 200, body: repositoryView(meta, repo, org), schema: 'repository' };
+  return { status: 200, body: repositoryView(meta, repo, org, ctx.settings.publicUrl), schema: 'repository' };
 });
 
 /** Hooks that clean up what other features keep about a repository outside its own key range. */

@@ -82,7 +82,7 @@ export const repoRoutes: RouteDef[] = [
           hasMore = true;
           break;
         }
-        repos.push(repositoryView(meta, repo, ctx.org));
+        repos.push(repositoryView(meta, repo, ctx.org, ctx.services.config.publicUrl));
         last = repo.id;
       }
       return {
@@ -134,7 +134,7 @@ export const repoRoutes: RouteDef[] = [
     method: 'GET',
     path: '/{org}/{repo}',
     permission: 'repo:read',
-    handler: (ctx) => ({ status: 200, schema: 'repository', value: repositoryView(ctx.services.records, ctx.repo!, ctx.org) }),
+    handler: (ctx) => ({ status: 200, schema: 'repository', value: repositoryView(ctx.services.records, ctx.repo!, ctx.org, ctx.services.config.publicUrl) }),
   },
   {
     method: 'PATCH',

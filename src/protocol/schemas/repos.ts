@@ -11,6 +11,7 @@ export const repository: JsonSchema = obj({
   upstream: nullable(obj({ url: str(), auth_kind: nullable(str()), latest_sync: nullable(sync) })),
   created_at: str(),
   tags: stringMap,
+  clone_url: str(),
 });
 
 export const repositoryListItem: JsonSchema = obj({

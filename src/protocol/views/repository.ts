@@ -6,7 +6,12 @@ import type { RecordReader } from '../../storage/read/record-cache.js';
 /** Repository records as the API shows them (API §4.1, §11.2). Credentials never appear here. */
 type Meta = RecordReader;
 
-export function repositoryView(meta: Meta, repo: RepoRecord, org: OrgRecord): Record<string, unknown> {
+/** Where git clones the repository (API §4.1, §14): the public URL, the org, the name, `.git`. */
+export function cloneUrl(publicUrl: string, org: OrgRecord, repo: RepoRecord): string {
+  return `${publicUrl}/${org.slug}/${encodeURIComponent(repo.name)}.git`;
+}
+
+export function repositoryView(meta: Meta, repo: RepoRecord, org: OrgRecord, publicUrl: string): Record<string, unknown> {
   return {
     id: repo.id,
     org: org.slug,
@@ -20,6 +25,7 @@ export function repositoryView(meta: Meta, repo: RepoRecord, org: OrgRecord): Re
     },
     created_at: repo.created_at,
     tags: repo.tags,
+    clone_url: cloneUrl(publicUrl, org, repo),
   };
 }
 
