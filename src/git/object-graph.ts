@@ -22,7 +22,7 @@ export type EntryKind = 'tree' | 'blob' | 'gitlink';
 export interface TreeEntryRef {
   kind: EntryKind;
   oid: string;
-  /** The name's bytes as latin1 (one char per byte): enough to pair entries by name. */
+  /** The name's bytes as latin1 (one char per byte): enough to pair entries by name; '' unless asked for. */
   name: string;
 }
 
@@ -75,11 +75,11 @@ export class ObjectGraph {
     return current;
   }
 
-  /** The entries of a tree (an empty list for a tree the repository does not hold is corruption). */
-  treeEntries(oid: string): TreeEntryRef[] {
+  /** The entries of a tree, with their names when `names` (a tree the repository lacks is corruption). */
+  treeEntries(oid: string, names: boolean): TreeEntryRef[] {
     const view = this.objects.view(oid);
     if (!view || view[0] !== 2) throw new ServiceError('INTERNAL_ERROR', `missing tree ${oid}`);
-    return parseTreeEntries(oid, view);
+    return parseTreeEntries(oid, view, names);
   }
 }
 
@@ -101,7 +101,7 @@ function parseCommitNode(oid: string, view: Buffer): CommitNode {
   return { oid, tree, parents, time: m ? Number(m[1]) : 0 };
 }
 
-function parseTreeEntries(oid: string, view: Buffer): TreeEntryRef[] {
+function parseTreeEntries(oid: string, view: Buffer, names: boolean): TreeEntryRef[] {
   const entries: TreeEntryRef[] = [];
   let pos = 1;
   while (pos < view.length) {
@@ -110,7 +110,7 @@ function parseTreeEntries(oid: string, view: Buffer): TreeEntryRef[] {
     if (nul < 0 || nul + 21 > view.length) throw corrupt('tree', oid);
     // Modes: 40000 (also an old zero-padded 040000) a tree, 160000 a submodule, else a file.
     const kind: EntryKind = view[pos] === 0x34 || (view[pos] === 0x30 && view[pos + 1] === 0x34) ? 'tree' : space - pos === 6 && view[pos] === 0x31 && view[pos + 1] === 0x36 ? 'gitlink' : 'blob';
-    entries.push({ kind, oid: view.toString('hex', nul + 1, nul + 21), name: view.toString('latin1', space + 1, nul) });
+    entries.push({ kind, oid: view.toString('hex', nul + 1, nul + 21), name: names ? view.toString('latin1', space + 1, nul) : '' });
     pos = nul + 21;
   }
   return entries;

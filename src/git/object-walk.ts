@@ -28,6 +28,8 @@ export interface WalkRequest {
   includeTags: readonly string[];
 }
 
+const NONE: string[] = [];
+
 /** Edge commits whose trees are compared path by path (the newest ones: the likeliest bases). */
 const MAX_EDGES = 16;
 
@@ -107,10 +109,12 @@ export function* walkObjects(graph: ObjectGraph, request: WalkRequest): Generato
       // Under tree:<depth>, a tree whose entries all lie too deep is not read at all.
       if (visit.depth + 1 >= treeDepthLimit) continue;
       if (++visited % PROGRESS_EVERY === 0) yield order.length;
-      const entries = graph.treeEntries(visit.oid);
+      // Without the client's trees at this path, names are not needed (a clone: every tree).
+      const paired = visit.theirs.length > 0;
+      const entries = graph.treeEntries(visit.oid, paired);
       const theirsByName = new Map<string, string[]>();
       for (const other of visit.theirs) {
-        for (const entry of graph.treeEntries(other)) {
+        for (const entry of graph.treeEntries(other, true)) {
           if (entry.kind === 'gitlink') continue;
           theirs.add(entry.oid);
           if (entry.kind === 'tree') {
@@ -128,7 +132,8 @@ export function* walkObjects(graph: ObjectGraph, request: WalkRequest): Generato
           continue;
         }
         if (!shouldVisit(entry.oid, depth)) continue;
-        stack.push({ oid: entry.oid, depth, theirs: (theirsByName.get(entry.name) ?? []).filter((o) => o !== entry.oid) });
+        const others = paired ? theirsByName.get(entry.name)?.filter((o) => o !== entry.oid) : undefined;
+        stack.push({ oid: entry.oid, depth, theirs: others ?? NONE });
       }
     }
   }

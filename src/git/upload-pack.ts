@@ -39,6 +39,9 @@ export interface UploadPackRequest {
   gzip: boolean;
 }
 
+/** Objects read by the walk and kept for the pack, per request (see SnapshotObjects). */
+const KEEP_READ_BYTES = 16 * 1024 * 1024;
+
 /** Largest request body once inflated: a clone of a repository with 100k refs wants fits in it. */
 export const MAX_REQUEST_BYTES = 16 * 1024 * 1024;
 
@@ -63,7 +66,7 @@ export async function uploadPack(storage: Storage, request: UploadPackRequest, s
   try {
     const repo = storage.meta.get(K.repo(request.repoId), { transaction: txn }) as RepoRecord | undefined;
     if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
-    const objects = new SnapshotObjects(storage, txn, repo.id);
+    const objects = new SnapshotObjects(storage, txn, repo.id, request.phase === 'command' ? KEEP_READ_BYTES : 0);
     const session: Session = {
       repo,
       objects,

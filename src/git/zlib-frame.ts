@@ -1,7 +1,9 @@
 /**
- * zlib streams (RFC 1950) around deflate data we already have: a pack entry must be a complete
- * zlib stream — a 2-byte header, the deflate data, the Adler-32 of the uncompressed bytes — and a
- * blob stored as raw deflate only lacks the frame, so it is sent without compressing it again.
+ * zlib streams (RFC 1950) built without running zlib: a pack entry must be a complete zlib stream
+ * — a 2-byte header, deflate data, the Adler-32 of the uncompressed bytes. A blob stored as raw
+ * deflate only lacks the frame; an object not worth compressing is framed as deflate's "stored"
+ * blocks, which costs a checksum and a copy instead of a zlib call (whose set-up alone outweighs
+ * the work for a few hundred bytes).
  */
 
 /** Adler-32 of `bytes`, continuing from `start` (1 for a new stream). */
@@ -22,12 +24,32 @@ export function adler32(bytes: Uint8Array, start = 1): number {
   return ((b << 16) | a) >>> 0;
 }
 
-/** Default compression, 32 KiB window (what raw deflate uses by default): the first two bytes of the stream. */
+/** Deflate, 32 KiB window, default level: the header zlib writes (any valid one inflates the same). */
 export const ZLIB_HEADER = Buffer.from([0x78, 0x9c]);
+/** The same, marked as the fastest level: the header of a stream of stored blocks. */
+const ZLIB_STORED_HEADER = Buffer.from([0x78, 0x01]);
+const STORED_BLOCK_MAX = 65535;
 
 /** The last four bytes of a zlib stream: the Adler-32 of the uncompressed bytes, big-endian. */
 export function zlibTrailer(checksum: number): Buffer {
   const out = Buffer.allocUnsafe(4);
   out.writeUInt32BE(checksum, 0);
   return out;
+}
+
+/** `content` as a zlib stream of stored (uncompressed) blocks, handed to `emit` piece by piece. */
+export function emitZlibStored(content: Uint8Array, emit: (bytes: Uint8Array) => void): void {
+  emit(ZLIB_STORED_HEADER);
+  let at = 0;
+  do {
+    const length = Math.min(STORED_BLOCK_MAX, content.length - at);
+    const header = Buffer.allocUnsafe(5);
+    header[0] = at + length === content.length ? 1 : 0;
+    header.writeUInt16LE(length, 1);
+    header.writeUInt16LE(~length & 0xffff, 3);
+    emit(header);
+    emit(content.subarray(at, at + length));
+    at += length;
+  } while (at < content.length);
+  emit(zlibTrailer(adler32(content)));
 }

@@ -1,4 +1,4 @@
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { deflateSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { ServiceError } from '../errors.js';
 import { hashObject } from '../vcs/git-object.js';
 import type { GitObject, ObjectStore, ObjectType } from '../vcs/object-store.js';
@@ -11,8 +11,10 @@ import { K } from './keys.js';
  * they commit atomically with the metadata that references them (one transaction, one flush).
  *
  * Value layout: one type byte, then the content — git's type numbers (1 commit, 2 tree, 3 blob,
- * 4 tag) for inline objects; `DEFLATED_BLOB` for a blob stored compressed (its size as a 32-bit
- * little-endian number, then the raw deflate stream); `CHUNKED_BLOB` for a blob larger than
+ * 4 tag) for inline objects; `ZLIB_BLOB` for a blob stored compressed (its size as a 32-bit
+ * little-endian number, then a zlib stream — exactly what a git pack entry carries, so upload-pack
+ * sends it as stored; `DEFLATED_BLOB` is the same with a raw deflate stream, as written before
+ * `ZLIB_BLOB` existed, and still read); `CHUNKED_BLOB` for a blob larger than
  * `CHUNK_SIZE`, whose value is a small JSON header `{u: uploadId, s: size, n: chunkCount}` and
  * whose bytes live in the `chunks` database under `[repoId, uploadId, index]` (1 MiB each) so
  * they stream in and out.
@@ -20,6 +22,7 @@ import { K } from './keys.js';
 export const CHUNK_SIZE = 1024 * 1024;
 export const CHUNKED_BLOB = 0x83;
 export const DEFLATED_BLOB = 0x13;
+export const ZLIB_BLOB = 0x23;
 
 /**
  * Blobs in this size range are stored deflated when that saves an eighth or more. A value over
@@ -50,10 +53,10 @@ export type ObjectInfo =
 
 export function encodeInlineObject(type: ObjectType, content: Uint8Array): Buffer {
   if (type === 'blob' && content.length >= DEFLATE_MIN_BYTES && content.length <= DEFLATE_MAX_BYTES) {
-    const packed = deflateRawSync(content, { level: 1 });
+    const packed = deflateSync(content, { level: 1 });
     if (packed.length + 5 <= content.length - (content.length >> 3)) {
       const value = Buffer.allocUnsafe(packed.length + 5);
-      value[0] = DEFLATED_BLOB;
+      value[0] = ZLIB_BLOB;
       value.writeUInt32LE(content.length, 1);
       value.set(packed, 5);
       return value;
@@ -93,6 +96,7 @@ export function decodeObjectValue(oid: string, value: Buffer): ObjectInfo {
     const header = decodeChunkedHeader(value);
     return { type: 'blob', size: header.s, chunked: header, content: null };
   }
+  if (code === ZLIB_BLOB) return { type: 'blob', size: value.readUInt32LE(1), chunked: null, content: inflateSync(value.subarray(5)) };
   if (code === DEFLATED_BLOB) return { type: 'blob', size: value.readUInt32LE(1), chunked: null, content: inflateRawSync(value.subarray(5)) };
   const type = TYPE_NAME[code];
   if (!type) throw new ServiceError('INTERNAL_ERROR', `object ${oid} has an unknown type code ${code}`);
@@ -102,7 +106,7 @@ export function decodeObjectValue(oid: string, value: Buffer): ObjectInfo {
 /** The type of a stored object from its value, without decoding the content. */
 export function storedObjectType(oid: string, value: Buffer): ObjectType {
   const code = value[0]!;
-  if (code === CHUNKED_BLOB || code === DEFLATED_BLOB) return 'blob';
+  if (code === CHUNKED_BLOB || code === ZLIB_BLOB || code === DEFLATED_BLOB) return 'blob';
   const type = TYPE_NAME[code];
   if (!type) throw new ServiceError('INTERNAL_ERROR', `object ${oid} has an unknown type code ${code}`);
   return type;
@@ -112,7 +116,7 @@ export function storedObjectType(oid: string, value: Buffer): ObjectType {
 export function storedObjectSize(value: Buffer): number {
   const code = value[0]!;
   if (code === CHUNKED_BLOB) return decodeChunkedHeader(value).s;
-  if (code === DEFLATED_BLOB) return value.readUInt32LE(1);
+  if (code === ZLIB_BLOB || code === DEFLATED_BLOB) return value.readUInt32LE(1);
   return value.length - 1;
 }
 

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { rawRequest } from '../foundation/raw-http.js';
 import { serverForFile } from '../helpers/server.js';
 import { cloneUrl, createRepo, gitClient, pkt, postUploadPack, protocol, PROTOCOLS, responseLines, ROOT, v2Request, write } from './helpers.js';
 
@@ -73,7 +74,13 @@ t.test('git bad input - a body that is not one: bad gzip 400, inflating past the
   t.equal(inflated.status, 413);
   t.equal(JSON.parse(inflated.body.toString()).error.code, 'PAYLOAD_TOO_LARGE');
 
-  const tooLarge = await postUploadPack(s, 'demo', token, Buffer.alloc(17 * 1024 * 1024, 0x30));
+  // Refused on its declared length, before a byte of it is read (a client writing on gets its connection closed).
+  const tooLarge = await rawRequest(s.port, {
+    method: 'POST',
+    path: '/acme/demo.git/git-upload-pack',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-git-upload-pack-request' },
+    declared: { length: 17 * 1024 * 1024, partial: 0 },
+  });
   t.equal(tooLarge.status, 413);
 
   const json = await postUploadPack(s, 'demo', token, '{}', { headers: { 'content-type': 'application/json' } });

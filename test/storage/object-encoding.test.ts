@@ -1,16 +1,21 @@
 import t from 'tap';
 import { openStorage } from '../../src/storage/database.js';
-import { DEFLATED_BLOB, LmdbObjectStore, decodeObjectValue, encodeInlineObject, storedObjectSize } from '../../src/storage/git-object-store.js';
+import { deflateRawSync, inflateSync } from 'node:zlib';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { DEFLATED_BLOB, ZLIB_BLOB, LmdbObjectStore, decodeObjectValue, encodeInlineObject, storedObjectSize } from '../../src/storage/git-object-store.js';
 import { K } from '../../src/storage/keys.js';
 import { hashObject } from '../../src/vcs/git-object.js';
 import { exportRepo, startWithRepo } from '../changes/helpers.js';
 import { ROOT, noise } from './storage-helpers.js';
 
 /**
- * How git objects are stored: text blobs of 1–64 KiB deflated (so a 2 KiB source file fits in its
- * LMDB leaf instead of taking a page of its own), everything else as is; both read back
- * byte-identical through the API and the export, and values written before compression existed
- * still read.
+ * How git objects are stored: text blobs of 1–64 KiB compressed as zlib streams (so a 2 KiB source
+ * file fits in its LMDB leaf instead of taking a page of its own, and git's upload-pack sends the
+ * stream as it is), everything else as is; both read back byte-identical through the API and the
+ * export, and values written in older forms (as is, raw deflate) still read.
  */
 const text = (n: number, seed: string): Buffer => {
   const line = `${seed}: the quick brown fox jumps over the lazy dog 0123456789\n`;
@@ -50,8 +55,9 @@ t.test('a text blob is stored deflated and reads back byte-identical through the
   t.teardown(() => storage.close());
   const stored = (bytes: Buffer): Buffer => storage.objects.get(K.object(repoId, hashObject('blob', bytes)))!;
   const small = stored(files['small.txt']);
-  t.equal(small[0], DEFLATED_BLOB, 'the 2 KiB text blob is deflated');
+  t.equal(small[0], ZLIB_BLOB, 'the 2 KiB text blob is compressed');
   t.ok(small.length < 200, `and takes ${small.length} bytes for 2,048`);
+  t.ok(inflateSync(small.subarray(5)).equals(files['small.txt']), 'as a zlib stream of its content');
   t.equal(storedObjectSize(small), 2048, 'its size is known without inflating');
   t.equal(stored(files['tiny.txt'])[0], 3, 'a blob under 1 KiB is stored as is');
   t.equal(stored(files['noise.bin'])[0], 3, 'random bytes, which do not compress, are stored as is');
@@ -74,4 +80,36 @@ t.test('an object stored before compression existed (type byte, then the content
   t.ok(Buffer.from(info.content!).equals(content), 'decoded byte-identical');
   const store = new LmdbObjectStore(storage, repoId);
   t.ok(Buffer.from(store.read(oid)!.content).equals(content), 'and through the object store');
+});
+
+t.test('a blob stored as raw deflate (before zlib streams) reads back through the API, the export and a git clone', async (t) => {
+  const f = await startWithRepo(t, 'legacy');
+  const content = text(3000, 'legacy');
+  const written = await f.s.api('POST', `${f.base}/apply-ops`, { body: { base_change_id: ROOT, ops: [{ op: 'write', path: 'old.txt', content: content.toString() }], bookmarks: [{ name: 'main' }] } });
+  t.equal(written.status, 201, written.text);
+  const repoId = (await f.s.api('GET', f.base)).json.id as string;
+  const oid = hashObject('blob', content);
+  await f.s.stop();
+  const storage = openStorage(f.s.dataDir);
+  const raw = deflateRawSync(content);
+  const legacy = Buffer.allocUnsafe(raw.length + 5);
+  legacy[0] = DEFLATED_BLOB;
+  legacy.writeUInt32LE(content.length, 1);
+  raw.copy(legacy, 5);
+  await storage.objects.put(K.object(repoId, oid), legacy);
+  await storage.close();
+  await f.s.restart();
+
+  const got = await fetch(`${f.s.url}/v1${f.base}/content?path=old.txt`, { headers: { authorization: `Bearer ${await f.s.token()}`, accept: 'application/octet-stream' } });
+  t.ok(Buffer.from(await got.arrayBuffer()).equals(content), 'the API reads it');
+  const x = exportRepo(f);
+  t.teardown(() => x.cleanup());
+  t.equal(x.git('show', 'main:old.txt').stdout, content.toString(), 'the export writes it');
+  const dir = mkdtempSync(join(tmpdir(), 'repohost-legacy-clone-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: dir, GIT_TERMINAL_PROMPT: '0' };
+  const clone = spawnSync('git', ['clone', '--quiet', `http://x:${await f.s.token()}@127.0.0.1:${f.s.port}${f.base}.git`, join(dir, 'c')], { env, encoding: 'utf8' });
+  t.equal(clone.status, 0, clone.stderr);
+  t.equal(spawnSync('git', ['show', 'main:old.txt'], { cwd: join(dir, 'c'), env, encoding: 'utf8' }).stdout, content.toString(), 'a clone gets it, framed as a zlib stream');
+  t.equal(spawnSync('git', ['fsck', '--strict'], { cwd: join(dir, 'c'), env, encoding: 'utf8' }).status, 0);
 });

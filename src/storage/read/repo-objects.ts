@@ -7,7 +7,7 @@
  */
 import { ServiceError } from '../../errors.js';
 import type { Storage } from '../database.js';
-import { CHUNK_SIZE, CHUNKED_BLOB, DEFLATED_BLOB, LmdbObjectStore, decodeChunkedHeader, decodeObjectValue, storedObjectSize } from '../git-object-store.js';
+import { CHUNK_SIZE, CHUNKED_BLOB, DEFLATED_BLOB, ZLIB_BLOB, LmdbObjectStore, decodeChunkedHeader, decodeObjectValue, storedObjectSize } from '../git-object-store.js';
 import { K } from '../keys.js';
 import type { GitObject } from '../../vcs/object-store.js';
 import { LruCache } from './lru-cache.js';
@@ -71,7 +71,7 @@ export class ReadObjectStore extends LmdbObjectStore {
   prefix(oid: string, length: number): Uint8Array {
     const view = this.view(oid);
     if (!view) throw new ServiceError('INTERNAL_ERROR', `missing blob ${oid}`);
-    if (view[0] === DEFLATED_BLOB) return Buffer.from(decodeObjectValue(oid, view).content!.subarray(0, length));
+    if (view[0] === ZLIB_BLOB || view[0] === DEFLATED_BLOB) return Buffer.from(decodeObjectValue(oid, view).content!.subarray(0, length));
     if (view[0] !== CHUNKED_BLOB) return Buffer.from(view.subarray(1, 1 + length));
     const header = decodeChunkedHeader(view);
     const first = fastView(this.db.chunks.getBinaryFast(K.chunk(this.repoId, header.u, 0)));

@@ -25,18 +25,39 @@ function viewIn(db: Database<unknown, Key>, key: Key, txn: Transaction): Buffer 
   return view && view.subarray(0, view.length);
 }
 
+/** Values up to this size are kept once read, while the snapshot's budget lasts. */
+const KEPT_VALUE_BYTES = 64 * 1024;
+
 export class SnapshotObjects {
+  private readonly kept = new Map<string, Buffer>();
+  private budget: number;
+
+  /**
+   * `keepBytes`: how much of what is read may be kept for a second read (git reads every commit
+   * and tree twice, once to walk and once to send; an LMDB read costs far more than a copy).
+   */
   constructor(
     readonly storage: Storage,
     readonly txn: Transaction,
     readonly repoId: string,
-  ) {}
+    keepBytes = 0,
+  ) {
+    this.budget = keepBytes;
+  }
 
   /** The stored value (type byte first, see git-object-store.ts) as a view, or undefined. */
   view(oid: string): Buffer | undefined {
+    const kept = this.kept.get(oid);
+    if (kept) return kept;
     const view = viewIn(this.storage.objects, K.object(this.repoId, oid), this.txn);
-    if (view) return view;
-    return oid === EMPTY_TREE_OID ? EMPTY_TREE_VALUE : undefined;
+    if (!view) return oid === EMPTY_TREE_OID ? EMPTY_TREE_VALUE : undefined;
+    if (view.length <= KEPT_VALUE_BYTES && view.length <= this.budget) {
+      this.budget -= view.length;
+      const copy = Buffer.from(view);
+      this.kept.set(oid, copy);
+      return copy;
+    }
+    return view;
   }
 
   /**
