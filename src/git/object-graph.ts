@@ -22,7 +22,7 @@ export type EntryKind = 'tree' | 'blob' | 'gitlink';
 export interface TreeEntryRef {
   kind: EntryKind;
   oid: string;
-  /** The name's bytes as latin1 (one char per byte): enough to pair entries by name; '' unless asked for. */
+  /** The name's bytes as latin1 (one char per byte): enough to pair entries by name. */
   name: string;
 }
 
@@ -41,7 +41,7 @@ export class ObjectGraph {
   commit(oid: string): CommitNode | undefined {
     let node = this.commits.get(oid);
     if (node) return node;
-    const view = this.objects.view(oid);
+    const view = this.objects.view(oid, true);
     if (!view || view[0] !== 1) return undefined;
     node = parseCommitNode(oid, view);
     this.commits.set(oid, node);
@@ -75,11 +75,62 @@ export class ObjectGraph {
     return current;
   }
 
-  /** The entries of a tree, with their names when `names` (a tree the repository lacks is corruption). */
-  treeEntries(oid: string, names: boolean): TreeEntryRef[] {
-    const view = this.objects.view(oid);
-    if (!view || view[0] !== 2) throw new ServiceError('INTERNAL_ERROR', `missing tree ${oid}`);
-    return parseTreeEntries(oid, view, names);
+  /** A tree's stored bytes, valid for as long as the caller holds them (a tree the repository lacks is corruption). */
+  treeBytes(oid: string): Buffer {
+    const bytes = this.objects.stableView(oid);
+    if (!bytes || bytes[0] !== 2) throw new ServiceError('INTERNAL_ERROR', `missing tree ${oid}`);
+    return bytes;
+  }
+
+  /** The entries of a tree, names included. */
+  treeEntries(oid: string): TreeEntryRef[] {
+    const entries: TreeEntryRef[] = [];
+    const cursor = new TreeCursor(oid, this.treeBytes(oid));
+    while (cursor.next()) entries.push({ kind: cursor.kind, oid: cursor.oidHex(), name: cursor.name() });
+    return entries;
+  }
+}
+
+/**
+ * Steps through a tree's entries in its stored bytes (type byte first) without making objects or
+ * strings of them: the entry's kind, where its oid's 20 bytes start, and its name on request.
+ */
+export class TreeCursor {
+  kind: EntryKind = 'blob';
+  oidAt = 0;
+  private nameStart = 0;
+  private pos = 1;
+
+  constructor(
+    private readonly oid: string,
+    readonly bytes: Buffer,
+  ) {}
+
+  next(): boolean {
+    const bytes = this.bytes;
+    const start = this.pos;
+    if (start >= bytes.length) return false;
+    let space = start;
+    while (space < bytes.length && bytes[space] !== 0x20) space++;
+    let nul = space + 1;
+    while (nul < bytes.length && bytes[nul] !== 0) nul++;
+    if (nul + 21 > bytes.length) throw corrupt('tree', this.oid);
+    // Modes: 40000 (also an old zero-padded 040000) a tree, 160000 a submodule, else a file.
+    const c0 = bytes[start];
+    this.kind = c0 === 0x34 || (c0 === 0x30 && bytes[start + 1] === 0x34) ? 'tree' : space - start === 6 && c0 === 0x31 && bytes[start + 1] === 0x36 ? 'gitlink' : 'blob';
+    this.nameStart = space + 1;
+    this.oidAt = nul + 1;
+    this.pos = nul + 21;
+    return true;
+  }
+
+  oidHex(): string {
+    return this.bytes.toString('hex', this.oidAt, this.oidAt + 20);
+  }
+
+  /** The name's bytes as latin1 (one char per byte): enough to pair entries by name. */
+  name(): string {
+    return this.bytes.toString('latin1', this.nameStart, this.oidAt - 1);
   }
 }
 
@@ -99,19 +150,4 @@ function parseCommitNode(oid: string, view: Buffer): CommitNode {
   const line = view.toString('latin1', committer + 11, end < 0 ? view.length : end);
   const m = /> (-?\d+)(?: [+-]\d{4})?\s*$/.exec(line);
   return { oid, tree, parents, time: m ? Number(m[1]) : 0 };
-}
-
-function parseTreeEntries(oid: string, view: Buffer, names: boolean): TreeEntryRef[] {
-  const entries: TreeEntryRef[] = [];
-  let pos = 1;
-  while (pos < view.length) {
-    const space = view.indexOf(0x20, pos);
-    const nul = space < 0 ? -1 : view.indexOf(0, space + 1);
-    if (nul < 0 || nul + 21 > view.length) throw corrupt('tree', oid);
-    // Modes: 40000 (also an old zero-padded 040000) a tree, 160000 a submodule, else a file.
-    const kind: EntryKind = view[pos] === 0x34 || (view[pos] === 0x30 && view[pos + 1] === 0x34) ? 'tree' : space - pos === 6 && view[pos] === 0x31 && view[pos + 1] === 0x36 ? 'gitlink' : 'blob';
-    entries.push({ kind, oid: view.toString('hex', nul + 1, nul + 21), name: names ? view.toString('latin1', space + 1, nul) : '' });
-    pos = nul + 21;
-  }
-  return entries;
 }

@@ -15,7 +15,8 @@
  */
 import { walkCommits, PROGRESS_EVERY } from './commit-walk.js';
 import type { ObjectFilter } from './object-filter.js';
-import type { CommitNode, ObjectGraph } from './object-graph.js';
+import { TreeCursor, type CommitNode, type ObjectGraph } from './object-graph.js';
+import { OidSet } from './oid-set.js';
 
 export interface WalkRequest {
   wants: readonly string[];
@@ -41,13 +42,11 @@ interface TreeVisit {
 }
 
 export function* walkObjects(graph: ObjectGraph, request: WalkRequest): Generator<number, string[]> {
-  const sent = new Set<string>();
+  const sent = new OidSet();
   const order: string[] = [];
-  const theirs = new Set<string>();
+  const theirs = new OidSet();
   const add = (oid: string): void => {
-    if (sent.has(oid)) return;
-    sent.add(oid);
-    order.push(oid);
+    if (sent.add(oid)) order.push(oid);
   };
 
   // Wants: tags are sent with what they name; commits start the walk; trees and blobs named by
@@ -87,70 +86,80 @@ export function* walkObjects(graph: ObjectGraph, request: WalkRequest): Generato
   for (const tree of edgeTrees) theirs.add(tree);
 
   const filter = request.filter;
-  const treeDepthLimit = filter?.kind === 'tree' ? filter.depth : Infinity;
-  // Under a tree-depth filter a tree reached again nearer the root must be walked again.
+  // Under tree:<depth>, trees and blobs that deep or deeper are not sent (root trees are at 0).
+  const depthLimit = filter?.kind === 'tree' ? filter.depth : Infinity;
+  // …and a tree reached again nearer the root must be walked again.
   const treeDepths = new Map<string, number>();
-  const wantsBlob = (oid: string, depth: number): boolean => {
-    if (!filter) return true;
-    if (filter.kind === 'blob:none') return false;
-    if (filter.kind === 'tree') return depth < treeDepthLimit;
-    return (graph.objects.typeAndSize(oid)?.size ?? 0) < filter.bytes;
-  };
-
-  let visited = 0;
-  const stack: TreeVisit[] = [];
-  function* walkTree(root: TreeVisit, userGiven: boolean): Generator<number> {
-    stack.push(root);
-    let first = userGiven;
-    while (stack.length) {
-      const visit = stack.pop()!;
-      if (first || visit.depth < treeDepthLimit) add(visit.oid);
-      first = false;
-      // Under tree:<depth>, a tree whose entries all lie too deep is not read at all.
-      if (visit.depth + 1 >= treeDepthLimit) continue;
-      if (++visited % PROGRESS_EVERY === 0) yield order.length;
-      // Without the client's trees at this path, names are not needed (a clone: every tree).
-      const paired = visit.theirs.length > 0;
-      const entries = graph.treeEntries(visit.oid, paired);
-      const theirsByName = new Map<string, string[]>();
-      for (const other of visit.theirs) {
-        for (const entry of graph.treeEntries(other, true)) {
-          if (entry.kind === 'gitlink') continue;
-          theirs.add(entry.oid);
-          if (entry.kind === 'tree') {
-            const list = theirsByName.get(entry.name);
-            if (list) list.push(entry.oid);
-            else theirsByName.set(entry.name, [entry.oid]);
-          }
-        }
-      }
-      const depth = visit.depth + 1;
-      for (const entry of entries) {
-        if (entry.kind === 'gitlink' || theirs.has(entry.oid)) continue;
-        if (entry.kind === 'blob') {
-          if (!sent.has(entry.oid) && wantsBlob(entry.oid, depth)) add(entry.oid);
-          continue;
-        }
-        if (!shouldVisit(entry.oid, depth)) continue;
-        const others = paired ? theirsByName.get(entry.name)?.filter((o) => o !== entry.oid) : undefined;
-        stack.push({ oid: entry.oid, depth, theirs: others ?? NONE });
-      }
-    }
-  }
-  const shouldVisit = (oid: string, depth: number): boolean => {
-    if (treeDepthLimit === Infinity) return !sent.has(oid);
+  const firstVisit = (oid: string, depth: number): boolean => {
+    if (depthLimit === Infinity) return !sent.has(oid);
     const before = treeDepths.get(oid);
     if (before !== undefined && before <= depth) return false;
     treeDepths.set(oid, depth);
     return true;
   };
+  const wantsBlob = (cursor: TreeCursor, depth: number): boolean => {
+    if (!filter) return true;
+    if (filter.kind === 'blob:none') return false;
+    if (filter.kind === 'tree') return depth < depthLimit;
+    return (graph.objects.typeAndSize(cursor.oidHex())?.size ?? 0) < filter.bytes;
+  };
+
+  let visited = 0;
+  const stack: TreeVisit[] = [];
+  /** A tree and what lies below it; `userGiven` sends the tree itself whatever the filter says. */
+  function* walkTree(oid: string, theirsHere: string[], userGiven: boolean): Generator<number> {
+    if (userGiven || depthLimit > 0) add(oid);
+    // Entries lie one deeper than their tree: none is sent when that is already too deep.
+    if (depthLimit <= 1) return;
+    stack.push({ oid, depth: 0, theirs: theirsHere });
+    while (stack.length) {
+      const visit = stack.pop()!;
+      if (++visited % PROGRESS_EVERY === 0) yield order.length;
+      const depth = visit.depth + 1;
+      // The client's trees at this path: what they hold is the client's, subtrees paired by name.
+      const paired = visit.theirs.length > 0;
+      const theirsByName = new Map<string, string[]>();
+      for (const other of visit.theirs) {
+        for (const entry of graph.treeEntries(other)) {
+          if (entry.kind === 'gitlink') continue;
+          theirs.add(entry.oid);
+          if (entry.kind === 'tree') theirsByName.set(entry.name, [...(theirsByName.get(entry.name) ?? []), entry.oid]);
+        }
+      }
+      const cursor = new TreeCursor(visit.oid, graph.treeBytes(visit.oid));
+      const bytes = cursor.bytes;
+      while (cursor.next()) {
+        const at = cursor.oidAt;
+        if (cursor.kind === 'gitlink' || theirs.hasAt(bytes, at)) continue;
+        if (cursor.kind === 'blob') {
+          if (!sent.hasAt(bytes, at) && wantsBlob(cursor, depth)) add(cursor.oidHex());
+          continue;
+        }
+        if (depth >= depthLimit) continue;
+        let tree: string;
+        if (depthLimit === Infinity) {
+          // The common case: one test on the entry's bytes, a string only for a tree new to the pack.
+          if (!sent.addAt(bytes, at)) continue;
+          tree = cursor.oidHex();
+          order.push(tree);
+        } else {
+          tree = cursor.oidHex();
+          if (!firstVisit(tree, depth)) continue;
+          add(tree);
+        }
+        if (depth + 1 >= depthLimit) continue;
+        const others = paired ? theirsByName.get(cursor.name())?.filter((o) => o !== tree) : undefined;
+        stack.push({ oid: tree, depth, theirs: others ?? NONE });
+      }
+    }
+  }
 
   for (const tag of tags) add(tag);
   for (const commit of included) {
-    if (theirs.has(commit.tree) || !shouldVisit(commit.tree, 0)) continue;
-    yield* walkTree({ oid: commit.tree, depth: 0, theirs: edgeTrees.filter((t) => t !== commit.tree) }, false);
+    if (theirs.has(commit.tree) || !firstVisit(commit.tree, 0)) continue;
+    yield* walkTree(commit.tree, edgeTrees.filter((t) => t !== commit.tree), false);
   }
-  for (const tree of userTrees) if (!sent.has(tree)) yield* walkTree({ oid: tree, depth: 0, theirs: [] }, true);
+  for (const tree of userTrees) if (!sent.has(tree)) yield* walkTree(tree, [], true);
   for (const blob of userBlobs) add(blob);
 
   // include-tag: an annotated tag whose object is in the pack comes along (with any tags between).

@@ -27,10 +27,14 @@ function viewIn(db: Database<unknown, Key>, key: Key, txn: Transaction): Buffer 
 
 /** Values up to this size are kept once read, while the snapshot's budget lasts. */
 const KEPT_VALUE_BYTES = 64 * 1024;
+/** Kept values are copied side by side into slabs of this size: one allocation for thousands of trees. */
+const SLAB_BYTES = 1024 * 1024;
 
 export class SnapshotObjects {
   private readonly kept = new Map<string, Buffer>();
   private budget: number;
+  private slab: Buffer | null = null;
+  private slabUsed = 0;
 
   /**
    * `keepBytes`: how much of what is read may be kept for a second read (git reads every commit
@@ -45,19 +49,38 @@ export class SnapshotObjects {
     this.budget = keepBytes;
   }
 
-  /** The stored value (type byte first, see git-object-store.ts) as a view, or undefined. */
-  view(oid: string): Buffer | undefined {
+  /**
+   * The stored value (type byte first, see git-object-store.ts) as a view, or undefined. With
+   * `retain`, a value that will be read again is kept while the budget lasts.
+   */
+  view(oid: string, retain = false): Buffer | undefined {
     const kept = this.kept.get(oid);
     if (kept) return kept;
     const view = viewIn(this.storage.objects, K.object(this.repoId, oid), this.txn);
     if (!view) return oid === EMPTY_TREE_OID ? EMPTY_TREE_VALUE : undefined;
-    if (view.length <= KEPT_VALUE_BYTES && view.length <= this.budget) {
-      this.budget -= view.length;
-      const copy = Buffer.from(view);
-      this.kept.set(oid, copy);
-      return copy;
+    return retain && view.length <= KEPT_VALUE_BYTES ? this.keep(oid, view) : view;
+  }
+
+  /** A copy of `view` in the current slab (or a new one while the budget lasts); the view itself once it is spent. */
+  private keep(oid: string, view: Buffer): Buffer {
+    if (!this.slab || this.slabUsed + view.length > this.slab.length) {
+      if (view.length > Math.min(SLAB_BYTES, this.budget)) return view;
+      const size = Math.min(SLAB_BYTES, this.budget);
+      this.budget -= size;
+      this.slab = Buffer.allocUnsafe(size);
+      this.slabUsed = 0;
     }
-    return view;
+    const copy = this.slab.subarray(this.slabUsed, this.slabUsed + view.length);
+    view.copy(copy);
+    this.slabUsed += view.length;
+    this.kept.set(oid, copy);
+    return copy;
+  }
+
+  /** Like `view` with `retain`, but the bytes stay valid: kept, or copied. */
+  stableView(oid: string): Buffer | undefined {
+    const view = this.view(oid, true);
+    return view && (view === this.kept.get(oid) || view === EMPTY_TREE_VALUE ? view : Buffer.from(view));
   }
 
   /**

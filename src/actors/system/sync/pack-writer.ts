@@ -25,13 +25,35 @@ export function packEntryHeader(type: ObjectType, size: number): Buffer {
   return Buffer.from(bytes);
 }
 
+/** Pieces smaller than this are gathered before they are hashed and handed on. */
+const GATHER_BYTES = 64 * 1024;
+
 export class PackWriter {
   private readonly sha = createHash('sha1');
+  // A pack is mostly small pieces (entry headers, small objects): hashing and handing them on one
+  // by one would cost more than the bytes.
+  private readonly gathered = Buffer.allocUnsafe(GATHER_BYTES);
+  private used = 0;
 
-  /** `sink` receives every byte of the pack in order; it must not keep a buffer it is handed past the call unless it copies it. */
+  /** `sink` receives every byte of the pack in order, in buffers valid only during the call (copy what you keep). */
   constructor(private readonly sink: (bytes: Uint8Array) => void) {}
 
   private put(bytes: Uint8Array): void {
+    if (bytes.length >= GATHER_BYTES / 4) {
+      this.release();
+      this.sha.update(bytes);
+      this.sink(bytes);
+      return;
+    }
+    if (this.used + bytes.length > GATHER_BYTES) this.release();
+    this.gathered.set(bytes, this.used);
+    this.used += bytes.length;
+  }
+
+  private release(): void {
+    if (this.used === 0) return;
+    const bytes = this.gathered.subarray(0, this.used);
+    this.used = 0;
     this.sha.update(bytes);
     this.sink(bytes);
   }
@@ -55,6 +77,7 @@ export class PackWriter {
 
   /** Writes the trailer (the pack's checksum). */
   finish(): void {
+    this.release();
     this.sink(this.sha.digest());
   }
 }
@@ -62,7 +85,7 @@ export class PackWriter {
 /** A version-2 packfile of whole (undeltified) objects. */
 export function writePack(objects: readonly GitObject[]): Buffer {
   const parts: Uint8Array[] = [];
-  const writer = new PackWriter((bytes) => parts.push(bytes));
+  const writer = new PackWriter((bytes) => parts.push(Buffer.from(bytes)));
   writer.start(objects.length);
   for (const object of objects) {
     writer.entry(object.type, object.content.length);
