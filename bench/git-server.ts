@@ -73,3 +73,30 @@ export async function createLargeRepo(
 }
 
 export { startGitServer, type GitServer } from '../test/helpers/git-server.js';
+
+/**
+ * Adds one commit to `branch` of the bare repository `<name>` under `root`, writing `path`, with
+ * git's plumbing (no work tree): the upstream moving on by one commit, for an incremental fetch.
+ */
+export async function appendCommit(root: string, name: string, opts: { branch: string; path: string; content: string; message: string }): Promise<string> {
+  const gitDir = join(root, name);
+  const env = { ...process.env, GIT_INDEX_FILE: join(gitDir, 'bench-index'), GIT_AUTHOR_NAME: 'Bench', GIT_AUTHOR_EMAIL: 'bench@example.com', GIT_COMMITTER_NAME: 'Bench', GIT_COMMITTER_EMAIL: 'bench@example.com' };
+  const git = async (args: string[], input?: string): Promise<string> => {
+    if (input === undefined) return (await execFileAsync('git', ['--git-dir', gitDir, ...args], { env })).stdout.trim();
+    return new Promise((resolve, reject) => {
+      const child = spawn('git', ['--git-dir', gitDir, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`git ${args.join(' ')} exited ${code}`))));
+      child.stdin.end(input);
+    });
+  };
+  const blob = await git(['hash-object', '-w', '--stdin'], opts.content);
+  await git(['read-tree', opts.branch]);
+  await git(['update-index', '--add', '--cacheinfo', `100644,${blob},${opts.path}`]);
+  const tree = await git(['write-tree']);
+  const commit = await git(['commit-tree', tree, '-p', opts.branch, '-m', opts.message]);
+  await git(['update-ref', `refs/heads/${opts.branch}`, commit]);
+  return commit;
+}

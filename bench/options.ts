@@ -24,7 +24,8 @@ Load:
   --open-fraction F    open-loop rate as a fraction of the closed-loop max (default 0.8)
   --read-open-loop     also run an open-loop phase for hello/read/content
   --webhook-targets N  webhook targets (default 10)
-  --sync-commits N     commits in the upstream repository for sync (default 2000)
+  --sync-commits N     commits in the upstream repository for sync and git-clone (default 2000)
+  --clone-rounds N     git-clone: rounds, each timing every operation on both servers (default 5)
   --smoke              tiny and short: 1 s phases, 4 agents, 8 connections (the tests use it)
 
 Output:
@@ -78,6 +79,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'read-open-loop': { type: 'boolean' },
       'webhook-targets': { type: 'string' },
       'sync-commits': { type: 'string' },
+      'clone-rounds': { type: 'string' },
       'out-dir': { type: 'string' },
       'no-progress': { type: 'boolean' },
       'keep-data': { type: 'boolean' },
@@ -88,8 +90,8 @@ export function parseOptions(argv: string[]): BenchOptions {
   const smoke = values.smoke === true;
   // The smoke preset exists so the bench cannot rot: every code path, about a second each.
   const d = smoke
-    ? { duration: 1, warmup: 0.2, connections: 8, agents: 4, targets: 2, syncCommits: 50, drainMs: 10_000, hookDrainMs: 30_000, syncTimeoutMs: 60_000 }
-    : { duration: 10, warmup: 2, connections: 64, agents: 200, targets: 10, syncCommits: 2000, drainMs: 15_000, hookDrainMs: 120_000, syncTimeoutMs: 600_000 };
+    ? { duration: 1, warmup: 0.2, connections: 8, agents: 4, targets: 2, syncCommits: 50, drainMs: 10_000, hookDrainMs: 30_000, syncTimeoutMs: 60_000, cloneRounds: 1 }
+    : { duration: 10, warmup: 2, connections: 64, agents: 200, targets: 10, syncCommits: 2000, drainMs: 15_000, hookDrainMs: 120_000, syncTimeoutMs: 600_000, cloneRounds: 5 };
 
   const openFraction = positiveNumber('open-fraction', values['open-fraction'], 0.8, false);
   if (openFraction <= 0 || openFraction > 1) throw new Error('--open-fraction must be in (0, 1]');
@@ -120,6 +122,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     syncCommits: Math.max(1, positiveNumber('sync-commits', values['sync-commits'], d.syncCommits)),
     syncFilesPerCommit: 4,
     syncTimeoutMs: d.syncTimeoutMs,
+    cloneRounds: Math.max(1, positiveNumber('clone-rounds', values['clone-rounds'], d.cloneRounds)),
   };
   return {
     scenarios: (values.scenarios ?? 'all').split(',').map((s) => s.trim()).filter(Boolean),

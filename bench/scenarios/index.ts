@@ -1,6 +1,7 @@
 /** Every scenario, in the order a full run executes them (baseline first). */
 import { agentFleet } from './agent-fleet.js';
 import { content } from './content.js';
+import { gitClone } from './git-clone.js';
 import { hello } from './hello.js';
 import { hotRepo } from './hot-repo.js';
 import { mixed } from './mixed.js';
@@ -9,7 +10,7 @@ import { sync } from './sync.js';
 import type { Scenario } from './types.js';
 import { webhooks } from './webhooks.js';
 
-export const SCENARIOS: readonly Scenario[] = [hello, read, content, agentFleet, hotRepo, mixed, webhooks, sync];
+export const SCENARIOS: readonly Scenario[] = [hello, read, content, agentFleet, hotRepo, mixed, webhooks, sync, gitClone];
 
 export interface Selection {
   scenario: Scenario;

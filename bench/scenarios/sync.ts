@@ -8,6 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLargeRepo, gitAvailable, startGitServer } from '../git-server.js';
+import { waitForSync } from '../upstream-sync.js';
 import { round, startPhase } from '../phases.js';
 import type { RunningPhase } from '../phases.js';
 import type { Verification } from '../report-types.js';
@@ -90,17 +91,7 @@ export const sync: Scenario = {
         throw new Error(`POST upstream/syncs → ${created.status} ${created.text.slice(0, 200)}`);
       }
       const syncId = created.body.id;
-      let status = 'queued';
-      let error: unknown = null;
-      while (Date.now() - started < s.syncTimeoutMs) {
-        const got = await api.call<{ status?: string; error?: unknown }>('GET', api.repoPath(repo, `/upstream/syncs/${syncId}`));
-        if (got.status === 200 && typeof got.body === 'object' && got.body) {
-          status = got.body.status ?? status;
-          error = got.body.error ?? null;
-          if (status === 'completed' || status === 'failed') break;
-        }
-        await sleep(100);
-      }
+      const { status, error } = await waitForSync(api, repo, syncId, s.syncTimeoutMs);
       const syncSec = (Date.now() - started) / 1000;
       // A pull can finish in well under a second: keep the writers' window at least --duration
       // long so their figures mean something (syncShareOfWindow says how much of it overlapped).

@@ -34,6 +34,8 @@ export interface ScenarioSettings {
   syncCommits: number;
   syncFilesPerCommit: number;
   syncTimeoutMs: number;
+  /** Rounds of the git-clone scenario (each times every operation on both servers). */
+  cloneRounds: number;
 }
 
 /** The server under test. */
