@@ -15,6 +15,11 @@ import { unwrapOutcome, type ReadOutcome, type ReadTask, type StreamTask } from 
 
 /** Read tasks waiting for a thread before new ones are refused. */
 const MAX_QUEUE = 512;
+/**
+ * Tasks one thread runs at once: a streaming task (a git fetch) waits on its client between
+ * pieces, and other reads share its thread meanwhile instead of queueing behind a slow download.
+ */
+export const TASKS_PER_READ_THREAD = 4;
 
 export class ReadPool {
   private readonly pool: Piscina;
@@ -26,9 +31,7 @@ export class ReadPool {
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: Infinity,
-      // A streaming task (a git fetch) waits on its client between pieces: other reads share
-      // its thread meanwhile instead of queueing behind a slow download.
-      concurrentTasksPerWorker: 4,
+      concurrentTasksPerWorker: TASKS_PER_READ_THREAD,
       // Workers must return to their event loop between tasks: lmdb-js renews its read
       // snapshot there, and with Atomics waiting a worker would keep reading an old one.
       atomics: 'disabled',

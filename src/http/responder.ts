@@ -111,6 +111,8 @@ export async function sendStream(
       return true;
     });
     state.onAbort(notify);
+    // A client that stops reading is closed by uWS (a write left pending arms its 10 s timeout),
+    // which aborts the response: this wait always ends.
     const writable = (): Promise<void> => new Promise<void>((resolve) => (wake = resolve));
     for (;;) {
       const next = await iterator.next();
