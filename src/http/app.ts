@@ -266,7 +266,8 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       if (bodyPromise) {
         rawBody = await bodyPromise;
         const type = headers['content-type'];
-        // An empty body means `{}` whatever its type; a non-empty one must be declared JSON.
+        // A raw body goes to the handler as received. Otherwise an empty body means `{}` whatever
+        // its type, and a non-empty one must be declared JSON.
         if (route.rawBody) body = rawBody;
         else if (rawBody.length === 0) body = {};
         else {
