@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writePack } from '../../src/actors/system/sync/packfile.js';
+import { writePack } from '../../src/actors/system/sync/pack-writer.js';
 import { readPack, type PackObject } from '../../src/actors/system/sync/pack-reader.js';
 import { DeltaApplier } from '../../src/actors/system/sync/pack-delta.js';
 import { PULL_PACK_LIMITS } from '../../src/actors/system/sync/upstream-limits.js';
