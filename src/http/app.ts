@@ -276,7 +276,8 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
         }
         prepared.get(route)!.check?.(body);
       }
-      if (!idemKey) return route.handler(context(principal, repo, query, body, null, bodyStream));
+      // Idempotency keys belong to the API; git's smart HTTP only reads, so a key there is ignored.
+      if (!idemKey || route.git) return route.handler(context(principal, repo, query, body, null, bodyStream));
 
       const path = url.slice(prefix!.length - 1);
       let stream = bodyStream;

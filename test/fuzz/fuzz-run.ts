@@ -140,6 +140,8 @@ export async function fuzzRoutes(t: Test, opts: { routes: readonly RouteDef[]; p
   const { runs, seed } = settings(opts.ciRuns);
   const replay = `REPOHOST_FUZZ_SEED=${seed} REPOHOST_FUZZ_RUNS=${runs}`;
   t.comment(`${opts.routes.length} routes, ${runs} requests, seed ${seed} (replay with ${replay})`);
+  // Drawn up before anything starts, so a route the fuzzer cannot describe fails at once.
+  const plans = requestPlans(opts.routes, opts.profile);
   const fixture = await startFuzzFixture();
   t.teardown(() => fixture.close());
   const child = fixture.server.process;
@@ -152,7 +154,7 @@ export async function fuzzRoutes(t: Test, opts: { routes: readonly RouteDef[]; p
   let crash: string | null = null;
   const started = Date.now();
 
-  const property = fc.asyncProperty(requestPlans(opts.routes, opts.profile), async (plan) => {
+  const property = fc.asyncProperty(plans, async (plan) => {
     // While shrinking: once the budget is spent, or the server is gone, every further candidate
     // passes, so the smallest failure found so far is the one reported.
     if (crash || (failedAt !== null && Date.now() - failedAt > SHRINK_BUDGET_MS)) return;

@@ -167,7 +167,7 @@ QUERY_VALUES.base_change_id = QUERY_VALUES.change_id!;
 QUERY_VALUES.head_change_id = QUERY_VALUES.change_id!;
 
 /** A piece of the request target: encoded from text, a fixture value, or written as it is. */
-export type Piece = { text: string } | { ref: string } | { raw: string };
+export type Piece = ({ text: string } | { ref: string } | { raw: string }) & { suffix?: string };
 
 export type TokenPlan = { named: TokenName } | { header: ValueMutation[]; claims: ValueMutation[] };
 
@@ -330,11 +330,19 @@ const requestId = fc.oneof({ weight: 10, arbitrary: fc.constant(null) }, { weigh
 /** Requests for one route under a profile. */
 export function requestPlan(route: RouteDef, profile: Profile): fc.Arbitrary<RequestPlan> {
   const parts = route.path.split('/').slice(1);
-  const segments = parts.map((part) => (part.startsWith('{') ? segmentPlan(part.slice(1, -1), profile.params) : fc.constant({ literal: part })));
+  const segments = parts.map((part) => {
+    // `{repo}.git`: a parameter, then a literal suffix the router strips before matching.
+    const param = /^\{(\w+)\}(.*)$/.exec(part);
+    if (!param) return fc.constant({ literal: part });
+    const [, name, suffix] = param;
+    const piece = segmentPlan(name!, profile.params);
+    return suffix ? piece.map((p): Piece => ({ ...p, suffix })) : piece;
+  });
   return fc.record({
     route: fc.constant(routeLabel(route)),
     method: fc.oneof({ weight: 30, arbitrary: fc.constant(route.method as string) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PATCH', 'DELETE', 'PUT', 'OPTIONS', 'HEAD') }),
-    prefix: fc.oneof({ weight: 5, arbitrary: fc.constant('/v1') }, { weight: 1, arbitrary: fc.constant('/api/v1') }),
+    // git's smart HTTP is served at the root, the API under either prefix.
+    prefix: route.git ? fc.constant('') : fc.oneof({ weight: 5, arbitrary: fc.constant('/v1') }, { weight: 1, arbitrary: fc.constant('/api/v1') }),
     segments: fc.tuple(...segments),
     query: queryPlan(route, profile.query),
     token: tokenPlan(profile.tokens),
@@ -372,9 +380,10 @@ function percentEncode(text: string): string {
 
 function pieceText(piece: { literal: string } | Piece, fixture: FuzzFixture): string {
   if ('literal' in piece) return piece.literal;
-  if ('raw' in piece) return piece.raw;
-  if ('ref' in piece) return percentEncode(String(fixture.resolve(new FixtureRef(piece.ref))));
-  return percentEncode(piece.text);
+  const suffix = piece.suffix ?? '';
+  if ('raw' in piece) return piece.raw + suffix;
+  if ('ref' in piece) return percentEncode(String(fixture.resolve(new FixtureRef(piece.ref)))) + suffix;
+  return percentEncode(piece.text) + suffix;
 }
 
 /**

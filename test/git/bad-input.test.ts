@@ -115,3 +115,9 @@ t.test('git bad input - after all of it the server still serves a clone', async 
   t.equal(await git.ok(['rev-parse', 'HEAD'], { cwd: dir }), tip.commit);
   t.notOk(s.logs.some((l) => /"level":"error"/.test(l)), 'nothing was logged as an error');
 });
+
+t.test('git bad input - an Idempotency-Key on upload-pack is ignored, not a 500', async (t) => {
+  const res = await postUploadPack(s, 'demo', token, v2Request('ls-refs', []), { headers: { 'idempotency-key': 'k1' } });
+  t.equal(res.status, 200);
+  t.match(responseLines(res.body).join(' '), /refs\/heads\/main/);
+});
