@@ -10,7 +10,7 @@ import { loadOutcome } from '../storage/idempotency-store.js';
 import { checkRepoName } from '../protocol/names.js';
 import { canAccessRepo, mayNameRepo } from './auth/principal.js';
 import { compileBodyCheck, type BodyCheck } from './body-validator.js';
-import { DEFAULT_BODY_LIMIT, readBody, streamBody } from './body-reader.js';
+import { closesAfterTooLarge, DEFAULT_BODY_LIMIT, readBody, streamBody } from './body-reader.js';
 import { ambiguousLength, unreadableLength } from './content-length.js';
 import { parseJsonBody } from './json-body.js';
 import { parseQuery } from './query.js';
@@ -192,7 +192,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     const bodyPromise = hasBody && !route.streamBody ? readBody(res, state, limit, declared) : null;
     bodyPromise?.catch(() => undefined);
     const bodyStream = route.streamBody ? streamBody(res, state, limit, declared) : null;
-    const failAfter = (err: unknown): void => fail(err, isServiceError(err) && err.code === 'PAYLOAD_TOO_LARGE');
+    const failAfter = (err: unknown): void => fail(err, isServiceError(err) && err.code === 'PAYLOAD_TOO_LARGE' && closesAfterTooLarge(limit, declared));
 
     let result: Reply | Promise<Reply>;
     try {

@@ -8,6 +8,17 @@ export const tooLarge = (limit: number): ServiceError =>
   new ServiceError('PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`, { limit_bytes: limit });
 
 /**
+ * A refused body (413) with at most this many bytes still to come is read to its end and dropped by
+ * uWS (it frames the next request by the declared length), so a client that writes its whole body
+ * before reading sees the answer instead of a reset. Past it, or with no declared length, the
+ * connection is closed after the answer rather than read for nothing.
+ */
+const DRAINED_EXCESS_BYTES = 8 * 1024 * 1024;
+
+export const closesAfterTooLarge = (limit: number, declaredLength: number): boolean =>
+  declaredLength === 0 || declaredLength - limit > DRAINED_EXCESS_BYTES;
+
+/**
  * Collects a request body up to `limit` bytes. The running total is checked on every chunk, so a
  * body over the limit is refused (413) while it streams in, never buffered whole. uWS reuses the
  * chunk's memory after the callback: every chunk is copied. Once the body is complete, reading

@@ -85,3 +85,12 @@ t.test('content-length - a valid length still frames keep-alive requests', async
   t.equal(ex.responses[0]?.status, 201, 'leading zeros are still a decimal number');
   t.notOk(ex.closed, 'the connection stays open');
 });
+
+t.test('content-length - a body modestly over the limit, written whole before reading, still gets its 413 and keeps the connection', async (t) => {
+  const body = JSON.stringify({ name: 'too-big', description: 'x'.repeat(MIB + 100 * 1024) });
+  const next = `GET /v1/acme/framing HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\n\r\n`;
+  const ex = await rawExchange(s.port, head('POST', '/v1/acme/repos', [String(Buffer.byteLength(body))]) + body + next, { expect: 2, timeoutMs: 5000 });
+  t.same(ex.responses.map((r) => r.status), [413, 200], 'the 413, then the next request on the same connection');
+  t.equal(JSON.parse(ex.responses[0]!.body).error.code, 'PAYLOAD_TOO_LARGE');
+  t.notOk(ex.closed, 'the connection stays open');
+});
