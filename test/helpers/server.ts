@@ -109,7 +109,11 @@ async function launch(dataDir: string, opts: StartOptions, logs: string[]): Prom
   child.stderr!.on('data', (d: Buffer) => logs.push(d.toString()));
   return new Promise((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs.join('')}`)), 20000);
+    // Generous: on a machine loaded by parallel test files a start has taken over 20 s.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start within 60 s:\n${logs.join('')}`));
+    }, 60_000);
     rl.on('line', (line) => {
       logs.push(line);
       if (line.includes('"msg":"listening"')) {
