@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentTable, normalizeProvider, providerOfModel } from '../../src/actors/system/analytics/agent-table.js';
 import { AgentblameNotes, parseAgentblameNote, readNotesIndex } from '../../src/actors/system/analytics/agentblame-notes.js';
-import { MAX_EDIT_LENGTH, diffLineCounts } from '../../src/actors/system/analytics/line-diff.js';
+import { diffLineCounts } from '../../src/actors/system/analytics/line-diff.js';
+import { MAX_EDITS } from '../../src/vcs/line-alignment.js';
 import { writeBlob, writeTree } from '../../src/vcs/git-object.js';
 import { MemoryObjectStore } from '../../src/vcs/memory-object-store.js';
 import { TestHistory, lines } from './fixtures.js';
@@ -115,7 +116,7 @@ t.test('line counts - blank lines are not counted and added lines are numbered i
 });
 
 t.test('line counts - a rewrite beyond the edit budget falls back to a multiset count', async (t) => {
-  const n = MAX_EDIT_LENGTH + 500;
+  const n = 2 * MAX_EDITS + 500;
   const before = Array.from({ length: n }, (_, i) => `old ${i}\n`);
   const after = Array.from({ length: n }, (_, i) => (i % 2 === 0 ? `old ${i}\n` : `new ${i}\n`)).reverse();
   const result = diffLineCounts(text(before.join('')), text(after.join('')));

@@ -1,27 +1,15 @@
 /**
- * Line diffs of two file contents. jsdiff (`diff`, the maintained JavaScript diff library) does
- * the Myers diff; around it, two things git's xdiff also does make it fast enough for a diff of
- * thousands of files:
- * - lines are interned to numbers, and lines that occur in only one of the two files are taken
- *   out before Myers runs (they can never be common, and they are most of a rewrite), so the
- *   edit distance Myers sees — its cost is about (N+M)·D + D² — stays small;
- * - that edit distance is capped (`maxEditLength`); past it the caller falls back (JSON:
- *   `too_large`; patch: a binary literal, which `git apply` takes as well).
- * Hunks are then grouped with 3 lines of context as in a unified diff.
+ * Line diffs of two file contents as unified hunks with 3 lines of context, from the shared
+ * alignment (`../line-alignment.ts`); past its bounds there is no diff and the caller falls back
+ * (JSON: `too_large`; patch: a binary literal, which `git apply` takes as well).
  *
- * Contents are handled as latin1 strings — one character per byte — so lines compare bytewise,
- * any encoding and CRLF endings survive, and a patch written back as latin1 is byte-exact. JSON
- * consumers get each line decoded as UTF-8 (`displayText`).
+ * Contents are handled as latin1 strings — one character per byte — so a patch written back as
+ * latin1 is byte-exact. JSON consumers get each line decoded as UTF-8 (`displayText`).
  */
-import { diffArrays } from 'diff';
+import { alignLines } from '../line-alignment.js';
 import { splitLines } from '../text-merge.js';
 
 export const CONTEXT_LINES = 3;
-
-/** Largest edit distance (of the lines both files have) Myers may explore: ≈ 0.4 s. */
-export const MAX_EDITS = 1000;
-/** Bound on (N+M)·D for the same reason, for very long files. */
-export const DIFF_COST_BUDGET = 20_000_000;
 
 export const NO_NEWLINE_MARKER = '\\ No newline at end of file';
 
@@ -48,44 +36,6 @@ interface Op {
   /** Index of the line in the new file (for '-': of the next new line). */
   b: number;
   line: string;
-}
-
-/** The pairs (old index, new index) of common lines, or null when too costly to find. */
-function commonLines(a: readonly string[], b: readonly string[]): Array<[number, number]> | null {
-  const ids = new Map<string, number>();
-  const intern = (line: string): number => {
-    let id = ids.get(line);
-    if (id === undefined) ids.set(line, (id = ids.size));
-    return id;
-  };
-  const aIds = a.map(intern);
-  const bIds = b.map(intern);
-  const inA = new Uint8Array(ids.size);
-  const inB = new Uint8Array(ids.size);
-  for (const id of aIds) inA[id] = 1;
-  for (const id of bIds) inB[id] = 1;
-  const keptA: number[] = [];
-  const keptB: number[] = [];
-  aIds.forEach((id, i) => inB[id] && keptA.push(i));
-  bIds.forEach((id, j) => inA[id] && keptB.push(j));
-  const pairs: Array<[number, number]> = [];
-  if (keptA.length === 0 || keptB.length === 0) return pairs;
-  const total = keptA.length + keptB.length;
-  const maxEditLength = Math.max(1, Math.min(MAX_EDITS, Math.floor(DIFF_COST_BUDGET / total)));
-  const changes = diffArrays(
-    keptA.map((i) => aIds[i]!),
-    keptB.map((j) => bIds[j]!),
-    { maxEditLength },
-  );
-  if (!changes) return null;
-  let pa = 0;
-  let pb = 0;
-  for (const change of changes) {
-    if (change.removed) pa += change.count;
-    else if (change.added) pb += change.count;
-    else for (let k = 0; k < change.count; k++) pairs.push([keptA[pa++]!, keptB[pb++]!]);
-  }
-  return pairs;
 }
 
 function editScript(a: readonly string[], b: readonly string[], pairs: ReadonlyArray<[number, number]>): Op[] {
@@ -139,11 +89,16 @@ function hunksOf(ops: readonly Op[]): RawHunk[] {
 /** The diff of two contents, or null when it would cost more than the bounds allow. */
 export function diffContents(before: Uint8Array, after: Uint8Array): LineDiff | null {
   if (Buffer.from(before.buffer, before.byteOffset, before.byteLength).equals(after)) return { hunks: [], additions: 0, deletions: 0 };
+  const { prefixLines, oldLines, newLines, common } = alignLines(before, after);
+  if (!common) return null;
   const a = splitLines(before);
   const b = splitLines(after);
-  const pairs = commonLines(a, b);
-  if (!pairs) return null;
-  return { hunks: hunksOf(editScript(a, b, pairs)), additions: b.length - pairs.length, deletions: a.length - pairs.length };
+  const suffixLines = a.length - prefixLines - oldLines.length;
+  const pairs: Array<[number, number]> = [];
+  for (let k = 0; k < prefixLines; k++) pairs.push([k, k]);
+  for (const [i, j] of common) pairs.push([prefixLines + i, prefixLines + j]);
+  for (let k = 0; k < suffixLines; k++) pairs.push([a.length - suffixLines + k, b.length - suffixLines + k]);
+  return { hunks: hunksOf(editScript(a, b, pairs)), additions: newLines.length - common.length, deletions: oldLines.length - common.length };
 }
 
 /** Unified-diff start of a range: a zero-line range names the line before it (git's `-0,0`). */
