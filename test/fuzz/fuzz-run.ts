@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Test } from 'tap';
 import { ERROR_STATUS } from '../../src/errors.js';
 import type { RouteDef } from '../../src/http/route.js';
-import { rawRequest, type RawResponse } from '../foundation/raw-http.js';
+import { rawRequest, type RawResponse } from '../helpers/raw-http.js';
 import { startFuzzFixture } from './fuzz-fixture.js';
 import { describeWire, requestPlans, toWire, type Profile } from './request-plans.js';
 

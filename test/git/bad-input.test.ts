@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { rawRequest } from '../foundation/raw-http.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { serverForFile } from '../helpers/server.js';
 import { cloneUrl, createRepo, gitClient, pkt, postUploadPack, protocol, PROTOCOLS, responseLines, ROOT, v2Request, write } from './helpers.js';
 

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { serverForFile } from '../helpers/server.js';
-import { rawExchange, type RawExchange } from '../foundation/raw-http.js';
+import { rawExchange, type RawExchange } from '../helpers/raw-http.js';
 
 /**
  * Request framing by Content-Length over raw sockets (API §1 body limits, §12 envelope). uWS's

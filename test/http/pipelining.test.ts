@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { serverForFile } from '../helpers/server.js';
-import { rawConnection, rawExchange, type RawExchange } from '../foundation/raw-http.js';
+import { rawConnection, rawExchange, type RawExchange } from '../helpers/raw-http.js';
 
 /**
  * HTTP/1.1 pipelining over raw sockets. uWS closes a connection when it parses a request while

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { statSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { rawRequest } from './raw-http.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { openStorage } from '../../src/storage/database.js';
 import { K, under } from '../../src/storage/keys.js';
 import { MAX_PARAM_BYTES } from '../../src/http/router.js';

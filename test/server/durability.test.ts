@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startTestServer } from '../helpers/server.js';
-import { checkRepositories } from './consistency.js';
+import { checkRepositories } from '../helpers/consistency.js';
 
 /** A 2xx means on disk (API §13): kill -9 in the middle of a burst loses no acknowledged write. */
 t.test('durability - after kill -9 mid-burst every acknowledged create is there, whole, and nothing is half-written', async (t) => {

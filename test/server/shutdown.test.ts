@@ -2,7 +2,7 @@ import t from 'tap';
 import { connect } from 'node:net';
 import { Client } from 'undici';
 import { startTestServer } from '../helpers/server.js';
-import { checkRepositories } from './consistency.js';
+import { checkRepositories } from '../helpers/consistency.js';
 
 /** Graceful shutdown (API §13): stop accepting, say "draining", finish in-flight work, exit 0. */
 

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { serverForFile } from '../helpers/server.js';
-import { metricValue } from './metrics-text.js';
+import { metricValue } from '../helpers/metrics-text.js';
 
 /** The operator listener (API §13): Prometheus text on its own port, never on the API port. */
 const s = await serverForFile(t, { workers: 2 });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { serverForFile } from '../helpers/server.js';
-import { metricValue } from './metrics-text.js';
+import { metricValue } from '../helpers/metrics-text.js';
 
 /** Races through HTTP: one name claimed by many at once, many names at once, and group commit. */
 const s = await serverForFile(t, { workers: 2 });
