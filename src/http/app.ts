@@ -138,7 +138,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     }
 
     const traceId = nextTraceId();
-    const headers: Record<string, string> = {
+    const headers: Record<string, string> & { authorization: string; 'content-type': string; 'idempotency-key': string } = {
       authorization: req.getHeader('authorization'),
       'content-type': req.getHeader('content-type'),
       'content-length': contentLength,
