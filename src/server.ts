@@ -10,6 +10,7 @@ import { RecordCache } from './storage/read/record-cache.js';
 import { ActorRuntime } from './actors/runtime.js';
 import { configureWorkerHeaps } from './actors/worker-heap.js';
 import { actorSettings } from './actors/settings.js';
+import { SignaturePool } from './http/auth/signature-pool.js';
 import { TokenVerifier } from './http/auth/token-verifier.js';
 import { createFrontEnd } from './http/app.js';
 import { Metrics, type LmdbEnvStats } from './http/metrics.js';
@@ -74,11 +75,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
       records.settled(actor);
     },
   });
+  const signatures = new SignaturePool();
   metrics = new Metrics(
     () => runtime.mailboxDepths(),
     () => storage.root.getStats() as Partial<LmdbEnvStats>,
+    () => signatures.stats,
   );
-  const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS });
+  const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS }, signatures);
   const services: Services = { config, storage, records, secrets, runtime, verifier, metrics };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);
@@ -96,6 +99,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       await Promise.race([front.idle(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
       await system.stop();
       await runtime.close();
+      await signatures.close();
       await storage.root.flushed;
       operator?.server.close();
       await storage.close();

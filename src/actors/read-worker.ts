@@ -2,8 +2,6 @@
  * Piscina worker entry of the read pool: opens the data directory's LMDB environment (it only
  * ever reads it) and runs read tasks. Serialized bodies are moved, not copied, to the front end.
  */
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { openStorage } from '../storage/database.js';
@@ -11,22 +9,11 @@ import { compileAll } from '../protocol/serializers.js';
 import '../protocol/schemas/content.js';
 import '../protocol/schemas/diff.js';
 import { runReadTask, runStreamTask, type ReadTask, type StreamTask } from './read-tasks.js';
+import { yieldToFrontEnd } from './thread-priority.js';
 
 const storage = openStorage((workerData as { dataDir: string }).dataDir);
 compileAll();
 
-/**
- * On Linux a nice value belongs to one thread: a read thread lowers its own, so that when a long
- * diff competes with the front end (or an actor) for a core, the short work wins the core.
- * Elsewhere, or where not permitted, the thread simply keeps the default priority.
- */
-function yieldToFrontEnd(): void {
-  try {
-    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 10);
-  } catch {
-    // not Linux, or not allowed: keep the default priority
-  }
-}
 yieldToFrontEnd();
 
 /** A body whose buffer it owns alone can be transferred; a pooled small Buffer is copied first. */

@@ -197,8 +197,8 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
     let result: Reply | Promise<Reply>;
     try {
       // A token seen before is answered from the verifier's cache without leaving this callback.
-      const principal = services.verifier.cached(headers.authorization);
-      result = principal ? authorized(principal) : services.verifier.verify(headers.authorization).then(authorized);
+      const principal = services.verifier.authenticate(headers.authorization);
+      result = principal instanceof Promise ? principal.then(authorized) : authorized(principal);
     } catch (err) {
       failAfter(err);
       return;

@@ -25,6 +25,11 @@ const LMDB_TOTALS: ReadonlyArray<[keyof LmdbEnvStats, string, string]> = [
   ['pagesWritten', 'repohost_lmdb_pages_written_total', 'Pages written by commits'],
 ];
 
+const SIGNATURE_TOTALS: ReadonlyArray<['verified' | 'batches', string, string]> = [
+  ['verified', 'repohost_token_signatures_verified_total', 'Access-token signatures checked on the signature threads'],
+  ['batches', 'repohost_token_signature_batches_total', 'Batches of signatures sent to the signature threads'],
+];
+
 /**
  * The Prometheus metrics of the process, served on the operator listener (API §13). Request
  * latency per route, mailbox depth per worker, batch sizes, LMDB commit and flush latency, and
@@ -39,7 +44,7 @@ export class Metrics {
   readonly queueWaitSeconds: Histogram;
   readonly mailboxDepth: Gauge<'worker'>;
 
-  constructor(depths: () => readonly number[], lmdbStats: () => Partial<LmdbEnvStats>) {
+  constructor(depths: () => readonly number[], lmdbStats: () => Partial<LmdbEnvStats>, signatureStats: () => { verified: number; batches: number }) {
     collectDefaultMetrics({ register: this.registry, prefix: 'repohost_process_' });
     const registers = [this.registry];
     this.requests = new RequestMetrics(this.registry);
@@ -66,6 +71,18 @@ export class Metrics {
           if (typeof value !== 'number') return;
           this.reset();
           this.inc(value);
+        },
+      });
+    }
+    // Tokens neither cached nor already being verified; the ratio of the two is the batch size.
+    for (const [field, name, help] of SIGNATURE_TOTALS) {
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(signatureStats()[field]);
         },
       });
     }

@@ -1,19 +1,28 @@
-import { createPublicKey, type KeyObject } from 'node:crypto';
-import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import { ServiceError } from '../../errors.js';
 import type { Storage } from '../../storage/database.js';
 import { K, under } from '../../storage/keys.js';
 import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
-import { getOrg, getOrgBySlug } from '../../storage/repo-store.js';
-import { ORG_SLUG } from '../../protocol/names.js';
+import { getOrg } from '../../storage/repo-store.js';
+import { parseCompactToken, type CompactToken } from './compact-token.js';
 import { expandScopes, intersect } from './permissions.js';
 import type { AuthorClaim, Principal } from './principal.js';
+import type { SignaturePool } from './signature-pool.js';
 import { TokenCache } from './token-cache.js';
 
 interface LoadedKey {
   record: SigningKeyRecord;
   org: OrgRecord;
-  publicKey: KeyObject;
+}
+
+type Claims = Record<string, unknown>;
+
+/** A token checked in all but its signature, with the principal it would have now. */
+interface Unsigned {
+  parsed: CompactToken;
+  key: LoadedKey;
+  principal: Principal;
+  /** The key table's version the checks used. */
+  version: number;
 }
 
 export interface VerifierOptions {
@@ -58,16 +67,25 @@ function bearerToken(authorization: string | undefined): string {
  * request — so a key disabled, revoked or narrowed by the CLI in another process takes effect on
  * the very next request. Verified tokens are cached until `exp`, within a byte budget; the cache is
  * dropped with the table, so a cached token never outlives a change to its key.
+ *
+ * A token not in the cache is checked on the front end for everything but its signature
+ * (structure, key, claims), and its signature on the signature pool's threads. While that check
+ * runs, requests bearing the same token wait for it rather than start another. The table may
+ * change meanwhile: the outcome is decided with the table current when the signature is known.
  */
 export class TokenVerifier {
   private version = -1;
   private byId = new Map<string, LoadedKey>();
   private byX = new Map<string, LoadedKey>();
+  /** Orgs by slug, of the keys in the table: a token's `iss` is looked up here, not in LMDB. */
+  private orgs = new Map<string, OrgRecord>();
   private cache = new TokenCache<CachedPrincipal>(CACHE_BUDGET_BYTES);
+  private readonly inFlight = new Map<string, Promise<Principal>>();
 
   constructor(
     private readonly storage: Storage,
     private readonly options: VerifierOptions,
+    private readonly signatures: SignaturePool,
   ) {}
 
   private refresh(): void {
@@ -75,92 +93,106 @@ export class TokenVerifier {
     if (version === this.version) return;
     const byId = new Map<string, LoadedKey>();
     const byX = new Map<string, LoadedKey>();
+    const orgs = new Map<string, OrgRecord>();
     for (const { value } of this.storage.meta.getRange(under(['key']))) {
       const record = value as SigningKeyRecord;
       const org = getOrg(this.storage.meta, record.org_id);
       if (!org) continue;
-      const loaded = { record, org, publicKey: createPublicKey({ key: { ...record.public_jwk }, format: 'jwk' }) };
+      const loaded = { record, org };
       byId.set(record.id, loaded);
       byX.set(`${org.id}:${record.public_jwk.x}`, loaded);
+      orgs.set(org.slug, org);
     }
     this.byId = byId;
     this.byX = byX;
+    this.orgs = orgs;
     this.cache = new TokenCache(CACHE_BUDGET_BYTES);
     this.version = version;
   }
 
   /**
-   * The principal of a token verified before and still valid, or null when it must be verified
-   * (`verify`). Synchronous, so a cached token costs the request no promise.
+   * The principal of a token: at once when it was verified before and is still valid (no promise,
+   * so a cached token costs the request nothing asynchronous), else once its signature is checked.
+   * Everything but the signature is checked here and now: a token refused for its form, its key
+   * or its claims is refused synchronously, without any crypto.
    */
-  cached(authorization: string | undefined): Principal | null {
+  authenticate(authorization: string | undefined): Principal | Promise<Principal> {
     const token = bearerToken(authorization);
     this.refresh();
     const cached = this.cache.get(token);
-    if (!cached) return null;
-    if (cached.principal.exp + CLOCK_SKEW_S > Date.now() / 1000) return cached.principal;
-    this.cache.delete(token);
-    return null;
-  }
-
-  async verify(authorization: string | undefined): Promise<Principal> {
-    const cached = this.cached(authorization);
-    if (cached) return cached;
-    const token = bearerToken(authorization);
-    // The map of the key table this verification used: if the table reloads meanwhile (a key was
-    // revoked), the result lands in the discarded map, never in the new one.
-    const cache = this.cache;
-    const principal = await this.verifyUncached(token);
-    cache.set(token, { principal, bytes: principalBytes(principal) });
-    return principal;
-  }
-
-  private findKey(token: string): LoadedKey {
-    let header: ReturnType<typeof decodeProtectedHeader>;
-    let claims: JWTPayload;
-    try {
-      header = decodeProtectedHeader(token);
-      claims = decodeJwt(token);
-    } catch {
-      throw unauthorized();
+    if (cached) {
+      if (cached.principal.exp + CLOCK_SKEW_S > Date.now() / 1000) return cached.principal;
+      this.cache.delete(token);
     }
-    if (header.alg !== 'EdDSA' && header.alg !== 'Ed25519') throw unauthorized();
+    let pending = this.inFlight.get(token);
+    if (pending) return pending;
+    pending = this.verifySignature(token, this.checkUnsigned(token));
+    this.inFlight.set(token, pending);
+    const settled = (): void => void this.inFlight.delete(token);
+    pending.then(settled, settled);
+    return pending;
+  }
+
+  private findKey(token: CompactToken): LoadedKey {
+    const { header, claims } = token;
     if (typeof claims.iss !== 'string' || !claims.iss) throw unauthorized();
-    // An issuer that is no slug names no org, and it is looked up only as one.
-    if (claims.iss.length > 64 || !ORG_SLUG.test(claims.iss)) throw unknownKey();
-    const org = getOrgBySlug(this.storage.meta, claims.iss);
+    // Looked up in memory, never as a storage key: an issuer of any length or form is simply no
+    // org there. An org without keys is not in the table, and a token naming it has no key either way.
+    const org = this.orgs.get(claims.iss);
     if (!org) throw unknownKey();
     let key: LoadedKey | undefined;
+    const jwk = header.jwk as { x?: unknown } | undefined;
     if (typeof header.kid === 'string') key = this.byId.get(header.kid);
-    else if (header.jwk && typeof header.jwk.x === 'string') key = this.byX.get(`${org.id}:${header.jwk.x}`);
+    else if (jwk && typeof jwk.x === 'string') key = this.byX.get(`${org.id}:${jwk.x}`);
     else throw unauthorized();
     if (!key || key.org.id !== org.id) throw unknownKey();
     return key;
   }
 
-  private async verifyUncached(token: string): Promise<Principal> {
-    const key = this.findKey(token);
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, key.publicKey, {
-        algorithms: ['EdDSA', 'Ed25519'],
-        issuer: key.org.slug,
-        audience: this.options.audiences,
-        clockTolerance: CLOCK_SKEW_S,
-        requiredClaims: ['exp', 'iat'],
-      }));
-    } catch {
-      throw unauthorized();
-    }
-    const exp = payload.exp!;
-    const iat = payload.iat!;
-    // jose checks exp and nbf; a token issued in the future would stretch its lifetime cap.
-    if (iat > Date.now() / 1000 + CLOCK_SKEW_S || exp - iat > this.options.maxTtlS) throw unauthorized();
+  private checkUnsigned(token: string): Unsigned {
+    const parsed = parseCompactToken(token);
+    if (!parsed) throw unauthorized();
+    const key = this.findKey(parsed);
+    this.checkClaims(parsed.claims, key);
     if (key.record.status !== 'active') throw unauthorized();
-    return this.principal(key, payload);
+    return { parsed, key, principal: this.principal(key, parsed.claims), version: this.version };
   }
 
-  private principal(key: LoadedKey, claims: JWTPayload): Principal {
+  private async verifySignature(token: string, { parsed, key, principal, version }: Unsigned): Promise<Principal> {
+    if (!(await this.signatures.verify(key.record.public_jwk.x, parsed.signingInput, parsed.signature))) throw unauthorized();
+    this.refresh();
+    if (this.version !== version) {
+      // The table moved while the signature was checked (a key disabled, revoked or narrowed):
+      // the signature still proves who signed, but what the key may do now is the new table's.
+      const now = this.findKey(parsed);
+      if (now.record.public_jwk.x !== key.record.public_jwk.x || now.record.status !== 'active') throw unauthorized();
+      principal = this.principal(now, parsed.claims);
+    }
+    // Into the cache of the table the principal was built from: the current one.
+    this.cache.set(token, { principal, bytes: principalBytes(principal) });
+    return principal;
+  }
+
+  /**
+   * jose's rules for a JWT with `issuer`, `audience`, `requiredClaims: ['exp', 'iat']` and 30 s of
+   * clock tolerance (`typ` and `sub` are not checked), then the lifetime cap: jose checks `exp`
+   * and `nbf`, and a token issued in the future would stretch its lifetime.
+   */
+  private checkClaims(claims: Claims, key: LoadedKey): void {
+    for (const name of ['exp', 'iat', 'aud', 'iss']) if (!Object.hasOwn(claims, name)) throw unauthorized();
+    if (claims.iss !== key.org.slug) throw unauthorized();
+    const aud = claims.aud;
+    const audiences = this.options.audiences;
+    if (typeof aud === 'string' ? !audiences.includes(aud) : !Array.isArray(aud) || !audiences.some((a) => aud.includes(a))) throw unauthorized();
+    const { iat, nbf, exp } = claims;
+    if (typeof iat !== 'number' || typeof exp !== 'number') throw unauthorized();
+    const now = Math.floor(Date.now() / 1000);
+    if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now + CLOCK_SKEW_S)) throw unauthorized();
+    if (exp <= now - CLOCK_SKEW_S) throw unauthorized();
+    if (iat > Date.now() / 1000 + CLOCK_SKEW_S || exp - iat > this.options.maxTtlS) throw unauthorized();
+  }
+
+  private principal(key: LoadedKey, claims: Claims): Principal {
     // A token that names no scopes claims nothing narrower than its key: it acts with the key's.
     const scopes = claims.scopes ?? key.record.scopes;
     if (!Array.isArray(scopes) || !scopes.every((s) => typeof s === 'string')) throw unauthorized();
@@ -183,7 +215,7 @@ export class TokenVerifier {
       repoNames,
       repoIds: hasIds ? (repoIds as string[]) : null,
       authors,
-      exp: claims.exp!,
+      exp: claims.exp as number,
       msg: {
         orgId: key.org.id,
         orgSlug: key.org.slug,

@@ -1,0 +1,138 @@
+/**
+ * Ed25519 signature checks on worker threads of their own. A token not in the verified-token
+ * cache costs one check, about 106 µs of a core here. jose runs the check as a WebCrypto job on
+ * libuv's pool, but its generic path around the job cost the front end more than the check
+ * itself, and the front end's one thread set the rate of fresh-token reads. So the front end
+ * checks everything but the signature itself (token-verifier.ts), and the signatures gathered
+ * during one turn of the event loop (every request parsed in it) go out together, split between
+ * the threads by how many each still has, so one thread hop serves many tokens.
+ *
+ * Threads of its own, at low priority like the read pool's, so a flood of new tokens does not
+ * take the cores from cached reads and writes. Not the read pool itself: through Piscina
+ * fresh-token reads reached half the rate. Not crypto.verify's callback form either: it runs on
+ * libuv's pool, shared with file I/O, and costs the front end one callback per token
+ * (docs/measurements/2026-11-25-fresh-token-reads.md).
+ */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { ServiceError } from '../../errors.js';
+import { log } from '../../log.js';
+
+/** One message to a thread: parallel arrays, one entry per signature. */
+export interface SignatureBatch {
+  id: number;
+  /** The public key's `x` (base64url) each signature is checked against. */
+  keys: string[];
+  inputs: string[];
+  signatures: string[];
+}
+
+/** A thread's answer: `ok[i]` is 1 when signature i is valid. */
+export interface SignatureResults {
+  id: number;
+  ok: Uint8Array;
+}
+
+interface Job {
+  x: string;
+  input: string;
+  signature: string;
+  resolve(valid: boolean): void;
+  reject(err: unknown): void;
+}
+
+interface Thread {
+  worker: Worker;
+  batches: Map<number, Job[]>;
+  /** Signatures sent and not yet answered. */
+  load: number;
+}
+
+/** A batch this large takes a thread about 1.7 ms; larger ones would hold the first answers back. */
+const MAX_BATCH = 16;
+
+/** One thread per core, at most 4: beyond that the front end and the actors lose their cores. */
+export const SIGNATURE_THREADS = Math.min(4, availableParallelism());
+
+export class SignaturePool {
+  private readonly threads: Thread[] = [];
+  private queue: Job[] = [];
+  private scheduled = false;
+  private nextId = 0;
+  private closed = false;
+  /** Signatures checked and batches sent since start (the operator's metrics). */
+  readonly stats = { verified: 0, batches: 0 };
+
+  constructor(size = SIGNATURE_THREADS) {
+    for (let i = 0; i < size; i++) this.threads.push(this.spawn(i));
+  }
+
+  /** Whether `signature` (base64url) is a valid Ed25519 signature of `signingInput` by key `x`. */
+  verify(x: string, signingInput: string, signature: string): Promise<boolean> {
+    if (this.closed) return Promise.reject(new ServiceError('UNAVAILABLE', 'server is shutting down', undefined, { retryAfter: 1 }));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ x, input: signingInput, signature, resolve, reject });
+      if (this.scheduled) return;
+      this.scheduled = true;
+      // After the poll phase: every request uWS parsed in this turn has queued its check by then.
+      setImmediate(() => this.flush());
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const threads = this.threads.splice(0);
+    await Promise.all(threads.map((t) => t.worker.terminate()));
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const jobs = this.queue;
+    this.queue = [];
+    if (this.closed) return this.fail(jobs);
+    const size = Math.min(MAX_BATCH, Math.ceil(jobs.length / this.threads.length));
+    for (let i = 0; i < jobs.length; i += size) {
+      let thread = this.threads[0]!;
+      for (const t of this.threads) if (t.load < thread.load) thread = t;
+      this.send(thread, jobs.slice(i, i + size));
+    }
+  }
+
+  private send(thread: Thread, jobs: Job[]): void {
+    const id = ++this.nextId;
+    thread.batches.set(id, jobs);
+    thread.load += jobs.length;
+    this.stats.batches++;
+    const batch: SignatureBatch = { id, keys: jobs.map((j) => j.x), inputs: jobs.map((j) => j.input), signatures: jobs.map((j) => j.signature) };
+    thread.worker.postMessage(batch);
+  }
+
+  private spawn(slot: number): Thread {
+    const thread: Thread = { worker: new Worker(new URL('./signature-worker.js', import.meta.url)), batches: new Map(), load: 0 };
+    thread.worker.on('message', ({ id, ok }: SignatureResults) => {
+      const jobs = thread.batches.get(id);
+      if (!jobs) return;
+      thread.batches.delete(id);
+      thread.load -= jobs.length;
+      this.stats.verified += jobs.length;
+      jobs.forEach((job, i) => job.resolve(ok[i] === 1));
+    });
+    thread.worker.on('error', (err) => log.error('signature worker failed', { error: err.message }));
+    thread.worker.on('exit', (code) => {
+      const lost = [...thread.batches.values()].flat();
+      thread.batches.clear();
+      this.fail(lost);
+      if (this.closed) return;
+      log.error('signature worker exited; restarting', { code });
+      this.threads[slot] = this.spawn(slot);
+    });
+    return thread;
+  }
+
+  /** Checks a thread took with it (or that came after close) are answered 503: the client may retry. */
+  private fail(jobs: Job[]): void {
+    if (jobs.length === 0) return;
+    const err = new ServiceError('UNAVAILABLE', 'token verification was interrupted, retry', undefined, { retryAfter: 1 });
+    for (const job of jobs) job.reject(err);
+  }
+}
