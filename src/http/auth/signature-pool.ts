@@ -52,7 +52,7 @@ interface Thread {
 const MAX_BATCH = 16;
 
 /** One thread per core, at most 4: beyond that the front end and the actors lose their cores. */
-export const SIGNATURE_THREADS = Math.min(4, availableParallelism());
+const SIGNATURE_THREADS = Math.min(4, availableParallelism());
 
 export class SignaturePool {
   private readonly threads: Thread[] = [];
