@@ -52,8 +52,14 @@ function listenOperator(metrics: Metrics, addr: string): Promise<{ server: Serve
   });
 }
 
+/** Parts a caller may bring instead of the ones the server makes. */
+export interface ServerParts {
+  /** Where token signatures are checked; a caller that must order a check passes one it controls. */
+  signatures?: SignaturePool;
+}
+
 /** Starts the whole service on one data directory: storage, actors, front end, operator listener. */
-export async function startServer(config: Config): Promise<RunningServer> {
+export async function startServer(config: Config, parts: ServerParts = {}): Promise<RunningServer> {
   setLogLevel(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true });
   const lock = await lockDataDir(config.dataDir);
@@ -75,13 +81,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
       records.settled(actor);
     },
   });
-  const signatures = new SignaturePool();
+  const signatures = parts.signatures ?? new SignaturePool();
+  const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS }, signatures);
   metrics = new Metrics(
     () => runtime.mailboxDepths(),
     () => storage.root.getStats() as Partial<LmdbEnvStats>,
-    () => signatures.stats,
+    () => ({ ...signatures.stats, waiting: verifier.waiting }),
   );
-  const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS }, signatures);
   const services: Services = { config, storage, records, secrets, runtime, verifier, metrics };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);

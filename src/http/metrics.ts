@@ -25,6 +25,13 @@ const LMDB_TOTALS: ReadonlyArray<[keyof LmdbEnvStats, string, string]> = [
   ['pagesWritten', 'repohost_lmdb_pages_written_total', 'Pages written by commits'],
 ];
 
+/** What the signature pool and the token verifier count, for the operator. */
+export interface SignatureStats {
+  verified: number;
+  batches: number;
+  waiting: number;
+}
+
 const SIGNATURE_TOTALS: ReadonlyArray<['verified' | 'batches', string, string]> = [
   ['verified', 'repohost_token_signatures_verified_total', 'Access-token signatures checked on the signature threads'],
   ['batches', 'repohost_token_signature_batches_total', 'Batches of signatures sent to the signature threads'],
@@ -44,7 +51,7 @@ export class Metrics {
   readonly queueWaitSeconds: Histogram;
   readonly mailboxDepth: Gauge<'worker'>;
 
-  constructor(depths: () => readonly number[], lmdbStats: () => Partial<LmdbEnvStats>, signatureStats: () => { verified: number; batches: number }) {
+  constructor(depths: () => readonly number[], lmdbStats: () => Partial<LmdbEnvStats>, signatureStats: () => SignatureStats) {
     collectDefaultMetrics({ register: this.registry, prefix: 'repohost_process_' });
     const registers = [this.registry];
     this.requests = new RequestMetrics(this.registry);
@@ -86,6 +93,14 @@ export class Metrics {
         },
       });
     }
+    new Gauge({
+      name: 'repohost_token_signature_waiting_requests',
+      help: 'Requests waiting for the signature check of a token not yet verified',
+      registers,
+      collect() {
+        this.set(signatureStats().waiting);
+      },
+    });
   }
 
   /** Batches are reported once per message; count each batch once (by its first reply). */

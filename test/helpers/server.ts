@@ -64,6 +64,23 @@ export interface TestServer {
   metrics(): Promise<string>;
 }
 
+/** A token signed by `key` for `org`, as an SDK would sign it (admin unless scopes given). */
+export function signToken(key: TestKey, org: string, t: TokenOptions = {}): Promise<string> {
+  const claims: Record<string, unknown> = { scopes: t.scopes ?? ['admin'], ...t.extra };
+  if (t.repos) claims.repos = t.repos;
+  if (t.repo_ids) claims.repo_ids = t.repo_ids;
+  if (t.author) claims.author = t.author;
+  const iat = t.iat ?? Math.floor(Date.now() / 1000);
+  const header = t.embedJwk ? { alg: 'EdDSA', jwk: { kty: 'OKP', crv: 'Ed25519', x: key.publicX } } : { alg: 'EdDSA', kid: t.kid === undefined ? key.id : t.kid ?? undefined };
+  return new SignJWT(claims)
+    .setProtectedHeader(header as { alg: string })
+    .setIssuer(t.issuer ?? org)
+    .setAudience(t.audience ?? 'repohost')
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + (t.ttl ?? 3600))
+    .sign(key.privateKey);
+}
+
 export interface CliResult {
   code: number;
   /** The signal that ended the command (SIGTERM when `timeoutMs` ran out), or null. */
@@ -101,6 +118,14 @@ function withStorage<T>(dataDir: string, fn: (s: Storage) => T): T {
   }
 }
 
+/** Creates a signing key directly in the data directory (like the CLI does). */
+export function createTestKey(dataDir: string, o: { scopes: string[]; repos?: string[]; name?: string; org: string }): TestKey {
+  return withStorage(dataDir, (s) => {
+    const created = createSigningKey(s, o.org, { scopes: o.scopes, repos: o.repos, name: o.name });
+    return { id: created.record.id, privateKey: createPrivateKey(created.privateKeyPem), publicX: created.record.public_jwk.x };
+  });
+}
+
 async function launch(dataDir: string, opts: StartOptions, logs: string[]): Promise<{ child: ChildProcess; port: number; metricsPort: number | null }> {
   const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--metrics-addr', '127.0.0.1:0', '--workers', String(opts.workers ?? 2)], {
     env: { ...process.env, LOG_LEVEL: 'info', REPOHOST_ALLOW_PRIVATE_WEBHOOKS: '1', REPOHOST_ALLOW_PRIVATE_UPSTREAMS: '1', ...opts.env },
@@ -133,11 +158,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'repohost-test-'));
   const org = opts.org ?? 'acme';
   const logs: string[] = [];
-  const makeKey = (o: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey =>
-    withStorage(dataDir, (s) => {
-      const created = createSigningKey(s, o.org ?? org, { scopes: o.scopes, repos: o.repos, name: o.name });
-      return { id: created.record.id, privateKey: createPrivateKey(created.privateKeyPem), publicX: created.record.public_jwk.x };
-    });
+  const makeKey = (o: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey => createTestKey(dataDir, { ...o, org: o.org ?? org });
   withStorage(dataDir, (s) => {
     try {
       createOrg(s, org, `${org} inc`);
@@ -165,21 +186,8 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     get process() {
       return child;
     },
-    async token(t: TokenOptions = {}) {
-      const k = t.key ?? key;
-      const claims: Record<string, unknown> = { scopes: t.scopes ?? ['admin'], ...t.extra };
-      if (t.repos) claims.repos = t.repos;
-      if (t.repo_ids) claims.repo_ids = t.repo_ids;
-      if (t.author) claims.author = t.author;
-      const iat = t.iat ?? Math.floor(Date.now() / 1000);
-      const header = t.embedJwk ? { alg: 'EdDSA', jwk: { kty: 'OKP', crv: 'Ed25519', x: k.publicX } } : { alg: 'EdDSA', kid: t.kid === undefined ? k.id : t.kid ?? undefined };
-      return new SignJWT(claims)
-        .setProtectedHeader(header as { alg: string })
-        .setIssuer(t.issuer ?? org)
-        .setAudience(t.audience ?? 'repohost')
-        .setIssuedAt(iat)
-        .setExpirationTime(iat + (t.ttl ?? 3600))
-        .sign(k.privateKey);
+    token(t: TokenOptions = {}) {
+      return signToken(t.key ?? key, org, t);
     },
     createKey: makeKey,
     createOrg(slug) {

@@ -81,6 +81,8 @@ export class TokenVerifier {
   private orgs = new Map<string, OrgRecord>();
   private cache = new TokenCache<CachedPrincipal>(CACHE_BUDGET_BYTES);
   private readonly inFlight = new Map<string, Promise<Principal>>();
+  /** Requests now waiting for a signature check, those that joined another's check included. */
+  waiting = 0;
 
   constructor(
     private readonly storage: Storage,
@@ -125,12 +127,14 @@ export class TokenVerifier {
       this.cache.delete(token);
     }
     let pending = this.inFlight.get(token);
-    if (pending) return pending;
-    pending = this.verifySignature(token, this.checkUnsigned(token));
-    this.inFlight.set(token, pending);
-    const settled = (): void => void this.inFlight.delete(token);
-    pending.then(settled, settled);
-    return pending;
+    if (!pending) {
+      pending = this.verifySignature(token, this.checkUnsigned(token));
+      this.inFlight.set(token, pending);
+      const settled = (): void => void this.inFlight.delete(token);
+      pending.then(settled, settled);
+    }
+    this.waiting++;
+    return pending.finally(() => this.waiting--);
   }
 
   private findKey(token: CompactToken): LoadedKey {
