@@ -1,4 +1,5 @@
 import t from 'tap';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +8,8 @@ import { startServer } from '../../src/server.js';
 import { SignaturePool } from '../../src/http/auth/signature-pool.js';
 import { openStorage } from '../../src/storage/database.js';
 import { createOrg } from '../../src/storage/admin-store.js';
-import { createTestKey, runCli, signToken, type TestKey } from '../helpers/server.js';
+import { K } from '../../src/storage/keys.js';
+import { CLI, createTestKey, runCli, signToken, type TestKey } from '../helpers/server.js';
 import { metricValue } from '../helpers/metrics-text.js';
 
 /**
@@ -29,9 +31,16 @@ class HeldSignaturePool extends SignaturePool {
     this.open();
   }
 
+  /** Runs once, synchronously, between a check's answer and the verifier's use of it. */
+  onAnswer: (() => void) | null = null;
+
   override async verify(x: string, signingInput: string, signature: string): Promise<boolean> {
     if (this.gate) await this.gate;
-    return super.verify(x, signingInput, signature);
+    const valid = await super.verify(x, signingInput, signature);
+    const onAnswer = this.onAnswer;
+    this.onAnswer = null;
+    onAnswer?.();
+    return valid;
   }
 }
 
@@ -107,6 +116,22 @@ t.test('auth - a key revoked while its token is verified refuses every request t
   const again = await api('GET', '/whoami', token);
   t.equal(again.status, 401, 'the token was not cached');
   t.equal((await verified()) - before, 1, 'and is refused now before any signature check');
+});
+
+t.test('auth - a key revoked the moment before a check is answered refuses the request, however recent the front end\'s snapshot', async (t) => {
+  const key = newKey(['read']);
+  const token = await signToken(key, 'acme', { scopes: ['read'] });
+  let revoked: ReturnType<typeof spawnSync> | null = null;
+  pool.onAnswer = () => {
+    // Another request of this turn read the key table: the front end's snapshot is taken, and
+    // the revocation below commits after it, in another process, before the answer is used.
+    server.services.storage.meta.get(K.keyVersion());
+    revoked = spawnSync(process.execPath, [CLI, 'key', 'revoke', key.id, '--data', dataDir]);
+  };
+  const res = await api('GET', '/whoami', token);
+  t.equal(revoked!.status, 0, String(revoked!.stderr));
+  t.equal(res.status, 401);
+  t.equal(res.json.error.code, 'UNAUTHORIZED');
 });
 
 t.test('auth - a key narrowed while its token is verified gives the request the narrower scopes', async (t) => {

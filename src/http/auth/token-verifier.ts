@@ -164,6 +164,9 @@ export class TokenVerifier {
 
   private async verifySignature(token: string, { parsed, key, principal, version }: Unsigned): Promise<Principal> {
     if (!(await this.signatures.verify(key.record.public_jwk.x, parsed.signingInput, parsed.signature))) throw unauthorized();
+    // lmdb-js keeps this thread's snapshot until a timer renews it, and the checks above may have
+    // read the same one: a fresh snapshot sees a change the CLI committed during the check.
+    this.storage.root.resetReadTxn();
     this.refresh();
     if (this.version !== version) {
       // The table moved while the signature was checked (a key disabled, revoked or narrowed):
