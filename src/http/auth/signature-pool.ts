@@ -8,10 +8,10 @@
  * the threads by how many each still has, so one thread hop serves many tokens.
  *
  * Threads of its own, at low priority like the read pool's, so a flood of new tokens does not
- * take the cores from cached reads and writes. Not the read pool itself: through Piscina
- * fresh-token reads reached half the rate. Not crypto.verify's callback form either: it runs on
- * libuv's pool, shared with file I/O, and costs the front end one callback per token
- * (docs/measurements/2026-11-25-fresh-token-reads.md).
+ * take the cores from cached reads and writes. Not the read pool itself: Piscina takes one task
+ * per token, and a long diff there would hold the checks queued behind it. Not crypto.verify's
+ * callback form either: it runs on libuv's pool, shared with file I/O, and costs the front end
+ * one callback per token. Figures: docs/measurements/2026-11-25-fresh-token-reads.md.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
