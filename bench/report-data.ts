@@ -10,8 +10,17 @@ export function resultLabel(r: Pick<ScenarioResult, 'scenario' | 'variant'>): st
   return r.variant ? `${r.scenario}/${r.variant}` : r.scenario;
 }
 
+/**
+ * The closed-loop phase that stands for the result in throughput comparisons; none for a result
+ * whose phases are the points of curves (each is read on its curve instead).
+ */
 export function closedPhase(r: ScenarioResult): PhaseResult | undefined {
+  if (hasCurves(r)) return undefined;
   return r.phases.find((p) => p.phase === 'closed');
+}
+
+export function hasCurves(r: Pick<ScenarioResult, 'curves'>): boolean {
+  return (r.curves?.length ?? 0) > 0;
 }
 
 /** Closed-loop req/s of the hello baseline, or null when it was not run (or failed). */
@@ -28,10 +37,11 @@ export function buildComparison(runs: readonly WorkerRun[]): ComparisonRow[] {
     const w = String(run.workers ?? 'external');
     for (const result of run.results) {
       for (const phase of result.phases) {
-        const key = `${resultLabel(result)}|${phase.phase}`;
+        const key = `${resultLabel(result)}|${phase.phase}|${phase.label ?? ''}`;
         let row = rows.get(key);
         if (!row) {
           row = { scenario: result.scenario, variant: result.variant, phase: phase.phase, throughput: {}, p99: {} };
+          if (phase.label) row.label = phase.label;
           rows.set(key, row);
         }
         row.throughput[w] = phase.throughput;

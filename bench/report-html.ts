@@ -5,8 +5,8 @@
  * JSON; the page's own script only instantiates them and then sets
  * `document.body.dataset.chartsDrawn` to the number drawn (the headless test waits for it).
  */
-import { closedPhase, formatNumber as fmt, helloThroughput, resultLabel } from './report-data.js';
-import type { BenchReport, PhaseResult, ScenarioResult, WorkerRun } from './report-types.js';
+import { closedPhase, formatNumber as fmt, hasCurves, helloThroughput, resultLabel } from './report-data.js';
+import type { BenchReport, Curve, PhaseResult, ScenarioResult, WorkerRun } from './report-types.js';
 
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#475569', '#ea580c'];
 
@@ -148,7 +148,7 @@ export function buildCharts(report: BenchReport): ChartSpec[] {
   if (report.runs.some((run) => run.results.some((r) => closedPhase(r)))) charts.push(throughputChart(report));
   const baselineWithPhases = report.baseline.filter((r) => r.phases.length > 0);
   for (const run of report.runs) {
-    const results = [...baselineWithPhases, ...run.results.filter((r) => r.phases.length > 0)];
+    const results = [...baselineWithPhases, ...run.results.filter((r) => r.phases.length > 0 && !hasCurves(r))];
     if (results.length > 0) {
       charts.push(latencyChart(`latency-w${workerKey(run)}`, `Latency percentiles, workers ${workerKey(run)}`, results));
     }
@@ -157,8 +157,107 @@ export function buildCharts(report: BenchReport): ChartSpec[] {
     charts.push(latencyChart('latency-baseline', 'Latency percentiles (baseline)', baselineWithPhases));
   }
   const hello = helloThroughput(report);
-  if (hello !== null && report.runs.length > 0) charts.push(ratioChart(report, hello));
+  if (hello !== null && report.runs.some((run) => run.results.some((r) => closedPhase(r)))) charts.push(ratioChart(report, hello));
+  for (const run of report.runs) {
+    for (const r of run.results) {
+      for (const curve of r.curves ?? []) charts.push(curveChart(curve, report.runs.length > 1 ? ` (workers ${workerKey(run)})` : '', `curve-w${workerKey(run)}-${curve.id}`));
+    }
+  }
   return charts;
+}
+
+/** Log axis when the values span a decade or more. */
+function axisType(values: number[]): 'logarithmic' | 'linear' {
+  const positive = values.filter((v) => v > 0);
+  return positive.length > 1 && Math.max(...positive) / Math.min(...positive) >= 10 ? 'logarithmic' : 'linear';
+}
+
+/** One chart per curve: a line per series over the sizes, the target as a dashed line. */
+function curveChart(curve: Curve, suffix: string, id: string): ChartSpec {
+  const sizes = [...new Set(curve.series.flatMap((s) => s.points.map((p) => p.size)))].sort((a, b) => a - b);
+  const datasets: Array<Record<string, unknown>> = curve.series.map((s, i) => ({
+    label: s.label,
+    data: s.points.map((p) => ({ x: p.size, y: Math.max(p.value, 0.001) })),
+    borderColor: PALETTE[i % PALETTE.length],
+    backgroundColor: PALETTE[i % PALETTE.length],
+    tension: 0,
+  }));
+  const t = curve.target;
+  const first = sizes[0];
+  const last = sizes[sizes.length - 1];
+  if (t && first !== undefined && last !== undefined) {
+    const line = (label: string, y: number): Record<string, unknown> => ({
+      label,
+      data: [{ x: first, y }, { x: last, y }],
+      borderColor: '#9ca3af',
+      backgroundColor: '#9ca3af',
+      borderDash: [6, 4],
+      pointRadius: 0,
+      tension: 0,
+    });
+    if (t.kind === 'ceiling') datasets.push(line(`target ≤ ${fmt(t.limit)}`, t.limit));
+    if (t.kind === 'growth') {
+      for (const o of t.outcomes) {
+        const from = curve.series.find((s) => s.label === o.series)?.points[0];
+        if (from) datasets.push(line(`target: ${o.series} ≤ ${t.limit} × at ${fmt(from.size)}`, from.value * t.limit));
+      }
+    }
+  }
+  const values = datasets.flatMap((d) => (d.data as Array<{ y: number }>).map((p) => p.y));
+  return {
+    id,
+    title: `${curve.title}${suffix}`,
+    config: {
+      type: 'line',
+      data: { datasets },
+      options: {
+        animation: false,
+        responsive: true,
+        maintainAspectRatio: false,
+        scales: {
+          x: { type: axisType(sizes), title: { display: true, text: curve.sizeLabel } },
+          y: { type: axisType(values), beginAtZero: true, title: { display: true, text: curve.unit } },
+        },
+      },
+    },
+  };
+}
+
+function curveValue(value: number, unit: string): string {
+  if (unit === 'req/s' || value >= 1000) return fmt(value);
+  return fmt(value, value >= 100 ? 1 : 2);
+}
+
+/** A curve as a table: a row per series, a column per size, the target and whether it held. */
+function curveTable(curve: Curve, hello: number | null): string {
+  const sizes = [...new Set(curve.series.flatMap((s) => s.points.map((p) => p.size)))].sort((a, b) => a - b);
+  const rows = curve.series.flatMap((s) => {
+    const cells = (f: (v: number) => string): string =>
+      sizes.map((size) => {
+        const p = s.points.find((q) => q.size === size);
+        return `<td>${p ? f(p.value) : ''}</td>`;
+      }).join('');
+    const row = [`<tr><td>${escapeHtml(s.label)}</td>${cells((v) => curveValue(v, curve.unit))}</tr>`];
+    if (curve.unit === 'req/s' && hello) row.push(`<tr><td>${escapeHtml(s.label)} × hello</td>${cells((v) => `${fmt(v / hello, 3)}×`)}</tr>`);
+    return row;
+  });
+  const t = curve.target;
+  const verdict = (met: boolean | null): string => (met === null ? 'not judged' : met ? 'met' : 'missed');
+  const target = t
+    ? `<p class="target ${t.met === false ? 'failed' : t.met ? 'ok' : ''}">Target: ${escapeHtml(t.text)} — <b>${verdict(t.met)}</b>` +
+      (t.outcomes.length > 0
+        ? ` (${t.outcomes.map((o) => `${escapeHtml(o.series)}: ${o.value === null ? '–' : t.kind === 'ceiling' ? fmt(o.value) : `${fmt(o.value, 2)}×`}`).join('; ')}, limit ${t.kind === 'ceiling' ? fmt(t.limit) : `${t.limit}×`})`
+        : '') +
+      '</p>'
+    : '';
+  return `<h3>${escapeHtml(curve.title)} <small>(${escapeHtml(curve.unit)})</small></h3>
+<table><thead><tr><th>${escapeHtml(curve.sizeLabel)}</th>${sizes.map((n) => `<th>${fmt(n)}</th>`).join('')}</tr></thead><tbody>${rows.join('\n')}</tbody></table>${target}`;
+}
+
+function curvesSection(title: string, results: ScenarioResult[], hello: number | null): string {
+  const withCurves = results.filter(hasCurves);
+  if (withCurves.length === 0) return '';
+  return `<h2>${escapeHtml(title)}</h2>\n${withCurves.map((r) => `<h3 class="result">${escapeHtml(resultLabel(r))}</h3>\n${(r.curves ?? []).map((c) => curveTable(c, hello)).join('\n')}`).join('\n')}`;
 }
 
 
@@ -171,7 +270,7 @@ function resultsTable(title: string, results: ScenarioResult[], hello: number | 
       }
       return r.phases.map(
         (p) =>
-          `<tr><td>${escapeHtml(resultLabel(r))}</td><td>${p.phase}</td><td>${p.connections}</td>` +
+          `<tr><td>${escapeHtml(resultLabel(r))}</td><td>${p.phase}${p.label ? ` · ${escapeHtml(p.label)}` : ''}</td><td>${p.connections}</td>` +
           `<td>${p.targetRate === null ? '' : fmt(p.targetRate)}</td><td>${fmt(p.throughput)}</td>` +
           `<td>${fmt(p.latency.p50, 2)}</td><td>${fmt(p.latency.p90, 2)}</td><td>${fmt(p.latency.p99, 2)}</td>` +
           `<td>${fmt(p.latency.p999, 2)}</td><td>${fmt(p.latency.max, 2)}</td><td>${p.errors}</td><td>${Math.round(p.generatorCpu * 100)} %</td>` +
@@ -231,6 +330,7 @@ export function renderReportHtml(report: BenchReport, chartJsSource: string, opt
   const sections = [
     report.baseline.length > 0 ? resultsTable('Baseline', report.baseline, hello) : '',
     ...report.runs.map((run) => resultsTable(run.workers === null ? 'External server' : `Server with ${run.workers} worker(s)`, run.results, hello)),
+    ...report.runs.map((run) => curvesSection(`Curves${report.runs.length > 1 ? `, ${run.workers === null ? 'external server' : `workers ${run.workers}`}` : ''}`, run.results, hello)),
     options.baseline && options.baseline !== report ? comparisonTable(report, options.baseline) : '',
   ].join('\n');
   const chartDivs = charts
@@ -250,6 +350,7 @@ th,td{border-bottom:1px solid #e5e7eb;padding:.25rem .5rem;text-align:right}th:f
 .ok{color:#15803d}.failed{color:#b91c1c;font-weight:600}.skipped{color:#92400e}
 .canvas-box{position:relative;height:360px}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
+.target{margin:.3rem 0 1rem}h3.result{font-size:1.05rem;margin-top:1.5rem}h3 small{font-weight:400;color:#6b7280}
 .badge{padding:.1rem .5rem;border-radius:.25rem;color:#fff;background:${report.ok ? '#15803d' : '#b91c1c'}}
 </style></head>
 <body>

@@ -29,6 +29,8 @@ export type PhaseMode = 'closed' | 'open';
 
 export interface PhaseResult {
   phase: PhaseMode;
+  /** What the phase measured, when a result has several of one mode (the scale curves' points). */
+  label?: string;
   /** Concurrent connections (closed loop: each loops send → wait → send). */
   connections: number;
   /** Length of the measured window (after warm-up). */
@@ -82,6 +84,54 @@ export interface ScenarioResult {
   /** Scenario-specific figures (e.g. webhook deliveries/s, sync seconds). */
   metrics: Record<string, number>;
   verification: Verification | null;
+  /** Figures against the size of the work (the scale family); each is drawn as its own chart. */
+  curves?: Curve[];
+}
+
+/** One measured point: the size of the work and the figure at that size. */
+export interface CurvePoint {
+  size: number;
+  value: number;
+}
+
+export interface CurveSeries {
+  label: string;
+  points: CurvePoint[];
+}
+
+/**
+ * How a curve is judged: `growth` = value at the largest size ÷ value at the smallest ≤ limit;
+ * `spread` = largest value ÷ smallest value over all sizes ≤ limit; `ceiling` = every value ≤ limit.
+ */
+export type CurveTargetKind = 'growth' | 'spread' | 'ceiling';
+
+export interface CurveTargetOutcome {
+  series: string;
+  /** The ratio (growth, spread) or the largest value (ceiling); null with fewer than two sizes. */
+  value: number | null;
+  met: boolean | null;
+}
+
+export interface CurveTarget {
+  /** The target in words, with the sizes it was stated for. */
+  text: string;
+  kind: CurveTargetKind;
+  limit: number;
+  /** One per judged series (the others are drawn and tabled but not judged). */
+  outcomes: CurveTargetOutcome[];
+  /** Every judged series met it; null when none could be judged. */
+  met: boolean | null;
+}
+
+export interface Curve {
+  id: string;
+  title: string;
+  /** What the x axis counts (files, repositories, changes, writes/s). */
+  sizeLabel: string;
+  /** Unit of the values; `req/s` curves are also shown as a fraction of hello. */
+  unit: string;
+  series: CurveSeries[];
+  target: CurveTarget | null;
 }
 
 export interface WorkerRun {
@@ -94,6 +144,8 @@ export interface ComparisonRow {
   scenario: string;
   variant: string | null;
   phase: PhaseMode;
+  /** The phase's label, when its result has several phases of one mode. */
+  label?: string;
   /** Keyed by worker count. */
   throughput: Record<string, number>;
   p99: Record<string, number>;

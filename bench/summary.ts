@@ -1,6 +1,6 @@
 /** The plain-text summary printed on stdout at the end of `npm run bench`. */
 import { allResults, formatNumber as num, helloThroughput, resultLabel } from './report-data.js';
-import type { BenchReport } from './report-types.js';
+import type { BenchReport, Curve } from './report-types.js';
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -9,6 +9,14 @@ function table(header: string[], rows: string[][]): string {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
+
+/** `label curve: series size=value …; target …` on one line. */
+function curveLine(label: string, curve: Curve): string {
+  const series = curve.series.map((s) => `${s.label} ${s.points.map((p) => `${num(p.size)}=${num(p.value, p.value >= 100 ? 0 : 2)}`).join(' ')}`).join(' | ');
+  const t = curve.target;
+  const verdict = t ? ` — target ${t.met === null ? 'not judged' : t.met ? 'met' : 'MISSED'} (${t.outcomes.map((o) => `${o.series} ${o.value === null ? '–' : num(o.value, 2)}`).join(', ')}; limit ${num(t.limit, 2)})` : '';
+  return `${label} ${curve.id} [${curve.unit}]: ${series}${verdict}`;
+}
 
 export function formatSummary(report: BenchReport): string {
   const hello = helloThroughput(report);
@@ -22,7 +30,7 @@ export function formatSummary(report: BenchReport): string {
     for (const p of result.phases) {
       rows.push([
         label,
-        p.phase,
+        p.label ? `${p.phase} ${p.label}` : p.phase,
         workers === null ? '-' : String(workers),
         String(p.connections),
         p.targetRate === null ? '' : num(p.targetRate),
@@ -37,6 +45,7 @@ export function formatSummary(report: BenchReport): string {
         hello && p.phase === 'closed' ? `${num(p.throughput / hello, 2)}×` : '',
       ]);
     }
+    for (const curve of result.curves ?? []) notes.push(curveLine(label, curve));
     if (result.note) notes.push(`${label}${workers === null ? '' : ` (workers ${workers})`}: ${result.note}`);
     const metrics = Object.entries(result.metrics);
     if (metrics.length > 0) notes.push(`${label}: ${metrics.map(([k, v]) => `${k}=${num(v, Number.isInteger(v) ? 0 : 2)}`).join(', ')}`);
@@ -48,7 +57,7 @@ export function formatSummary(report: BenchReport): string {
     const ws = report.runs.map((r) => String(r.workers));
     const cmp = report.comparison
       .filter((c) => c.phase === 'closed')
-      .map((c) => [resultLabel(c), c.phase, ...ws.map((w) => (c.throughput[w] === undefined ? '-' : num(c.throughput[w] ?? 0)))]);
+      .map((c) => [resultLabel(c), c.label ? `${c.phase} ${c.label}` : c.phase, ...ws.map((w) => (c.throughput[w] === undefined ? '-' : num(c.throughput[w] ?? 0)))]);
     out.push('', 'Throughput (req/s) by worker count', table(['scenario', 'phase', ...ws.map((w) => `w=${w}`)], cmp));
   }
   if (notes.length > 0) out.push('', ...notes);

@@ -38,12 +38,25 @@ t.test('bench report - renders a self-contained page whose charts draw in headle
   t.notMatch(html, /open <\/script>/, 'report text is escaped');
 
   const expected = buildCharts(reportFixture).length;
-  t.equal(expected, 4, 'fixture yields throughput, two latency and the ratio chart');
+  t.equal(expected, 8, 'fixture yields throughput, two latency, the ratio chart and two curves per worker count');
 
   const page = await loadPage(out, 'document.body && document.body.dataset.chartsDrawn !== undefined', PROBE);
   t.same(page.errors, [], 'no console errors or exceptions');
   t.same(page.requests.filter((u) => !u.startsWith('file:') && !u.startsWith('data:')), [], 'no network requests');
   t.same(page.probe, { drawn: expected, canvases: expected, painted: expected, externalRefs: 0 }, 'every chart drew on its canvas');
+});
+
+t.test('bench report - every curve gets a chart and a table that says whether its target held', async (t) => {
+  const charts = buildCharts(reportFixture);
+  const curveCharts = charts.filter((c) => c.id.startsWith('curve-'));
+  t.same(curveCharts.map((c) => c.id), ['curve-w1-files-apply-ops', 'curve-w1-write-bytes', 'curve-w2-files-apply-ops', 'curve-w2-write-bytes'], 'one chart per curve and run');
+  const growth = curveCharts[0]!.config as { data: { datasets: Array<{ label: string; data: Array<{ x: number; y: number }> }> } };
+  t.same(growth.data.datasets.find((d) => d.label.startsWith('target'))?.data, [{ x: 1000, y: 9 }, { x: 1_000_000, y: 9 }], 'growth target drawn at 3 × the smallest size');
+  t.notOk(charts.some((c) => JSON.stringify(c.config).includes('deep 1k apply-ops')), 'curve points stay out of the generic latency charts');
+  const html = renderReportHtml(reportFixture, '');
+  t.match(html, /p50 at 1M within 3× of 1k — <b>met<\/b>/, 'growth target met is said');
+  t.match(html, /≤ 32 KiB per write — <b>missed<\/b>/, 'ceiling target missed is said');
+  t.match(html, /closed · deep 1M apply-ops/, 'phase labels in the results table');
 });
 
 t.test('bench report - a chart that cannot draw is reported, not hidden', async (t) => {
