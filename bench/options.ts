@@ -5,8 +5,8 @@ import type { ScenarioSettings } from './scenarios/types.js';
 
 export const HELP = `Usage: npm run bench -- [options]
 
-Scenarios (default: all): --scenarios hello,read,content,agent-fleet,hot-repo,mixed,webhooks,sync
-  A variant alone: --scenarios read:fresh-token,content:raw
+Scenarios (default: all): --scenarios hello,read,content,agent-fleet,hot-repo,mixed,webhooks,sync,git-clone,scale
+  A variant alone: --scenarios read:fresh-token,content:raw,scale:files
 
 Server:
   (default)            start dist/src/cli/main.js serve on a temporary data directory
@@ -27,6 +27,15 @@ Load:
   --sync-commits N     commits in the upstream repository for sync and git-clone (default 2000)
   --clone-rounds N     git-clone: rounds, each timing every operation on both servers (default 5)
   --smoke              tiny and short: 1 s phases, 4 agents, 8 connections (the tests use it)
+
+Scale (cost as the work grows; variants files, repos, write-bytes, history):
+  --scale-max          the largest sizes too: files up to 1,000,000 (flat up to 100,000),
+                       repositories 1k/100k/1M, histories of 100 and 100,000 changes (hours)
+  --scale-files L      file counts (default 1000,10000,100000); the flat layout stops at 10,000
+                       (100,000 with --scale-max): one write there rewrites an n-entry directory
+  --scale-repos L      repository counts (default 1000,10000)
+  --scale-changes L    history lengths (default 100,10000)
+  --scale-duration S   measured seconds per point (default 5; warm-up 1)
 
 Output:
   --out-dir DIR        where <timestamp>.json goes (default bench/results)
@@ -58,6 +67,14 @@ function positiveNumber(name: string, raw: string | undefined, fallback: number,
   return n;
 }
 
+/** A comma list of sizes ≥ 1, ascending and without repeats. */
+function sizeList(name: string, raw: string | undefined, fallback: number[]): number[] {
+  if (raw === undefined) return fallback;
+  const sizes = raw.split(',').map((v) => positiveNumber(name, v.trim(), 0));
+  if (sizes.length === 0 || sizes.some((n) => n < 1)) throw new Error(`--${name} expects sizes ≥ 1, e.g. 1000,10000`);
+  return [...new Set(sizes)].sort((a, b) => a - b);
+}
+
 export function parseOptions(argv: string[]): BenchOptions {
   const { values } = parseArgs({
     args: argv,
@@ -80,6 +97,11 @@ export function parseOptions(argv: string[]): BenchOptions {
       'webhook-targets': { type: 'string' },
       'sync-commits': { type: 'string' },
       'clone-rounds': { type: 'string' },
+      'scale-max': { type: 'boolean' },
+      'scale-files': { type: 'string' },
+      'scale-repos': { type: 'string' },
+      'scale-changes': { type: 'string' },
+      'scale-duration': { type: 'string' },
       'out-dir': { type: 'string' },
       'no-progress': { type: 'boolean' },
       'keep-data': { type: 'boolean' },
@@ -102,6 +124,13 @@ export function parseOptions(argv: string[]): BenchOptions {
   if (values.url && !values.token) throw new Error('--url needs --token');
   if (values.url && sweep) throw new Error('--sweep-workers restarts the server: it cannot be used with --url');
 
+  const max = values['scale-max'] === true;
+  const scale = smoke
+    ? { files: [50, 200], flatMax: 50, repos: [50, 200], changes: [10, 50], duration: 0.5, warmup: 0.2, agents: 2 }
+    : max
+      ? { files: [1000, 10_000, 100_000, 1_000_000], flatMax: 100_000, repos: [1000, 100_000, 1_000_000], changes: [100, 100_000], duration: 5, warmup: 1, agents: 4 }
+      : { files: [1000, 10_000, 100_000], flatMax: 10_000, repos: [1000, 10_000], changes: [100, 10_000], duration: 5, warmup: 1, agents: 4 };
+
   const settings: ScenarioSettings = {
     durationMs: positiveNumber('duration', values.duration, d.duration, false) * 1000,
     warmupMs: positiveNumber('warmup', values.warmup, d.warmup, false) * 1000,
@@ -123,6 +152,13 @@ export function parseOptions(argv: string[]): BenchOptions {
     syncFilesPerCommit: 4,
     syncTimeoutMs: d.syncTimeoutMs,
     cloneRounds: Math.max(1, positiveNumber('clone-rounds', values['clone-rounds'], d.cloneRounds)),
+    scaleFiles: sizeList('scale-files', values['scale-files'], scale.files),
+    scaleFlatMaxFiles: scale.flatMax,
+    scaleRepos: sizeList('scale-repos', values['scale-repos'], scale.repos),
+    scaleChanges: sizeList('scale-changes', values['scale-changes'], scale.changes),
+    scaleDurationMs: positiveNumber('scale-duration', values['scale-duration'], scale.duration, false) * 1000,
+    scaleWarmupMs: scale.warmup * 1000,
+    scaleAgents: scale.agents,
   };
   return {
     scenarios: (values.scenarios ?? 'all').split(',').map((s) => s.trim()).filter(Boolean),

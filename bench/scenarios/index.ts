@@ -6,11 +6,12 @@ import { hello } from './hello.js';
 import { hotRepo } from './hot-repo.js';
 import { mixed } from './mixed.js';
 import { read } from './read.js';
+import { scale } from './scale.js';
 import { sync } from './sync.js';
 import type { Scenario } from './types.js';
 import { webhooks } from './webhooks.js';
 
-export const SCENARIOS: readonly Scenario[] = [hello, read, content, agentFleet, hotRepo, mixed, webhooks, sync, gitClone];
+export const SCENARIOS: readonly Scenario[] = [hello, read, content, agentFleet, hotRepo, mixed, webhooks, sync, gitClone, scale];
 
 export interface Selection {
   scenario: Scenario;

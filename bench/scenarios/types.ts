@@ -36,6 +36,18 @@ export interface ScenarioSettings {
   syncTimeoutMs: number;
   /** Rounds of the git-clone scenario (each times every operation on both servers). */
   cloneRounds: number;
+  /** scale: file counts of the file-count curve; the flat layout stops at `scaleFlatMaxFiles`. */
+  scaleFiles: number[];
+  scaleFlatMaxFiles: number;
+  /** scale: repository counts of the repository-count curve (one data directory, grown in steps). */
+  scaleRepos: number[];
+  /** scale: history lengths (changes on one bookmark) of the history curve. */
+  scaleChanges: number[];
+  /** scale: measured and warm-up time of the phase behind each point. */
+  scaleDurationMs: number;
+  scaleWarmupMs: number;
+  /** scale: agents (connections) of the latency curves, a few so that latency is not queueing. */
+  scaleAgents: number;
 }
 
 /** The server under test. */

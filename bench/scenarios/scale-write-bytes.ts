@@ -1,0 +1,155 @@
+/**
+ * `scale:write-bytes`: what one write costs the disk, on agent-fleet's workload (N agents, one
+ * repository and bookmark each, apply-ops of 3 × 2 KiB on top of the previous change), closed loop
+ * then open loop at the configured fraction of it, on a server of its own so that its process's
+ * counters hold nothing else. Around each phase:
+ * - `/proc/<pid>/io` write_bytes (charged at page-dirtying time, a whole page-cache folio at a
+ *   time) and wchar;
+ * - with perf: the server threads' sync calls and block-layer write requests (bytes that reached
+ *   the device on the server's account; the file system's journal, written by its own thread, is
+ *   not in it);
+ * - the server's metrics: LMDB transactions, pages written, flushed batches.
+ * Every figure is divided by the writes acknowledged between the two snapshots (warm-up and drain
+ * included, as the counters are).
+ */
+import { readProcessIo, startSyncTrace } from '../process-io.js';
+import type { SyncTrace, SyncTraceTotals } from '../process-io.js';
+import type { AgentState } from '../generator-protocol.js';
+import { round, runPhase } from '../phases.js';
+import type { PhaseResult } from '../report-types.js';
+import { CurveBuilder } from '../scale-curves.js';
+import { OwnServer } from '../scale-server.js';
+import { metricValue } from '../../test/helpers/metrics-text.js';
+import { createAgents, totalWrites, verifyAgents } from './agent-writes.js';
+import type { ScaleOutcome } from './scale.js';
+import type { ScenarioContext, ScenarioSettings } from './types.js';
+import { requireTarget } from './types.js';
+
+const PAGE_BYTES = 4096;
+const TARGET_BYTES = 32 * 1024;
+
+export function writeBytesParameters(s: ScenarioSettings): Record<string, string | number> {
+  return {
+    agents: s.agents,
+    filesPerWrite: s.writeFiles,
+    fileBytes: s.writeFileBytes,
+    openFraction: s.openFraction,
+    durationSec: s.scaleDurationMs / 1000,
+    warmupSec: s.scaleWarmupMs / 1000,
+  };
+}
+
+interface Counters {
+  writeBytes: number;
+  wchar: number;
+  transactions: number;
+  pages: number;
+  batches: number;
+}
+
+async function counters(own: OwnServer): Promise<Counters> {
+  const io = await readProcessIo(own.pid);
+  const url = own.metricsUrl;
+  const text = url ? await (await fetch(url)).text() : '';
+  return {
+    writeBytes: io?.writeBytes ?? NaN,
+    wchar: io?.wchar ?? NaN,
+    transactions: metricValue(text, 'repohost_lmdb_transactions_total'),
+    pages: metricValue(text, 'repohost_lmdb_pages_written_total'),
+    batches: metricValue(text, 'repohost_lmdb_flush_seconds_count'),
+  };
+}
+
+/** Per-write figures; NaN (a counter that could not be read) leaves the figure out. */
+function perWrite(writes: number, before: Counters, after: Counters, trace: SyncTraceTotals | null): Record<string, number> {
+  const per = (a: number, b: number): number => round((a - b) / writes, 2);
+  const figures: Record<string, number> = {
+    writes,
+    writeBytesPerWrite: per(after.writeBytes, before.writeBytes),
+    wcharPerWrite: per(after.wchar, before.wchar),
+    lmdbPagesPerWrite: per(after.pages, before.pages),
+    lmdbBytesPerWrite: per(after.pages * PAGE_BYTES, before.pages * PAGE_BYTES),
+    transactionsPerWrite: per(after.transactions, before.transactions),
+    flushedBatchesPerWrite: per(after.batches, before.batches),
+  };
+  if (trace) {
+    figures.deviceBytesPerWrite = round(trace.blockWriteBytes / writes, 2);
+    figures.deviceRequestsPerWrite = round(trace.blockWrites / writes, 2);
+    figures.syncCallsPerWrite = round(trace.syncCalls / writes, 3);
+  }
+  return Object.fromEntries(Object.entries(figures).filter(([, v]) => Number.isFinite(v)));
+}
+
+export async function runScaleWriteBytes(base: ScenarioContext): Promise<ScaleOutcome> {
+  const s = base.settings;
+  const own = await OwnServer.start(base, 'scale-write-bytes');
+  const bytes = new CurveBuilder('write-bytes', 'Bytes written per apply-ops (agent-fleet: 3 × 2 KiB) vs write rate', 'writes/s', 'bytes/write');
+  const syncs = new CurveBuilder('write-syncs', 'Syncs per apply-ops (agent-fleet) vs write rate', 'writes/s', 'per write');
+  const metrics: Record<string, number> = {};
+  const phases: PhaseResult[] = [];
+  let traceNote = 'perf: sync calls and block requests of the server threads';
+  let traced = false;
+  try {
+    const ctx = own.context();
+    const { target } = requireTarget(ctx);
+    let agents: AgentState[] = (await createAgents(ctx, { count: s.agents, sharedRepo: null, repoPrefix: `${base.prefix}-wb`, seedFile: null })).agents;
+    for (const mode of ['closed', 'open'] as const) {
+      const closed = phases[0];
+      if (mode === 'open' && !(closed && closed.throughput > 0)) break;
+      let trace: SyncTrace | null = null;
+      try {
+        trace = await startSyncTrace(own.pid, base.workDir, `scale-write-bytes-${mode}`);
+      } catch (err) {
+        traceNote = `no perf trace (${err instanceof Error ? err.message : String(err)}): syncs are the server's flushed batches`;
+      }
+      const before = await counters(own);
+      const writesBefore = totalWrites(agents);
+      const label = `scale write-bytes agent-fleet ${mode}`;
+      const out = await runPhase(ctx, {
+        label,
+        host: target.host,
+        port: target.port,
+        mode,
+        rate: mode === 'open' ? closed!.throughput * s.openFraction : undefined,
+        durationMs: s.scaleDurationMs,
+        warmupMs: s.scaleWarmupMs,
+        workload: { kind: 'agents', org: target.org, token: await ctx.token(), agents, files: s.writeFiles, fileBytes: s.writeFileBytes, readRatio: 0, readPaths: [] },
+      });
+      const totals = trace
+        ? await trace.stop().catch((err: unknown) => {
+            traceNote = `perf trace unreadable (${err instanceof Error ? err.message : String(err)}): syncs are the server's flushed batches`;
+            return null;
+          })
+        : null;
+      traced ||= totals !== null;
+      const after = await counters(own);
+      agents = out.raw.agents ?? agents;
+      const writes = totalWrites(agents) - writesBefore;
+      phases.push({ ...out.phase, label });
+      if (writes === 0) continue;
+      const figures = perWrite(writes, before, after, totals);
+      for (const [k, v] of Object.entries(figures)) metrics[`${mode}.${k}`] = v;
+      const rate = out.phase.throughput;
+      if (figures.deviceBytesPerWrite !== undefined) bytes.add('device (block requests)', rate, figures.deviceBytesPerWrite);
+      if (figures.writeBytesPerWrite !== undefined) bytes.add('write_bytes (/proc)', rate, figures.writeBytesPerWrite);
+      if (figures.lmdbBytesPerWrite !== undefined) bytes.add('LMDB pages × 4 KiB', rate, figures.lmdbBytesPerWrite);
+      if (figures.syncCallsPerWrite !== undefined) syncs.add('sync calls (perf)', rate, figures.syncCallsPerWrite);
+      if (figures.flushedBatchesPerWrite !== undefined) syncs.add('flushed batches (server)', rate, figures.flushedBatchesPerWrite);
+    }
+    const verification = await verifyAgents(ctx, agents);
+    const judged = traced ? 'device (block requests)' : 'write_bytes (/proc)';
+    return {
+      phases,
+      curves: [
+        bytes.build({ text: `≤ 32 KiB written to the device per write on agent-fleet (judged on ${judged})`, kind: 'ceiling', limit: TARGET_BYTES, series: [judged] }),
+        syncs.build(),
+      ],
+      metrics,
+      verification,
+      problems: [],
+      parameters: { syncTrace: traceNote },
+    };
+  } finally {
+    await own.stop();
+  }
+}
