@@ -10,13 +10,20 @@
  * changed one file reads the few trees along that file's path on both sides. An object the client
  * has at another path may be sent again; git's own walk makes the same trade.
  *
- * The result is the list of oids in pack order: commits newest first, then tags, then trees and
- * blobs in walk order. Its memory is proportional to the number of objects, never their size.
+ * A base (reachable-sets.ts) is a set of objects already known to be in the pack, with everything
+ * they reach, and the commits it was walked from: those commits count as the client's, and the
+ * walk neither sends nor enters what the base holds, so it reads only what the base lacks.
+ *
+ * The result lists the commits (newest first), trees and blobs in pack order, and the tags apart:
+ * a base holds what commits reach, never the tags a request adds. Its memory is proportional to
+ * the number of objects, never their size.
  */
-import { walkCommits, PROGRESS_EVERY } from './commit-walk.js';
+import { walkCommits, PROGRESS_EVERY, type CommitWalk } from './commit-walk.js';
 import type { ObjectFilter } from './object-filter.js';
 import { TreeCursor, type CommitNode, type ObjectGraph } from './object-graph.js';
+import { OidList } from './oid-list.js';
 import { OidSet } from './oid-set.js';
+import type { SortedOids } from './sorted-oids.js';
 
 export interface WalkRequest {
   wants: readonly string[];
@@ -27,6 +34,75 @@ export interface WalkRequest {
   filter: ObjectFilter | null;
   /** Annotated tags to send when what they name is sent (`include-tag`): tag oids. */
   includeTags: readonly string[];
+}
+
+/** Objects known to be in the pack already, with everything they reach, and the commits they were walked from. */
+export interface WalkBase {
+  tips: readonly string[];
+  objects: SortedOids;
+}
+
+export interface WalkResult {
+  /** Commits to send, newest first (the base's not among them). */
+  commits: OidList;
+  /** Trees and blobs to send, in walk order (the base's not among them). */
+  objects: OidList;
+  /** Tag objects to send. */
+  tags: OidList;
+  /** Whether the base was used: not when one of its commits is not reachable from the wants. */
+  baseUsed: boolean;
+}
+
+/** The wants by what they name: tags (sent with what they name), commits, and trees and blobs named directly. */
+export interface ClassifiedWants {
+  tags: string[];
+  commits: string[];
+  trees: string[];
+  blobs: string[];
+}
+
+export function classifyWants(graph: ObjectGraph, wants: readonly string[]): ClassifiedWants {
+  const out: ClassifiedWants = { tags: [], commits: [], trees: [], blobs: [] };
+  for (const want of wants) {
+    let oid = want;
+    for (let depth = 0; depth < 16; depth++) {
+      const target = graph.tagTarget(oid);
+      if (!target) break;
+      out.tags.push(oid);
+      oid = target.oid;
+    }
+    const type = graph.type(oid);
+    if (type === 'commit') out.commits.push(oid);
+    else if (type === 'tree') out.trees.push(oid);
+    else if (type === 'blob') out.blobs.push(oid);
+  }
+  return out;
+}
+
+/**
+ * The tag objects a pack holding `inPack` carries: the wanted ones, and with include-tag every
+ * annotated tag whose object is in the pack (with any tags between).
+ */
+export function tagObjects(graph: ObjectGraph, wanted: readonly string[], includeTags: readonly string[], inPack: (oid: string) => boolean): OidList {
+  const tags = new OidList(wanted.length + 1);
+  const seen = new Set<string>();
+  const add = (oid: string): void => {
+    if (seen.has(oid)) return;
+    seen.add(oid);
+    tags.push(oid);
+  };
+  for (const tag of wanted) add(tag);
+  for (const tag of includeTags) {
+    if (seen.has(tag)) continue;
+    const chain = [tag];
+    let target = graph.tagTarget(tag);
+    while (target?.type === 'tag') {
+      chain.push(target.oid);
+      target = graph.tagTarget(target.oid);
+    }
+    if (target && inPack(target.oid)) for (const oid of chain) add(oid);
+  }
+  return tags;
 }
 
 const NONE: string[] = [];
@@ -41,43 +117,32 @@ interface TreeVisit {
   theirs: string[];
 }
 
-export function* walkObjects(graph: ObjectGraph, request: WalkRequest): Generator<number, string[]> {
-  const sent = new OidSet();
-  const order: string[] = [];
-  const theirs = new OidSet();
-  const add = (oid: string): void => {
-    if (sent.add(oid)) order.push(oid);
-  };
-
-  // Wants: tags are sent with what they name; commits start the walk; trees and blobs named by
-  // the client are sent whatever the filter says.
-  const tips: string[] = [];
-  const tags: string[] = [];
-  const userTrees: string[] = [];
-  const userBlobs: string[] = [];
-  for (const want of request.wants) {
-    let oid = want;
-    for (let depth = 0; depth < 16; depth++) {
-      const target = graph.tagTarget(oid);
-      if (!target) break;
-      tags.push(oid);
-      oid = target.oid;
-    }
-    const type = graph.type(oid);
-    if (type === 'commit') tips.push(oid);
-    else if (type === 'tree') userTrees.push(oid);
-    else if (type === 'blob') userBlobs.push(oid);
-  }
+export function* walkObjects(graph: ObjectGraph, request: WalkRequest, base: WalkBase | null = null, wants = classifyWants(graph, request.wants)): Generator<number, WalkResult> {
   const common = request.common.filter((oid) => graph.commit(oid) !== undefined);
 
-  const walk = walkCommits(graph, tips, common, { grafts: request.grafts });
-  let step = walk.next();
-  while (!step.done) {
-    yield step.value;
-    step = walk.next();
+  const walk = (excluded: readonly string[]): Generator<number, CommitWalk> => walkCommits(graph, wants.commits, excluded, { grafts: request.grafts });
+  // A base another request of this thread made from a later snapshot may name commits this one lacks.
+  if (base && !base.tips.every((tip) => graph.commit(tip) !== undefined)) base = null;
+  let commits = yield* walk(base ? [...common, ...base.tips] : common);
+  if (base) {
+    // Every commit of the base must be reachable from the wants, or the base would add objects
+    // the wants do not reach: a base commit is then a want or an edge of the walk.
+    const reached = new Set([...wants.commits, ...commits.edges.map((e) => e.oid)]);
+    if (!base.tips.every((tip) => reached.has(tip))) {
+      base = null;
+      commits = yield* walk(common);
+    }
   }
-  const { included, edges } = step.value;
-  for (const commit of included) add(commit.oid);
+  const { included, edges } = commits;
+  const known = base?.objects ?? null;
+  const sent = new OidSet();
+  const commitList = new OidList(included.length);
+  const objects = new OidList();
+  const theirs = new OidSet();
+  const add = (oid: string): void => {
+    if (sent.add(oid)) objects.push(oid);
+  };
+  for (const commit of included) if (sent.add(commit.oid)) commitList.push(commit.oid);
 
   const edgeTrees = [...edges]
     .sort((a: CommitNode, b: CommitNode) => b.time - a.time)
@@ -114,7 +179,7 @@ export function* walkObjects(graph: ObjectGraph, request: WalkRequest): Generato
     stack.push({ oid, depth: 0, theirs: theirsHere });
     while (stack.length) {
       const visit = stack.pop()!;
-      if (++visited % PROGRESS_EVERY === 0) yield order.length;
+      if (++visited % PROGRESS_EVERY === 0) yield commitList.length + objects.length;
       const depth = visit.depth + 1;
       // The client's trees at this path: what they hold is the client's, subtrees paired by name.
       const paired = visit.theirs.length > 0;
@@ -130,9 +195,12 @@ export function* walkObjects(graph: ObjectGraph, request: WalkRequest): Generato
       const bytes = cursor.bytes;
       while (cursor.next()) {
         const at = cursor.oidAt;
-        if (cursor.kind === 'gitlink' || theirs.hasAt(bytes, at)) continue;
+        if (cursor.kind === 'gitlink' || theirs.hasAt(bytes, at) || known?.hasAt(bytes, at)) continue;
         if (cursor.kind === 'blob') {
-          if (!sent.hasAt(bytes, at) && wantsBlob(cursor, depth)) add(cursor.oidHex());
+          if (!sent.hasAt(bytes, at) && wantsBlob(cursor, depth)) {
+            sent.addAt(bytes, at);
+            objects.pushAt(bytes, at);
+          }
           continue;
         }
         if (depth >= depthLimit) continue;
@@ -140,8 +208,8 @@ export function* walkObjects(graph: ObjectGraph, request: WalkRequest): Generato
         if (depthLimit === Infinity) {
           // The common case: one test on the entry's bytes, a string only for a tree new to the pack.
           if (!sent.addAt(bytes, at)) continue;
+          objects.pushAt(bytes, at);
           tree = cursor.oidHex();
-          order.push(tree);
         } else {
           tree = cursor.oidHex();
           if (!firstVisit(tree, depth)) continue;
@@ -154,24 +222,13 @@ export function* walkObjects(graph: ObjectGraph, request: WalkRequest): Generato
     }
   }
 
-  for (const tag of tags) add(tag);
   for (const commit of included) {
-    if (theirs.has(commit.tree) || !firstVisit(commit.tree, 0)) continue;
+    if (theirs.has(commit.tree) || known?.has(commit.tree) || !firstVisit(commit.tree, 0)) continue;
     yield* walkTree(commit.tree, edgeTrees.filter((t) => t !== commit.tree), false);
   }
-  for (const tree of userTrees) if (!sent.has(tree)) yield* walkTree(tree, [], true);
-  for (const blob of userBlobs) add(blob);
+  for (const tree of wants.trees) if (!sent.has(tree)) yield* walkTree(tree, [], true);
+  for (const blob of wants.blobs) add(blob);
 
-  // include-tag: an annotated tag whose object is in the pack comes along (with any tags between).
-  for (const tag of request.includeTags) {
-    if (sent.has(tag)) continue;
-    const chain = [tag];
-    let target = graph.tagTarget(tag);
-    while (target?.type === 'tag') {
-      chain.push(target.oid);
-      target = graph.tagTarget(target.oid);
-    }
-    if (target && sent.has(target.oid)) for (const oid of chain) add(oid);
-  }
-  return order;
+  const inPack = (oid: string): boolean => sent.has(oid) || known?.has(oid) === true;
+  return { commits: commitList, objects, tags: tagObjects(graph, wants.tags, request.includeTags, inPack), baseUsed: base !== null };
 }

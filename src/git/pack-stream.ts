@@ -18,6 +18,7 @@ import { ServiceError } from '../errors.js';
 import { PackWriter } from '../actors/system/sync/pack-writer.js';
 import { CHUNKED_BLOB, DEFLATED_BLOB, ZLIB_BLOB, decodeChunkedHeader, storedObjectType } from '../storage/git-object-store.js';
 import type { SnapshotObjects } from '../storage/read/snapshot-objects.js';
+import type { PackObjects } from './reachable-sets.js';
 import type { ByteSink, PackChannel } from './response-writer.js';
 import { adler32, emitZlibStored, ZLIB_HEADER, zlibTrailer } from './zlib-frame.js';
 
@@ -33,7 +34,7 @@ export interface PackStats {
   reused: number;
 }
 
-export async function streamPack(objects: SnapshotObjects, oids: readonly string[], channel: PackChannel, sink: ByteSink, onProgress: (written: number) => void): Promise<PackStats> {
+export async function streamPack(objects: SnapshotObjects, pack: PackObjects, channel: PackChannel, sink: ByteSink, onProgress: (written: number) => void): Promise<PackStats> {
   let produced = 0;
   const writer = new PackWriter((bytes) => {
     produced += bytes.length;
@@ -41,41 +42,48 @@ export async function streamPack(objects: SnapshotObjects, oids: readonly string
   });
   let reused = 0;
   let waitedAt = 0;
-  writer.start(oids.length);
-  for (let i = 0; i < oids.length; i++) {
-    const oid = oids[i]!;
+  let written = 0;
+  writer.start(pack.count);
+  for (const oid of pack.oids) {
     const view = objects.view(oid);
     if (!view) throw new ServiceError('INTERNAL_ERROR', `missing object ${oid}`);
-    const code = view[0];
-    if (code === CHUNKED_BLOB) {
-      await streamChunkedBlob(objects, view, writer, sink);
-    } else if (code === ZLIB_BLOB) {
-      writer.entry('blob', view.readUInt32LE(1));
-      writer.data(view.subarray(5));
-      reused++;
-    } else if (code === DEFLATED_BLOB) {
-      const raw = view.subarray(5);
-      writer.entry('blob', view.readUInt32LE(1));
-      const checksum = adler32(inflateRawSync(raw));
-      writer.data(ZLIB_HEADER);
-      writer.data(raw);
-      writer.data(zlibTrailer(checksum));
-      reused++;
-    } else {
-      const content = view.subarray(1);
-      const type = storedObjectType(oid, view);
-      writer.entry(type, content.length);
-      if (type === 'blob' && content.length > UNCHECKED_BLOB_BYTES) writer.data(deflateSync(content, { level: constants.Z_BEST_SPEED }));
-      else emitZlibStored(content, (bytes) => writer.data(bytes));
-    }
+    if (view[0] === CHUNKED_BLOB) await streamChunkedBlob(objects, view, writer, sink);
+    else if (writeInline(writer, oid, view)) reused++;
+    written++;
     if (produced - waitedAt >= BYTES_BETWEEN_WAITS) {
       waitedAt = produced;
-      onProgress(i + 1);
+      onProgress(written);
       await sink.ready();
     }
   }
+  if (written !== pack.count) throw new ServiceError('INTERNAL_ERROR', `a pack of ${pack.count} objects listed ${written}`);
   writer.finish();
-  return { objects: oids.length, reused };
+  return { objects: written, reused };
+}
+
+/** An object stored inline, as its pack entry; true when its stored compression was reused. */
+function writeInline(writer: PackWriter, oid: string, view: Buffer): boolean {
+  const code = view[0];
+  if (code === ZLIB_BLOB) {
+    writer.entry('blob', view.readUInt32LE(1));
+    writer.data(view.subarray(5));
+    return true;
+  }
+  if (code === DEFLATED_BLOB) {
+    const raw = view.subarray(5);
+    writer.entry('blob', view.readUInt32LE(1));
+    const checksum = adler32(inflateRawSync(raw));
+    writer.data(ZLIB_HEADER);
+    writer.data(raw);
+    writer.data(zlibTrailer(checksum));
+    return true;
+  }
+  const content = view.subarray(1);
+  const type = storedObjectType(oid, view);
+  writer.entry(type, content.length);
+  if (type === 'blob' && content.length > UNCHECKED_BLOB_BYTES) writer.data(deflateSync(content, { level: constants.Z_BEST_SPEED }));
+  else emitZlibStored(content, (bytes) => writer.data(bytes));
+  return false;
 }
 
 /** A large blob: its chunks read one at a time and deflated as a stream into one zlib stream. */

@@ -21,9 +21,9 @@ import { parseV0Fetch, parseV2Command, type FetchRequest } from './fetch-request
 import { readyToSend } from './negotiation.js';
 import { parseObjectFilter } from './object-filter.js';
 import { ObjectGraph } from './object-graph.js';
-import { walkObjects } from './object-walk.js';
 import { streamPack } from './pack-stream.js';
 import { splitPktLines } from './pkt-request.js';
+import { packObjects } from './reachable-sets.js';
 import { annotatedTags, resolveRefName, writeLsRefs, writeV0Advertisement, writeV2Capabilities } from './ref-advertisement.js';
 import { PackChannel, PktWriter, type ByteSink } from './response-writer.js';
 import { planShallow, type ShallowPlan } from './shallow.js';
@@ -227,7 +227,7 @@ async function sendPackfile(session: Session, request: FetchRequest, common: str
   const channel = new PackChannel(sink, request.sideBand, request.noProgress);
   try {
     let lastReport = Date.now();
-    const walk = walkObjects(graph, {
+    const walk = packObjects(graph, session.repo.id, {
       wants: [...request.wants, ...shallow.extraWants],
       common,
       grafts: shallow.grafts,
@@ -243,12 +243,13 @@ async function sendPackfile(session: Session, request: FetchRequest, common: str
       await breathe(session);
       step = walk.next();
     }
-    const oids = step.value;
-    channel.progress(`Enumerating objects: ${oids.length}, done.\n`);
-    const stats = await streamPack(session.objects, oids, channel, sink, (written) => {
+    const pack = step.value;
+    const count = pack.count;
+    channel.progress(`Enumerating objects: ${count}, done${pack.known > 0 ? `, ${pack.known} known from an earlier clone` : ''}.\n`);
+    const stats = await streamPack(session.objects, pack, channel, sink, (written) => {
       if (Date.now() - lastReport < 1000) return;
       lastReport = Date.now();
-      channel.progress(`Writing objects: ${Math.floor((100 * written) / oids.length)}% (${written}/${oids.length})\r`);
+      channel.progress(`Writing objects: ${Math.floor((100 * written) / count)}% (${written}/${count})\r`);
     });
     channel.progress(`Total ${stats.objects} (delta 0), reused ${stats.reused} (delta 0), pack-reused 0\n`);
     channel.end();
