@@ -11,6 +11,7 @@ import { Piscina } from 'piscina';
 import { ServiceError } from '../errors.js';
 import type { ShippedView } from '../storage/read/change-view.js';
 import { openReadStream } from './read-stream.js';
+import { shardOf, slotOf } from './shard-map.js';
 import { unwrapOutcome, type ReadOutcome, type ReadTask, type StreamTask } from './read-tasks.js';
 
 /** Read tasks waiting for a thread before new ones are refused. */
@@ -20,6 +21,38 @@ const MAX_QUEUE = 512;
  * pieces, and other reads share its thread meanwhile instead of queueing behind a slow download.
  */
 export const TASKS_PER_READ_THREAD = 4;
+
+type Balancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
+
+/** A task's preferred thread, as the balancer reads it from the task. */
+interface Affinity {
+  affinity: string;
+}
+
+function affinityOf(task: Parameters<Balancer>[0]): string | undefined {
+  return (task[Piscina.queueOptionsSymbol as keyof typeof task] as Affinity | null | undefined)?.affinity;
+}
+
+/**
+ * Piscina's least-busy choice, with one preference: a task with an affinity (a git fetch names
+ * its repository) goes to that key's thread whenever that thread is among the least busy, so a
+ * repository's clones find the reachable sets their thread keeps (git/reachable-sets.ts), while
+ * concurrent ones still spread over the threads. A key's thread is placed as an actor's is
+ * (shard-map.ts), on the threads ranked by id, once all `threads` are up (until then, none is).
+ */
+export function balanceReads(threads: number): Balancer {
+  return (task, workers) => {
+    let best: (typeof workers)[number] | null = null;
+    for (const worker of workers) {
+      if (worker.isRunningAbortableTask || worker.currentUsage >= TASKS_PER_READ_THREAD) continue;
+      if (!best || worker.currentUsage < best.currentUsage) best = worker;
+    }
+    const affinity = affinityOf(task);
+    if (!best || affinity === undefined || workers.length !== threads) return best;
+    const preferred = [...workers].sort((a, b) => a.id - b.id)[slotOf(shardOf(affinity), threads)]!;
+    return preferred.currentUsage === best.currentUsage && !preferred.isRunningAbortableTask ? preferred : best;
+  };
+}
 
 export class ReadPool {
   private readonly pool: Piscina;
@@ -32,6 +65,7 @@ export class ReadPool {
       maxThreads: threads,
       idleTimeout: Infinity,
       concurrentTasksPerWorker: TASKS_PER_READ_THREAD,
+      loadBalancer: balanceReads(threads),
       // Workers must return to their event loop between tasks: lmdb-js renews its read
       // snapshot there, and with Atomics waiting a worker would keep reading an old one.
       atomics: 'disabled',
@@ -46,7 +80,8 @@ export class ReadPool {
   /** Runs a task that streams its answer (read-stream.ts); resolves once its first bytes arrive. */
   stream(task: StreamTask): Promise<AsyncIterable<Uint8Array>> {
     if (this.pool.queueSize >= MAX_QUEUE) throw new ServiceError('UNAVAILABLE', 'too many reads in progress, retry later', undefined, { retryAfter: 1 });
-    return openReadStream((port) => this.pool.run({ ...task, port }, { transferList: [port] }));
+    const affinity: Affinity = { affinity: task.request.repoId };
+    return openReadStream((port) => this.pool.run({ ...task, port, [Piscina.queueOptionsSymbol]: affinity }, { transferList: [port] }));
   }
 
   close(): Promise<void> {
