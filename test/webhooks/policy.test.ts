@@ -4,14 +4,14 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { WebhookDispatcher } from '../../src/actors/system/webhooks/dispatcher.js';
+import { AttemptDeadlines } from '../../src/actors/system/webhooks/attempt-deadlines.js';
+import { pruneDeliveryLog } from '../../src/actors/system/webhooks/log-pruning.js';
 import { AddressRefusedError, createWebhookAgent } from '../../src/actors/system/webhooks/outbound-agent.js';
 import { MAX_ATTEMPTS, classifyStatus, parseRetryAfter, retryDelayMs } from '../../src/actors/system/webhooks/retry-policy.js';
 import { signatureHeader } from '../../src/actors/system/webhooks/signature.js';
 import { openStorage } from '../../src/storage/database.js';
 import { newId } from '../../src/storage/ids.js';
 import { K, under } from '../../src/storage/keys.js';
-import { SecretBox } from '../../src/storage/secret-box.js';
 import { verifySignature } from '../helpers/webhook-receiver.js';
 
 t.test('webhook policy - the address policy is applied at connection time, to the address dialled', async (t) => {
@@ -96,17 +96,41 @@ t.test('webhook policy - the delivery log keeps finished deliveries for the rete
     await storage.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const dispatcher = new WebhookDispatcher({
-    storage, secrets: SecretBox.forDataDir(dir), brand: 'Svc', allowPrivate: true, retryBaseMs: 1000, pollMs: 1000, concurrencyPerTarget: 1, timeoutMs: 1000, retentionMs: 7 * 24 * 3600 * 1000,
-  });
   storage.meta.putSync(['org', 'org_1'], { id: 'org_1', slug: 'o', name: 'o', created_at: '' });
   storage.meta.putSync(K.webhookTarget('org_1', 'wht_1'), { id: 'wht_1', org_id: 'org_1', repo_ids: null });
   // Ids carry their creation time: 0000000000… is 1970, the others are made now.
   const old = (n: number, status: string): [string, string] => [`dlv_000000000${n}AAAAAAAAAAAAAAAA`, status];
   const rows: Array<[string, string]> = [old(1, 'succeeded'), old(2, 'failed'), old(3, 'pending'), [newId('dlv'), 'succeeded']];
   for (const [id, status] of rows) storage.meta.putSync(K.webhookDelivery('org_1', 'wht_1', id), { id, status });
-  t.equal(await dispatcher.prune(), 2, 'the two old finished deliveries are removed');
+  t.equal(await pruneDeliveryLog(storage, Date.now() - 7 * 24 * 3600 * 1000), 2, 'the two old finished deliveries are removed');
   const left = [...storage.meta.getKeys(under(['o', 'org_1', 'whd', 'wht_1']))].map((k) => (k as string[])[4]);
   t.same(left, [rows[2]![0], rows[3]![0]], 'an old pending delivery and a recent one stay');
-  await dispatcher.stop();
+});
+
+t.test('webhook policy - an attempt ends at its timeout or at shutdown; spent shutdown controllers are let go', async (t) => {
+  const short = new AttemptDeadlines(20);
+  const timed = short.next();
+  // The timeout's own timer does not hold the process open (nor should it the actor's thread).
+  const open = setInterval(() => undefined, 1000);
+  await new Promise((resolve) => timed.addEventListener('abort', resolve, { once: true }));
+  clearInterval(open);
+  t.ok(AttemptDeadlines.timedOut(timed), 'its own timeout');
+  const cut = short.next();
+  short.shutdown();
+  t.ok(cut.aborted, 'an attempt under way is cut at shutdown');
+  t.notOk(AttemptDeadlines.timedOut(cut), 'which is not a timeout');
+  t.ok(short.next().aborted, 'an attempt after shutdown is cut at once');
+
+  // 1,000 attempts over 40 s, a controller per 10 of them, against a 1 s timeout: only the
+  // controllers of the last second or so stay.
+  let monotonic = 0;
+  const long = new AttemptDeadlines(1000, { epoch: 10, monotonicNow: () => monotonic });
+  let most = 0;
+  for (let i = 0; i < 1000; i++) {
+    monotonic += 40;
+    long.next();
+    most = Math.max(most, long.held);
+  }
+  t.ok(most <= 4, `at most ${most} controllers held at a time, of 100 made`);
+  long.shutdown();
 });

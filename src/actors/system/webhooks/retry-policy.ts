@@ -1,3 +1,5 @@
+import type { DeliveryStatus } from './records.js';
+
 /**
  * When a delivery is tried again (API §11.3): transient failures (network, timeout, 408, 429,
  * 5xx) wait base × these multipliers, ±20 % jitter, or a longer Retry-After; the 12th failed
@@ -20,6 +22,22 @@ export function classifyStatus(status: number): Verdict {
 export function retryDelayMs(attempts: number, baseMs: number, random: () => number = Math.random): number {
   const multiplier = RETRY_MULTIPLIERS[Math.min(attempts, RETRY_MULTIPLIERS.length) - 1]!;
   return Math.round(baseMs * multiplier * (0.8 + 0.4 * random()));
+}
+
+/**
+ * Where a delivery stands after its `attempts`-th attempt ended with `verdict`: its status, and
+ * when it is tried again (null once it is final).
+ */
+export function afterAttempt(
+  verdict: Verdict,
+  attempts: number,
+  retryAfterMs: number | null,
+  baseMs: number,
+  now: number,
+): { status: DeliveryStatus; nextAt: number | null } {
+  if (verdict === 'succeeded') return { status: 'succeeded', nextAt: null };
+  if (verdict === 'permanent' || attempts >= MAX_ATTEMPTS) return { status: 'failed', nextAt: null };
+  return { status: 'pending', nextAt: now + Math.max(retryDelayMs(attempts, baseMs), retryAfterMs ?? 0) };
 }
 
 /** Retry-After as milliseconds from `now` (delay-seconds or an HTTP date); null when absent or unreadable. */

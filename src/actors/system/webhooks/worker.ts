@@ -9,7 +9,7 @@ import { openStorage } from '../../../storage/database.js';
 import { SecretBox } from '../../../storage/secret-box.js';
 import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.js';
 
-export interface WebhookWorkerData extends Omit<DispatcherOptions, 'storage' | 'secrets'> {
+export interface WebhookWorkerData extends Omit<DispatcherOptions, 'storage' | 'secrets' | 'clock'> {
   dataDir: string;
   logLevel: string;
 }

@@ -1,0 +1,104 @@
+import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
+import { K, under } from '../../../storage/keys.js';
+import { newId } from '../../../storage/ids.js';
+import type { EventEnvelope } from '../../../storage/records.js';
+import { laneOf, orgTargets, type DeliveryRecord, type WebhookTargetRecord } from './records.js';
+
+/**
+ * Outbox fan-out: events leave the outbox and become one delivery record per matching target,
+ * with its entry in the pending index ['whq', target, lane, delivery], in one transaction.
+ */
+
+/** Events taken from the outbox per transaction: keeps the write lock short. */
+const DRAIN_BATCH = 500;
+
+/** A delivery just created, for the lane scheduler. */
+export interface CreatedDelivery {
+  targetId: string;
+  lane: string;
+}
+
+export interface FanOutBatch {
+  created: CreatedDelivery[];
+  /** Whether more events may wait in the outbox. */
+  more: boolean;
+}
+
+/** Moves one batch of events from the outbox into delivery records; null when the outbox is empty. */
+export function fanOutBatch(storage: Storage, now: number): FanOutBatch | null {
+  const { meta, root } = storage;
+  let any = false;
+  for (const _ of meta.getKeys({ ...under(['outbox']), limit: 1 })) any = true;
+  if (!any) return null;
+  // Synchronous, so the write lock is held only while `fanOut` runs (an asynchronous transaction
+  // holds it while this thread is scheduled to run the callback), and on disk when it returns:
+  // a delivery is sent only once its record is durable, otherwise a crash could bring the event
+  // back to the outbox and send it again under a new delivery id.
+  const { created, consumed } = root.transactionSync(() => fanOut(storage, now), COMMIT_THEN_SYNC);
+  return { created, more: consumed === DRAIN_BATCH };
+}
+
+/** Runs inside the drain's write transaction: every read here sees the latest commit. */
+function fanOut(storage: Storage, now: number): { created: CreatedDelivery[]; consumed: number } {
+  const { meta } = storage;
+  const entries = [...meta.getRange({ ...under(['outbox']), limit: DRAIN_BATCH })];
+  const targetsByOrg = new Map<string, Subscriber[]>();
+  const created: CreatedDelivery[] = [];
+  const nowIso = new Date(now).toISOString();
+  for (const { key, value } of entries) {
+    meta.removeSync(key);
+    const event = value as EventEnvelope;
+    const orgId = event.organization.id;
+    let targets = targetsByOrg.get(orgId);
+    if (!targets) targetsByOrg.set(orgId, (targets = [...orgTargets(meta, orgId)].map(subscriber)));
+    const repoId = event.repository?.id ?? null;
+    let body: string | null = null;
+    for (const sub of targets) {
+      if (!matches(sub, event.type, repoId)) continue;
+      const target = sub.record;
+      // A target hears of what happens from its creation on, not of events that were still
+      // waiting in the outbox when it was created.
+      if (event.occurred_at < target.created_at) continue;
+      // The envelope exactly as its producer wrote it; no compiled serializer fits every `data`.
+      body ??= JSON.stringify(event);
+      const record: DeliveryRecord = {
+        id: newId('dlv'),
+        org_id: orgId,
+        target_id: target.id,
+        event_id: event.id,
+        event_type: event.type,
+        repo_id: repoId,
+        body,
+        status: 'pending',
+        attempts: 0,
+        last_status_code: null,
+        last_error: null,
+        next_attempt_at: nowIso,
+        redelivery_of: null,
+        created_at: nowIso,
+      };
+      const lane = laneOf(record);
+      meta.putSync(K.webhookDelivery(orgId, target.id, record.id), record);
+      meta.putSync(K.webhookPending(target.id, lane, record.id), orgId);
+      created.push({ targetId: target.id, lane });
+    }
+  }
+  return { created, consumed: entries.length };
+}
+
+/** A target as the fan-out matches it: sets, since a target may list thousands of repositories. */
+interface Subscriber {
+  record: WebhookTargetRecord;
+  repos: Set<string> | null;
+}
+
+function subscriber(record: WebhookTargetRecord): Subscriber {
+  return { record, repos: record.repo_ids && new Set(record.repo_ids) };
+}
+
+/** Whether an event goes to a target: a subscribed kind, and an org-wide target or one of its repositories. */
+function matches(sub: Subscriber, type: string, repoId: string | null): boolean {
+  if (!sub.record.events.includes(type)) return false;
+  if (sub.repos === null) return true;
+  return repoId !== null && sub.repos.has(repoId);
+}
