@@ -58,7 +58,14 @@ export function verifySignature(secret: string, header: string | undefined, raw:
   return timingSafeEqual(expected, Buffer.from(m[2]!, 'hex'));
 }
 
-export async function startWebhookReceiver(opts: { brand?: string } = {}): Promise<WebhookReceiver> {
+export interface ReceiverOptions {
+  brand?: string;
+  /** The receiver's clock, for arrival times and the signature's age (a test's hand-moved clock). */
+  now?: () => number;
+}
+
+export async function startWebhookReceiver(opts: ReceiverOptions = {}): Promise<WebhookReceiver> {
+  const now = opts.now ?? Date.now;
   const signatureHeader = `x-${(opts.brand ?? 'Svc').toLowerCase()}-signature`;
   const secrets = new Map<string, string>();
   const behaviours = new Map<string, (req: ReceivedDelivery, nth: number) => Behaviour>();
@@ -74,14 +81,14 @@ export async function startWebhookReceiver(opts: { brand?: string } = {}): Promi
       const path = req.url ?? '/';
       const raw = Buffer.concat(chunks).toString('utf8');
       const secret = secrets.get(path);
-      const verified = secret !== undefined && verifySignature(secret, req.headers[signatureHeader] as string | undefined, raw);
+      const verified = secret !== undefined && verifySignature(secret, req.headers[signatureHeader] as string | undefined, raw, now());
       let body: unknown = null;
       try {
         body = JSON.parse(raw);
       } catch {
         // recorded as unparsable
       }
-      const entry: ReceivedDelivery = { path, headers: req.headers, raw, body, verified, answered: 0, at: Date.now() };
+      const entry: ReceivedDelivery = { path, headers: req.headers, raw, body, verified, answered: 0, at: now() };
       const list = log.get(path) ?? [];
       log.set(path, list);
       list.push(entry);

@@ -1,157 +1,245 @@
-import t from 'tap';
-import { createRepo, createTarget, deliveries, startEnv, waitForLog, sleep, type Env } from './setup.js';
+import t, { type Test } from 'tap';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTarget } from '../../src/actors/commands/webhooks.js';
+import type { CommandContext } from '../../src/actors/command.js';
+import { Mutation } from '../../src/actors/mutation.js';
+import { WebhookDispatcher } from '../../src/actors/system/webhooks/dispatcher.js';
+import type { DeliveryRecord } from '../../src/actors/system/webhooks/records.js';
+import { MAX_ATTEMPTS, RETRY_MULTIPLIERS } from '../../src/actors/system/webhooks/retry-policy.js';
+import { createOrg } from '../../src/storage/admin-store.js';
+import { openStorage, type Storage } from '../../src/storage/database.js';
+import { under } from '../../src/storage/keys.js';
+import type { OrgRecord } from '../../src/storage/records.js';
+import { SecretBox } from '../../src/storage/secret-box.js';
+import { ManualClock } from '../helpers/manual-clock.js';
+import { startWebhookReceiver, type Behaviour, type ReceivedDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
-// Retries wait base × 1, 3, 12, … (±20 %): 200 ms gives gaps of 160–240 ms, then 480–720 ms.
-const BASE_MS = 200;
-let e: Env;
-t.before(async () => {
-  e = await startEnv({ env: { REPOHOST_WEBHOOK_RETRY_BASE_MS: String(BASE_MS) } });
-});
-t.teardown(() => e.close());
+/**
+ * The retry schedule of API §11.3 on a clock moved by hand: the webhook actor runs in this process
+ * on a real LMDB environment and posts to a real receiver, and each subtest has its own of both.
+ * The base is the default (10 s), so the whole schedule spans about 12 hours of the test's clock.
+ */
+const BASE_MS = 10_000;
+const PATH = '/hook';
+// A memory file system where there is one: what is under test is the schedule, not the disk
+// (test/webhooks/durability.test.ts and test/soak kill the server on a real one), and each
+// attempt's state is a durable commit.
+const DATA_ROOT = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
 
-/** A repository and a target that hears only its updates, so that other tests' events stay away. */
-async function scoped(name: string): Promise<{ id: string; path: string; trigger(n: number): Promise<void> }> {
-  const repo = await createRepo(e, name);
-  const target = await createTarget(e, { events: ['repo.updated'], repo_ids: [repo.id] });
-  return {
-    ...target,
-    async trigger(n) {
-      const res = await e.s.api('PATCH', `/acme/${name}`, { body: { tags: { n: String(n) } } });
-      if (res.status !== 200) throw new Error(`update ${name}: ${res.status} ${res.text}`);
-    },
-  };
+interface Actor {
+  clock: ManualClock;
+  rx: WebhookReceiver;
+  storage: Storage;
+  /** Commits a `repo.updated` per [repository, n] to the outbox in one transaction, as writes do, and wakes the actor. */
+  emit(...events: Array<[repo: string, n: number]>): void;
+  /** The target's delivery log, oldest first. */
+  deliveries(): DeliveryRecord[];
+  /** Whether any delivery of the target is still queued. */
+  queued(): boolean;
+  /** Waits until the delivery of (repo, n) has `attempts` attempts recorded and, when it is pending, its retry is scheduled. */
+  settled(repo: string, n: number, attempts: number): Promise<DeliveryRecord>;
+  /** Moves the clock to a pending delivery's next attempt. */
+  retry(d: DeliveryRecord): void;
+  /** Stops the actor and starts another on the same data directory. */
+  restart(): Promise<void>;
+  dispatcher: WebhookDispatcher;
 }
 
-let flaky: { id: string; path: string };
-let flakyDelivery: any;
+const tag = (d: ReceivedDelivery): string => `${d.body.repository.id}:${d.body.data.n}`;
 
-t.test('webhook retries - 500 twice then 200: three attempts, one delivery id, growing gaps', async (t) => {
-  const target = await scoped('flaky');
-  flaky = target;
-  e.rx.behave(flaky.path, (_req, nth) => (nth <= 2 ? { status: 500 } : { status: 200 }));
-  await target.trigger(1);
-  await e.rx.waitFor(() => e.rx.received(flaky.path).length >= 3, 5000, 'three attempts');
-  await sleep(3 * BASE_MS * 12);
-  const got = e.rx.received(flaky.path);
-  t.equal(got.length, 3, 'no attempt after the success');
+async function until<T>(probe: () => T | undefined | false, what: string, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+async function startActor(t: Test, opts: { timeoutMs?: number; behave?: (req: ReceivedDelivery, nth: number) => Behaviour } = {}): Promise<Actor> {
+  const dir = mkdtempSync(join(DATA_ROOT, 'repohost-retries-'));
+  const storage = openStorage(dir);
+  const secrets = SecretBox.forDataDir(dir);
+  const clock = new ManualClock();
+  const rx = await startWebhookReceiver({ now: () => clock.now() });
+  const org: OrgRecord = createOrg(storage, 'acme');
+  const ctx = { storage, secrets, now: new Date(clock.now()) } as CommandContext;
+  const created = storage.root.transactionSync(() =>
+    createTarget.handle({ org_id: org.id, allowed_repo_ids: null, url: rx.url(PATH), name: 'hook', events: ['repo.updated'], repo_ids: null }, ctx),
+  ).body as { id: string; secret: string };
+  rx.setSecret(PATH, created.secret);
+  if (opts.behave) rx.behave(PATH, opts.behave);
+  const start = (): WebhookDispatcher => {
+    const d = new WebhookDispatcher({
+      storage, secrets, clock, brand: 'Svc', allowPrivate: true, retryBaseMs: BASE_MS, pollMs: 25,
+      concurrencyPerTarget: 32, timeoutMs: opts.timeoutMs ?? 10_000, retentionMs: 7 * 24 * 3600 * 1000,
+    });
+    d.start();
+    return d;
+  };
+  const deliveries = (): DeliveryRecord[] => [...storage.meta.getRange(under(['o', org.id, 'whd', created.id]))].map((e) => e.value as DeliveryRecord);
+  const actor: Actor = {
+    clock,
+    rx,
+    storage,
+    dispatcher: start(),
+    emit(...events) {
+      const mutation = new Mutation(storage, 'https://repohost.test', null, new Date(clock.now()));
+      storage.root.transactionSync(() => events.forEach(([repo, n]) => mutation.emit('repo.updated', org, { id: repo, name: repo }, { n })));
+      actor.dispatcher.wake();
+    },
+    deliveries,
+    queued: () => [...storage.meta.getKeys({ ...under(['whq', created.id]), limit: 1 })].length > 0,
+    settled(repo, n, attempts) {
+      return until(() => {
+        const d = deliveries().find((x) => JSON.parse(x.body).repository.id === repo && JSON.parse(x.body).data.n === n);
+        if (!d || d.attempts < attempts) return undefined;
+        if (d.status !== 'pending') return d;
+        return clock.hasTimerAt(Date.parse(d.next_attempt_at!)) && d;
+      }, `attempt ${attempts} of ${repo}:${n}`);
+    },
+    retry(d) {
+      clock.advanceTo(Date.parse(d.next_attempt_at!));
+    },
+    async restart() {
+      await actor.dispatcher.stop();
+      actor.dispatcher = start();
+    },
+  };
+  t.teardown(async () => {
+    await actor.dispatcher.stop();
+    await rx.close();
+    await storage.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return actor;
+}
+
+/** Asserts that `gapMs` lies within the ±20 % jitter of `multiplier` × base. */
+function inSchedule(t: Test, gapMs: number, multiplier: number, what: string): void {
+  const low = Math.round(BASE_MS * multiplier * 0.8);
+  const high = Math.round(BASE_MS * multiplier * 1.2);
+  t.ok(gapMs >= low && gapMs <= high, `${what}: ${gapMs} ms within ${low}–${high} ms`);
+}
+
+t.test('webhook retries - 500 twice then 200: three attempts, one delivery id, base × 1 then × 3 apart', async (t) => {
+  const a = await startActor(t, { behave: (_req, nth) => (nth <= 2 ? { status: 500 } : { status: 200 }) });
+  a.emit(['repo_1', 1]);
+  const first = await a.settled('repo_1', 1, 1);
+  t.same([first.status, first.last_status_code, first.last_error], ['pending', 500, 'the receiver answered HTTP 500']);
+  a.retry(first);
+  const second = await a.settled('repo_1', 1, 2);
+  a.retry(second);
+  const done = await a.settled('repo_1', 1, 3);
+
+  const got = a.rx.received(PATH);
   t.same(got.map((d) => d.answered), [500, 500, 200]);
+  inSchedule(t, got[1]!.at - got[0]!.at, 1, 'first retry');
+  inSchedule(t, got[2]!.at - got[1]!.at, 3, 'second retry');
   t.equal(new Set(got.map((d) => d.headers['x-svc-delivery'])).size, 1, 'the same X-Svc-Delivery every time');
-  t.ok(got.every((d) => d.verified), 'each attempt freshly signed');
+  t.equal(got[0]!.headers['x-svc-delivery'], done.id);
+  t.ok(got.every((d) => d.verified), 'each attempt signed');
+  t.same(got.map((d) => Number(/t=(\d+)/.exec(d.headers['x-svc-signature'] as string)![1])), got.map((d) => Math.floor(d.at / 1000)), 'each signed at its own sending time');
   t.equal(new Set(got.map((d) => d.raw)).size, 1, 'the same body every time');
-  const gap1 = got[1]!.at - got[0]!.at;
-  const gap2 = got[2]!.at - got[1]!.at;
-  t.ok(gap1 >= BASE_MS * 0.8 - 5, `first retry after ≈ base (${gap1} ms)`);
-  t.ok(gap2 >= BASE_MS * 3 * 0.8 - 5, `second retry after ≈ 3 × base (${gap2} ms)`);
-  t.ok(gap2 > gap1, `the gaps grow (${gap1} ms, then ${gap2} ms)`);
-
-  const log = await waitForLog(e, flaky.id, (l) => l[0]?.status === 'succeeded');
-  t.equal(log.length, 1);
-  flakyDelivery = log[0];
   t.same(
-    { status: flakyDelivery.status, attempts: flakyDelivery.attempts, last_status_code: flakyDelivery.last_status_code, last_error: flakyDelivery.last_error, next_attempt_at: flakyDelivery.next_attempt_at, redelivery_of: flakyDelivery.redelivery_of, event_type: flakyDelivery.event_type },
-    { status: 'succeeded', attempts: 3, last_status_code: 200, last_error: null, next_attempt_at: null, redelivery_of: null, event_type: 'repo.updated' },
+    { status: done.status, attempts: done.attempts, last_status_code: done.last_status_code, last_error: done.last_error, next_attempt_at: done.next_attempt_at },
+    { status: 'succeeded', attempts: 3, last_status_code: 200, last_error: null, next_attempt_at: null },
   );
-  t.equal(flakyDelivery.id, got[0]!.headers['x-svc-delivery']);
-  t.equal(flakyDelivery.event_id, got[0]!.body.id);
+  t.notOk(a.queued(), 'nothing left to send');
 });
 
-t.test('webhook retries - the log shows a pending delivery with its attempts, code and next try', async (t) => {
-  const down = await scoped('down');
-  e.rx.behave(down.path, () => ({ status: 503 }));
-  await down.trigger(1);
-  const log = await waitForLog(e, down.id, (l) => l[0]?.attempts >= 2);
-  const d = log[0];
-  t.equal(d.status, 'pending');
-  t.equal(d.last_status_code, 503);
-  t.match(d.last_error, /503/);
-  t.ok(Date.parse(d.next_attempt_at) > Date.parse(d.created_at), 'next attempt scheduled');
-
-  const pending = await e.s.api('POST', `/acme/webhook-targets/${down.id}/deliveries/${d.id}/redeliver`);
-  t.equal(pending.status, 409, 'no redelivery while the original is pending');
-  t.equal(pending.json.error.code, 'ABORTED');
-  t.equal((await e.s.api('DELETE', `/acme/webhook-targets/${down.id}`)).status, 200, 'deleting the target drops its queue');
+t.test('webhook retries - a receiver that keeps failing gets the whole schedule, 12 attempts, then the delivery fails', async (t) => {
+  const a = await startActor(t, { behave: () => ({ status: 503 }) });
+  a.emit(['repo_1', 1]);
+  let d = await a.settled('repo_1', 1, 1);
+  for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
+    t.equal(d.status, 'pending', `pending after attempt ${attempt}`);
+    a.retry(d);
+    d = await a.settled('repo_1', 1, attempt + 1);
+  }
+  const got = a.rx.received(PATH);
+  t.equal(got.length, MAX_ATTEMPTS);
+  RETRY_MULTIPLIERS.forEach((m, i) => inSchedule(t, got[i + 1]!.at - got[i]!.at, m, `retry ${i + 1}`));
+  const hours = (got.at(-1)!.at - got[0]!.at) / 3600_000;
+  t.ok(hours > 9 && hours < 14.1, `about 12 hours from the first attempt to the last (${hours.toFixed(1)} h)`);
+  t.ok(got.every((x) => x.verified), 'each attempt signed with a fresh timestamp');
+  t.same(
+    { status: d.status, attempts: d.attempts, last_status_code: d.last_status_code, next_attempt_at: d.next_attempt_at },
+    { status: 'failed', attempts: 12, last_status_code: 503, next_attempt_at: null },
+  );
+  t.notOk(a.queued(), 'a failed delivery is never tried again');
 });
 
 t.test('webhook retries - a 410 fails at once, without retries', async (t) => {
-  const gone = await scoped('gone');
-  e.rx.behave(gone.path, () => ({ status: 410 }));
-  await gone.trigger(1);
-  const log = await waitForLog(e, gone.id, (l) => l[0]?.status === 'failed');
-  t.same([log[0].attempts, log[0].last_status_code, log[0].next_attempt_at], [1, 410, null]);
-  await sleep(BASE_MS * 5);
-  t.equal(e.rx.received(gone.path).length, 1, 'tried once');
+  const a = await startActor(t, { behave: () => ({ status: 410 }) });
+  a.emit(['repo_1', 1]);
+  const d = await a.settled('repo_1', 1, 1);
+  t.same([d.status, d.attempts, d.last_status_code, d.next_attempt_at], ['failed', 1, 410, null]);
+  t.notOk(a.queued());
 });
 
-t.test('webhook retries - a longer Retry-After is honoured', async (t) => {
-  const busy = await scoped('busy');
-  e.rx.behave(busy.path, (_req, nth) => (nth === 1 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 }));
-  await busy.trigger(1);
-  await e.rx.waitFor(() => e.rx.received(busy.path).length >= 2, 5000, 'the retry');
-  const [first, second] = e.rx.received(busy.path);
-  const gap = second!.at - first!.at;
-  t.ok(gap >= 950, `waited for Retry-After: 1 s rather than base ${BASE_MS} ms (${gap} ms)`);
-  t.equal(second!.answered, 200);
+t.test('webhook retries - a Retry-After longer than the backoff is honoured, a shorter one is not', async (t) => {
+  const a = await startActor(t, {
+    behave: (_req, nth) => {
+      if (nth === 1) return { status: 429, headers: { 'retry-after': '120' } };
+      if (nth === 2) return { status: 503, headers: { 'retry-after': '1' } };
+      return { status: 200 };
+    },
+  });
+  a.emit(['repo_1', 1]);
+  const first = await a.settled('repo_1', 1, 1);
+  a.retry(first);
+  const second = await a.settled('repo_1', 1, 2);
+  a.retry(second);
+  const done = await a.settled('repo_1', 1, 3);
+  const got = a.rx.received(PATH);
+  t.equal(got[1]!.at - got[0]!.at, 120_000, 'Retry-After: 120 rather than base × 1');
+  inSchedule(t, got[2]!.at - got[1]!.at, 3, 'Retry-After: 1 is shorter than base × 3, which stands');
+  t.equal(done.status, 'succeeded');
 });
 
-t.test('webhook retries - redeliver sends the same event again under a new delivery id', async (t) => {
-  const res = await e.s.api('POST', `/acme/webhook-targets/${flaky.id}/deliveries/${flakyDelivery.id}/redeliver`);
-  t.equal(res.status, 201);
-  t.match(res.json.id, /^dlv_/);
-  t.not(res.json.id, flakyDelivery.id);
-  t.same(
-    { redelivery_of: res.json.redelivery_of, event_id: res.json.event_id, status: res.json.status, attempts: res.json.attempts },
-    { redelivery_of: flakyDelivery.id, event_id: flakyDelivery.event_id, status: 'pending', attempts: 0 },
-  );
-  await e.rx.waitFor(() => e.rx.received(flaky.path).some((d) => d.headers['x-svc-delivery'] === res.json.id), 3000, 'the redelivery');
-  const again = e.rx.received(flaky.path).find((d) => d.headers['x-svc-delivery'] === res.json.id)!;
-  t.ok(again.verified);
-  t.equal(again.raw, e.rx.received(flaky.path)[0]!.raw, 'the same envelope');
-  const log = await waitForLog(e, flaky.id, (l) => l.length === 2 && l[0].status === 'succeeded');
-  t.same(log.map((d) => d.id), [res.json.id, flakyDelivery.id], 'newest first');
-  t.equal(log[0].attempts, 1);
-});
-
-t.test('webhook retries - the delivery log pages newest first', async (t) => {
-  const many = await scoped('paged');
-  for (let i = 0; i < 6; i++) await many.trigger(i);
-  const all = await waitForLog(e, many.id, (l) => l.length === 6 && l.every((d) => d.status === 'succeeded'));
-  const paged: string[] = [];
-  let cursor: string | null = null;
-  do {
-    const res: any = await e.s.api('GET', `/acme/webhook-targets/${many.id}/deliveries?limit=4${cursor ? `&cursor=${cursor}` : ''}`);
-    t.equal(res.status, 200);
-    paged.push(...res.json.deliveries.map((d: any) => d.id));
-    cursor = res.json.next_cursor;
-  } while (cursor);
-  t.same(paged, all.map((d) => d.id));
-  t.same([...paged].sort().reverse(), paged, 'ids descend');
-  t.same(Object.keys(all[0]).sort(), ['attempts', 'created_at', 'event_id', 'event_type', 'id', 'last_error', 'last_status_code', 'next_attempt_at', 'redelivery_of', 'status']);
-  t.equal((await e.s.api('GET', `/acme/webhook-targets/${many.id}/deliveries?limit=101`)).status, 400);
-  t.same(await deliveries(e, many.id, '?limit=1'), [all[0]]);
+t.test('webhook retries - no answer within the timeout is a transient failure', async (t) => {
+  const a = await startActor(t, { timeoutMs: 100, behave: (_req, nth) => (nth === 1 ? 'hang' : { status: 200 }) });
+  a.emit(['repo_1', 1]);
+  const first = await a.settled('repo_1', 1, 1);
+  t.same([first.status, first.last_status_code, first.last_error], ['pending', null, 'no answer within 0.1 s']);
+  a.retry(first);
+  t.equal((await a.settled('repo_1', 1, 2)).status, 'succeeded');
 });
 
 t.test('webhook retries - one repository waits behind its failing head, another does not; a delivery failed for good is skipped', async (t) => {
-  const one = await createRepo(e, 'hol-one');
-  const two = await createRepo(e, 'hol-two');
-  const target = await createTarget(e, { events: ['repo.updated'], repo_ids: [one.id, two.id] });
-  const tag = (d: { body: any }): string => `${d.body.repository.name}:${d.body.data.after.tags.n}`;
-  // hol-one:1 fails (transient) until hol-two:1 has arrived: were hol-two queued behind hol-one,
-  // neither would ever get through. hol-one:2 is refused for good (400); the rest is taken.
-  const twoArrived = (): boolean => e.rx.received(target.path).some((d) => tag(d) === 'hol-two:1');
-  e.rx.behave(target.path, (req) => {
-    if (tag(req) === 'hol-one:1' && !twoArrived()) return { status: 500 };
-    return tag(req) === 'hol-one:2' ? { status: 400 } : { status: 200 };
+  let failures = 0;
+  const a = await startActor(t, {
+    behave: (req) => {
+      if (tag(req) === 'one:1' && failures++ === 0) return { status: 500 };
+      return tag(req) === 'one:2' ? { status: 400 } : { status: 200 };
+    },
   });
-  for (const n of [1, 2, 3]) await e.s.api('PATCH', '/acme/hol-one', { body: { tags: { n: String(n) } } });
-  await e.rx.waitFor(() => e.rx.received(target.path).length > 0, 5000, 'the first attempt of hol-one:1');
-  await e.s.api('PATCH', '/acme/hol-two', { body: { tags: { n: '1' } } });
-  await e.rx.waitFor(() => e.rx.received(target.path).some((d) => tag(d) === 'hol-one:3'), 5000, 'hol-one:3');
-  const order = e.rx.received(target.path).map((d) => `${tag(d)}=${d.answered}`);
-  const oneAfterRetry = order.filter((x) => x.startsWith('hol-one') && x !== 'hol-one:1=500');
-  t.ok(order[0] === 'hol-one:1=500', 'hol-one:1 failed first');
-  t.same(oneAfterRetry, ['hol-one:1=200', 'hol-one:2=400', 'hol-one:3=200'], 'hol-one in event order, each after its predecessor is done');
-  t.ok(order.indexOf('hol-two:1=200') < order.indexOf('hol-one:1=200'), `hol-two went ahead while hol-one retried (${order.join(', ')})`);
-  t.notOk(order.slice(0, order.indexOf('hol-one:1=200')).some((x) => /hol-one:[23]/.test(x)), 'nothing of hol-one overtook its failing head');
-  const log = await waitForLog(e, target.id, (l) => l.length === 4 && l.every((d) => d.status !== 'pending'));
-  t.same(log.map((d) => d.status).sort(), ['failed', 'succeeded', 'succeeded', 'succeeded']);
+  a.emit(['one', 1], ['one', 2], ['one', 3], ['two', 1]);
+  const waiting = await a.settled('one', 1, 1);
+  await a.settled('two', 1, 1);
+  t.same(a.rx.received(PATH).map(tag).sort(), ['one:1', 'two:1'], 'two went ahead while one waits for its retry; nothing of one overtook its head');
+  a.retry(waiting);
+  await a.settled('one', 3, 1);
+  const order = a.rx.received(PATH).map((d) => `${tag(d)}=${d.answered}`);
+  t.same(order.filter((x) => x.startsWith('one:')), ['one:1=500', 'one:1=200', 'one:2=400', 'one:3=200'], 'one in event order, each after its predecessor is done');
+  t.same(a.deliveries().map((d) => `${JSON.parse(d.body).repository.id}:${JSON.parse(d.body).data.n}=${d.status}`), ['one:1=succeeded', 'one:2=failed', 'one:3=succeeded', 'two:1=succeeded']);
+});
+
+t.test('webhook retries - stopping cuts an attempt short and leaves it pending; the next start sends it under the same id', async (t) => {
+  // The timeout is far beyond the test's own: only the shutdown can end the hanging attempt.
+  const a = await startActor(t, { timeoutMs: 3600_000, behave: (_req, nth) => (nth === 1 ? 'hang' : { status: 200 }) });
+  a.emit(['repo_1', 1]);
+  await a.rx.waitFor(() => a.rx.received(PATH).length === 1, 5000, 'the first attempt');
+  await a.restart();
+  const [stopped] = a.deliveries();
+  t.same([stopped!.status, stopped!.attempts], ['pending', 0], 'the cut attempt is not counted');
+  const done = await a.settled('repo_1', 1, 1);
+  const got = a.rx.received(PATH);
+  t.equal(got.length, 2);
+  t.equal(got[1]!.headers['x-svc-delivery'], got[0]!.headers['x-svc-delivery'], 'sent again under the same delivery id');
+  t.same([done.status, done.attempts], ['succeeded', 1]);
 });
