@@ -4,58 +4,15 @@
  * Measures deliveries per second and the lag from event to arrival; verifies that every
  * acknowledged change reached every target (waiting for the outbox to drain).
  */
-import { fork } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { summarizeEncoded } from '../histogram.js';
 import { round } from '../phases.js';
 import type { Verification } from '../report-types.js';
-import type { FromReceiver, ReceiverSnapshot, ToReceiver } from '../webhook-receiver.js';
+import { ReceiverProcess } from '../receiver-process.js';
 import { createAgents, runWritePhases, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
 import { failedResult, finishResult } from './result.js';
 import type { Scenario } from './types.js';
 import { requireTarget } from './types.js';
-
-const RECEIVER_ENTRY = fileURLToPath(new URL('../webhook-receiver.js', import.meta.url));
-
-class Receiver {
-  private waiting: ((s: ReceiverSnapshot) => void) | null = null;
-
-  private constructor(
-    private readonly child: ChildProcess,
-    readonly port: number,
-  ) {
-    child.on('message', (m: FromReceiver) => {
-      if (m.type === 'snapshot' && this.waiting) {
-        const w = this.waiting;
-        this.waiting = null;
-        w(m.snapshot);
-      }
-    });
-  }
-
-  static start(targets: number): Promise<Receiver> {
-    const child = fork(RECEIVER_ENTRY, [String(targets)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    return new Promise((resolve, reject) => {
-      child.once('message', (m: FromReceiver) => {
-        if (m.type === 'listening') resolve(new Receiver(child, m.port));
-      });
-      child.once('exit', (code) => reject(new Error(`webhook receiver exited with code ${code}`)));
-    });
-  }
-
-  snapshot(ids: boolean): Promise<ReceiverSnapshot> {
-    return new Promise((resolve) => {
-      this.waiting = resolve;
-      this.child.send({ type: 'snapshot', ids } satisfies ToReceiver);
-    });
-  }
-
-  stop(): void {
-    this.child.kill('SIGTERM');
-  }
-}
 
 export const webhooks: Scenario = {
   name: 'webhooks',
@@ -73,7 +30,7 @@ export const webhooks: Scenario = {
       parameters: { ...writeParameters(ctx, n), targets: s.webhookTargets, drainTimeoutSec: s.webhookDrainMs / 1000 },
     };
     const { agents, repoIds } = await createAgents(ctx, { count: n, sharedRepo: null, repoPrefix: `${ctx.prefix}-hook`, seedFile: null });
-    const receiver = await Receiver.start(s.webhookTargets);
+    const receiver = await ReceiverProcess.start(s.webhookTargets);
     const targetIds: string[] = [];
     try {
       for (let i = 0; i < s.webhookTargets; i++) {
