@@ -112,22 +112,35 @@ t.test('webhook policy - an attempt ends at its timeout or at shutdown; spent sh
   const timed = short.next();
   // The timeout's own timer does not hold the process open (nor should it the actor's thread).
   const open = setInterval(() => undefined, 1000);
-  await new Promise((resolve) => timed.addEventListener('abort', resolve, { once: true }));
+  await new Promise((resolve) => timed.watch(() => resolve(undefined)));
   clearInterval(open);
-  t.ok(AttemptDeadlines.timedOut(timed), 'its own timeout');
+  t.ok(timed.timedOut, 'its own timeout');
+  let unwatched = false;
+  timed.watch(() => (unwatched = true));
+  t.ok(unwatched, 'watching a deadline that has passed calls back at once');
   const cut = short.next();
+  let called = 0;
+  cut.watch(() => called++);
+  const stopWatching = cut.watch(() => called++);
+  stopWatching();
   short.shutdown();
-  t.ok(cut.aborted, 'an attempt under way is cut at shutdown');
-  t.notOk(AttemptDeadlines.timedOut(cut), 'which is not a timeout');
-  t.ok(short.next().aborted, 'an attempt after shutdown is cut at once');
+  t.ok(cut.signal.aborted, 'an attempt under way is cut at shutdown');
+  t.equal(called, 1, 'each watcher still watching is called, once');
+  t.notOk(cut.timedOut, 'which is not a timeout');
+  t.ok(short.next().signal.aborted, 'an attempt after shutdown is cut at once');
 
-  // 1,000 attempts over 40 s, a controller per 10 of them, against a 1 s timeout: only the
-  // controllers of the last second or so stay.
   let monotonic = 0;
   const long = new AttemptDeadlines(1000, { epoch: 10, monotonicNow: () => monotonic });
+  const first = long.next();
+  monotonic += 49;
+  t.equal(long.next(), first, 'attempts starting within 50 ms share a signal');
+  monotonic += 1;
+  t.not(long.next(), first, 'a later one has its own');
+  // 1,000 signals over 60 s, a controller per 10 of them, against a 1 s timeout: only the
+  // controllers of the last second or so stay.
   let most = 0;
   for (let i = 0; i < 1000; i++) {
-    monotonic += 40;
+    monotonic += 60;
     long.next();
     most = Math.max(most, long.held);
   }
