@@ -59,7 +59,7 @@ async function until<T>(probe: () => T | undefined | false, what: string, timeou
   }
 }
 
-async function startActor(t: Test, opts: { timeoutMs?: number; behave?: (req: ReceivedDelivery, nth: number) => Behaviour } = {}): Promise<Actor> {
+async function startActor(t: Test, opts: { timeoutMs?: number; allowPrivate?: boolean; behave?: (req: ReceivedDelivery, nth: number) => Behaviour } = {}): Promise<Actor> {
   const dir = mkdtempSync(join(DATA_ROOT, 'repohost-retries-'));
   const storage = openStorage(dir);
   const secrets = SecretBox.forDataDir(dir);
@@ -74,7 +74,7 @@ async function startActor(t: Test, opts: { timeoutMs?: number; behave?: (req: Re
   if (opts.behave) rx.behave(PATH, opts.behave);
   const start = (): WebhookDispatcher => {
     const d = new WebhookDispatcher({
-      storage, secrets, clock, brand: 'Svc', allowPrivate: true, retryBaseMs: BASE_MS, pollMs: 25,
+      storage, secrets, clock, brand: 'Svc', allowPrivate: opts.allowPrivate ?? true, retryBaseMs: BASE_MS, pollMs: 25,
       concurrencyPerTarget: 32, timeoutMs: opts.timeoutMs ?? 10_000, retentionMs: 7 * 24 * 3600 * 1000,
     });
     d.start();
@@ -199,6 +199,17 @@ t.test('webhook retries - a Retry-After longer than the backoff is honoured, a s
   t.equal(got[1]!.at - got[0]!.at, 120_000, 'Retry-After: 120 rather than base × 1');
   inSchedule(t, got[2]!.at - got[1]!.at, 3, 'Retry-After: 1 is shorter than base × 3, which stands');
   t.equal(done.status, 'succeeded');
+});
+
+t.test('webhook retries - an address refused when connecting fails at once', async (t) => {
+  // The target was saved with a loopback URL this server does not allow (as a name that later
+  // resolves there would be): the connection is refused, for good, and nothing is sent.
+  const a = await startActor(t, { allowPrivate: false });
+  a.emit(['repo_1', 1]);
+  const d = await a.settled('repo_1', 1, 1);
+  t.same([d.status, d.attempts, d.last_status_code], ['failed', 1, null]);
+  t.match(d.last_error, /^address refused: 127\.0\.0\.1 is a private or loopback address/);
+  t.equal(a.rx.received(PATH).length, 0);
 });
 
 t.test('webhook retries - no answer within the timeout is a transient failure', async (t) => {
