@@ -1,24 +1,26 @@
+import type { Key } from 'lmdb';
 import { log } from '../../../log.js';
 import type { Storage } from '../../../storage/database.js';
 import { K, under } from '../../../storage/keys.js';
-import type { Clock } from './clock.js';
 import type { LaneHead } from './lane-scheduler.js';
 import { getTarget, laneOf, type DeliveryRecord, type WebhookTargetRecord } from './records.js';
 
 /**
  * Delivery state as the webhook actor reads and writes it: the delivery records of each target's
  * log and the pending index ['whq', target, lane, delivery] that is the actor's durable queue.
- * Every change is written to LMDB, so a restart resumes where the last run stopped.
+ *
+ * What attempts change is written in batches, one LMDB transaction for all that finished since
+ * the last one (at most one in flight), never read back first. A delivery's record is durable
+ * before its first attempt (the fan-out commits it); a crash before its outcome is written only
+ * means it is sent again after the restart, under the same delivery id (API §11.3).
  */
 export class DeliveryState {
-  /** Deliveries answered for good whose final state is still being written: not to be sent again. */
+  /** Deliveries whose final state is queued or being written: done, although still in the index. */
   private readonly finishing = new Set<string>();
-  private readonly writes = new Set<Promise<void>>();
+  private queued: LaneHead[] = [];
+  private writing: Promise<void> | null = null;
 
-  constructor(
-    private readonly storage: Storage,
-    private readonly clock: Clock,
-  ) {}
+  constructor(private readonly storage: Storage) {}
 
   /** Every (target, lane) with pending deliveries, once each, as a previous run left them. */
   *pendingLanes(): Generator<{ targetId: string; lane: string }> {
@@ -37,69 +39,71 @@ export class DeliveryState {
     return record?.status === 'pending' ? laneOf(record) : null;
   }
 
-  /** The lane's first pending delivery, with the time its next attempt is due. */
+  /**
+   * The lane's first pending delivery, skipping one whose final state is being written. An index
+   * entry without a pending record is stale and is removed.
+   */
   firstPending(targetId: string, lane: string): LaneHead | null {
-    const { meta } = this.storage;
+    const { meta, root } = this.storage;
+    const stale: Key[] = [];
+    let head: LaneHead | null = null;
     for (const { key, value } of meta.getRange(under(['whq', targetId, lane]))) {
       const id = (key as string[])[3]!;
-      if (this.finishing.has(id)) continue; // answered; its final state is being written
+      if (this.finishing.has(id)) continue;
       const orgId = value as string;
       const record = meta.get(K.webhookDelivery(orgId, targetId, id)) as DeliveryRecord | undefined;
-      const dueAt = record?.next_attempt_at ? Date.parse(record.next_attempt_at) : this.clock.now();
-      return { id, orgId, targetId, lane, dueAt };
+      if (record?.status !== 'pending') {
+        stale.push(key);
+        continue;
+      }
+      head = { orgId, targetId, lane, record, dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 };
+      break;
     }
-    return null;
+    if (stale.length) {
+      root.transaction(() => stale.forEach((key) => meta.removeSync(key))).catch((err: unknown) => log.error('webhook index cleanup failed', { err }));
+    }
+    return head;
   }
 
-  /**
-   * The delivery and its target when it is still to be sent. Otherwise its index entry is stale
-   * (a deleted target takes its deliveries with it) and is removed: null.
-   */
-  async load(head: LaneHead): Promise<{ target: WebhookTargetRecord; record: DeliveryRecord } | null> {
-    const { meta, root } = this.storage;
-    const target = getTarget(meta, head.orgId, head.targetId);
-    const record = meta.get(K.webhookDelivery(head.orgId, head.targetId, head.id)) as DeliveryRecord | undefined;
-    if (target && record?.status === 'pending') return { target, record };
-    await root.transaction(() => meta.removeSync(K.webhookPending(head.targetId, head.lane, head.id)));
-    return null;
+  /** The target as it stands now, or undefined once it is deleted (its deliveries went with it). */
+  target(orgId: string, targetId: string): WebhookTargetRecord | undefined {
+    return getTarget(this.storage.meta, orgId, targetId);
   }
 
-  /** Saves an attempt after which the delivery stays pending; false when it is no longer (deleted meanwhile). */
-  reschedule(head: LaneHead, updated: DeliveryRecord): Promise<boolean> {
-    return this.persist(head, updated);
+  /** Queues a delivery's record, as its last attempt left it, for the next batch. */
+  save(delivery: LaneHead): void {
+    if (delivery.record.status !== 'pending') this.finishing.add(delivery.record.id);
+    this.queued.push(delivery);
+    if (!this.writing) this.writing = this.write();
   }
 
-  /**
-   * Saves a delivery's final state. The lane moves on without waiting for this commit: the
-   * receiver has answered, and a crash before the commit only means the same delivery id is sent
-   * once more after the restart.
-   */
-  finish(head: LaneHead, updated: DeliveryRecord): void {
-    this.finishing.add(head.id);
-    const write = this.persist(head, updated)
-      .then(
-        () => undefined,
-        (err: unknown) => log.error('webhook delivery state not saved', { err, delivery_id: head.id }),
-      )
-      .finally(() => this.finishing.delete(head.id));
-    this.writes.add(write);
-    void write.finally(() => this.writes.delete(write));
-  }
-
-  /** Resolves once every final state handed to `finish` has been written. */
+  /** Resolves once everything queued so far has been written. */
   async flushed(): Promise<void> {
-    await Promise.allSettled([...this.writes]);
+    while (this.writing) await this.writing;
   }
 
-  private persist(head: LaneHead, updated: DeliveryRecord): Promise<boolean> {
+  /** Writes batches until none is queued: one transaction each, the next gathering meanwhile. */
+  private async write(): Promise<void> {
     const { meta, root } = this.storage;
-    const key = K.webhookDelivery(head.orgId, head.targetId, head.id);
-    return root.transaction(() => {
-      const current = meta.get(key) as DeliveryRecord | undefined;
-      if (current?.status !== 'pending') return false;
-      meta.putSync(key, updated);
-      if (updated.status !== 'pending') meta.removeSync(K.webhookPending(head.targetId, head.lane, head.id));
-      return true;
-    });
+    // Called with a batch queued, so the loop awaits before `writing` is cleared below.
+    while (this.queued.length) {
+      const batch = this.queued;
+      this.queued = [];
+      try {
+        await root.transaction(() => {
+          for (const { orgId, targetId, lane, record } of batch) {
+            const pendingKey = K.webhookPending(targetId, lane, record.id);
+            // Gone from the index: its target was deleted meanwhile, with its log.
+            if (!meta.doesExist(pendingKey)) continue;
+            meta.putSync(K.webhookDelivery(orgId, targetId, record.id), record);
+            if (record.status !== 'pending') meta.removeSync(pendingKey);
+          }
+        });
+      } catch (err) {
+        log.error('webhook delivery state not saved', { err, deliveries: batch.length });
+      }
+      for (const { record } of batch) if (record.status !== 'pending') this.finishing.delete(record.id);
+    }
+    this.writing = null;
   }
 }

@@ -8,7 +8,6 @@ import { HttpDelivery } from './http-delivery.js';
 import { LaneScheduler, type LaneHead } from './lane-scheduler.js';
 import { pruneDeliveryLog } from './log-pruning.js';
 import { fanOutBatch } from './outbox-fan-out.js';
-import type { DeliveryRecord } from './records.js';
 import { afterAttempt } from './retry-policy.js';
 
 /**
@@ -53,7 +52,7 @@ export class WebhookDispatcher {
 
   constructor(private readonly opts: DispatcherOptions) {
     this.clock = opts.clock ?? systemClock;
-    this.state = new DeliveryState(opts.storage, this.clock);
+    this.state = new DeliveryState(opts.storage);
     this.http = new HttpDelivery({ secrets: opts.secrets, brand: opts.brand, allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, clock: this.clock });
     this.lanes = new LaneScheduler({
       clock: this.clock,
@@ -131,20 +130,20 @@ export class WebhookDispatcher {
     try {
       return await this.attemptOnce(head);
     } catch (err) {
-      log.error('webhook delivery attempt failed', { err, delivery_id: head.id });
+      log.error('webhook delivery attempt failed', { err, delivery_id: head.record.id });
       return this.clock.now() + this.opts.retryBaseMs;
     }
   }
 
   private async attemptOnce(head: LaneHead): Promise<number | null> {
-    const loaded = await this.state.load(head);
-    if (!loaded) return null;
-    const { target, record } = loaded;
+    const target = this.state.target(head.orgId, head.targetId);
+    if (!target) return null;
+    const { record } = head;
     const result = await this.http.send(target, record);
     if (this.stopped) return null;
     const attempts = record.attempts + 1;
     const { status, nextAt } = afterAttempt(result.verdict, attempts, result.retryAfterMs, this.opts.retryBaseMs, this.clock.now());
-    const updated: DeliveryRecord = {
+    head.record = {
       ...record,
       status,
       attempts,
@@ -152,9 +151,8 @@ export class WebhookDispatcher {
       last_error: result.error,
       next_attempt_at: nextAt === null ? null : new Date(nextAt).toISOString(),
     };
-    if (status === 'pending') return (await this.state.reschedule(head, updated)) ? nextAt : null;
-    this.state.finish(head, updated);
-    return null;
+    this.state.save(head);
+    return nextAt;
   }
 
   private async pruneLoop(): Promise<void> {

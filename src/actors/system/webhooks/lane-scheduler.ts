@@ -1,4 +1,5 @@
 import type { Clock } from './clock.js';
+import type { DeliveryRecord } from './records.js';
 
 /**
  * Lane scheduling (API §11.3 order). A lane is one target and one repository: it sends its head
@@ -9,10 +10,12 @@ import type { Clock } from './clock.js';
  * lanes.
  */
 export interface LaneHead {
-  id: string;
   orgId: string;
   targetId: string;
   lane: string;
+  /** The delivery as its last attempt left it (written, or queued to be). */
+  record: DeliveryRecord;
+  /** When its next attempt is due. */
   dueAt: number;
 }
 
