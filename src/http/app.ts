@@ -54,7 +54,7 @@ const nextTraceId = (): string => TRACE_PREFIX + (++traceCounter).toString(16).p
 
 interface Prepared {
   route: RouteDef;
-  check: BodyCheck | null;
+  check: BodyCheck<unknown> | null;
 }
 
 export interface HttpFrontEnd {
@@ -274,7 +274,7 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
           if (!JSON_TYPE.test(type)) throw new ServiceError('INVALID_REQUEST', 'request body must be JSON with Content-Type: application/json');
           body = parseJsonBody(rawBody);
         }
-        prepared.get(route)!.check?.(body);
+        body = prepared.get(route)!.check?.(body) ?? body;
       }
       // Idempotency keys belong to the API; git's smart HTTP only reads, so a key there is ignored.
       if (!idemKey || route.git) return route.handler(context(principal, repo, query, body, null, bodyStream));

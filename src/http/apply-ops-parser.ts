@@ -4,6 +4,7 @@ import type { Storage } from '../storage/database.js';
 import { BlobStager, type StagedBlob } from '../storage/blob-store.js';
 import { CHUNK_SIZE, readChunk } from '../storage/git-object-store.js';
 import { checkKey, loneSurrogate, notUtf8, parseJsonBody } from './json-body.js';
+import { CONTENT_ENCODINGS, MAX_WRITE_ITEMS, type ContentEncoding } from '../protocol/schemas/changes.js';
 
 /**
  * Reading the body of a file-writing request (`POST/PATCH …/changes`, `POST …/apply-ops`).
@@ -39,7 +40,7 @@ const DECODE_BATCH_CHARS = 64 * 1024;
 const TOKENIZE_SLICE_CHARS = 16 * 1024;
 const HOLD_THREAD_MS = 10;
 
-export type ContentEncoding = 'utf-8' | 'base64';
+const isEncoding = (value: unknown): value is ContentEncoding => (CONTENT_ENCODINGS as readonly unknown[]).includes(value);
 
 /** A file content as the route hands it to the actor. */
 export type ContentRef =
@@ -65,7 +66,6 @@ export interface WriteBodyOptions {
   defaultEncoding: ContentEncoding;
   /** The default is the only encoding (`files` of §5.3 are always base64). */
   encodingFixed: boolean;
-  maxItems: number;
 }
 
 const tooLarge = (what: string): ServiceError => new ServiceError('PAYLOAD_TOO_LARGE', `${what} exceeds the limit of ${MAX_CONTENT_BYTES} bytes (512 MiB)`, { limit_bytes: MAX_CONTENT_BYTES });
@@ -311,7 +311,7 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
   const finishItem = async (item: Container, pending: { index: number; sink: ContentSink }): Promise<void> => {
     sinks.delete(item);
     const fields = item as Record<string, unknown>;
-    const encoding = !opts.encodingFixed && (fields.encoding === 'base64' || fields.encoding === 'utf-8') ? fields.encoding : opts.defaultEncoding;
+    const encoding = !opts.encodingFixed && isEncoding(fields.encoding) ? fields.encoding : opts.defaultEncoding;
     contents.set(pending.index, await pending.sink.finish(encoding));
   };
 
@@ -325,8 +325,9 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
         addValue(value);
         frames.push({ value, key: null, name });
         const list = frames[1];
-        if (frames.length === 3 && list!.name === opts.listKey && Array.isArray(list!.value) && list!.value.length > opts.maxItems) {
-          throw invalid(`"${opts.listKey}" has more than ${opts.maxItems} items`);
+        if (frames.length === 3 && list!.name === opts.listKey && Array.isArray(list!.value) && list!.value.length > MAX_WRITE_ITEMS) {
+          // The schema's own bound, checked as the items arrive rather than once they are all held.
+          throw invalid(`"${opts.listKey}" has more than ${MAX_WRITE_ITEMS} items`);
         }
         return;
       }
@@ -348,7 +349,7 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
           if (sinks.has(target.item)) throw invalid(`${opts.listKey}[${target.index}]: "content" is given twice`);
           const known = target.item.encoding;
           let mode: ContentEncoding | 'pending' = opts.defaultEncoding;
-          if (!opts.encodingFixed) mode = known === 'base64' || known === 'utf-8' ? known : known === undefined || known === null ? 'pending' : mode;
+          if (!opts.encodingFixed) mode = isEncoding(known) ? known : known === undefined || known === null ? 'pending' : mode;
           sink = new ContentSink(opts, budget, mode, `${opts.listKey}[${target.index}]`, stagers);
           sinks.set(target.item, { index: target.index, sink });
         } else pieces = [];

@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../protocol/schemas/common.js';
+import type { Static, TSchema } from '@sinclair/typebox';
 import type { OrgRecord, RepoRecord } from '../storage/records.js';
 import type { Permission } from './auth/permissions.js';
 import type { Principal } from './auth/principal.js';
@@ -18,7 +18,7 @@ export type QueryParam =
   | { type: 'int'; min: number; max: number; default?: number }
   | { type: 'string'; enum?: readonly string[]; default?: string; minLength?: number; maxLength?: number };
 
-export interface RequestContext {
+export interface RequestContext<Body = unknown> {
   method: Method;
   /** The path after the API prefix, still percent-encoded. */
   path: string;
@@ -27,8 +27,8 @@ export interface RequestContext {
   /** Every query pair in order, decoded (for open query specs). */
   queryPairs: Array<[string, string]>;
   headers: Record<string, string>;
-  /** The parsed, schema-checked JSON body (undefined for routes without one). */
-  body: unknown;
+  /** The parsed body, checked against the route's schema and typed by it (undefined for routes without one). */
+  body: Body;
   /** For `streamBody` routes: the request body as it arrives. */
   bodyStream: AsyncIterable<Uint8Array> | null;
   principal: Principal;
@@ -51,12 +51,13 @@ export type Reply =
   | { status: number; stream: AsyncIterable<Uint8Array>; length: number | null; headers: Record<string, string> }
   | { status: number; text: string | Uint8Array; headers: Record<string, string> };
 
-export interface RouteDef {
+export interface RouteDef<Body = unknown> {
   method: Method;
   /** Pattern after the API prefix, e.g. `/{org}/{repo}/bookmarks/{bookmark}` (for a git route, the whole path). */
   path: string;
   permission: Permission;
-  body?: JsonSchema;
+  /** The JSON body's schema (src/protocol/schemas); a route with one is made by `withBody`. */
+  body?: TSchema;
   /** Largest accepted body in bytes (default 1 MiB, API §1). */
   bodyLimit?: number;
   /** The handler reads the body itself, as a stream (large writes). */
@@ -69,5 +70,10 @@ export interface RouteDef {
    */
   git?: boolean;
   query?: QuerySpec;
-  handler(ctx: RequestContext): Promise<Reply> | Reply;
+  handler(ctx: RequestContext<Body>): Promise<Reply> | Reply;
+}
+
+/** A route with a JSON body: its handler receives the body as the type of the route's schema. */
+export function withBody<S extends TSchema>(body: S, route: Omit<RouteDef<Static<S>>, 'body'>): RouteDef<Static<S>> {
+  return { ...route, body };
 }

@@ -65,8 +65,8 @@ export interface HunkResolution {
   hunk_id: string;
   take?: Take;
   content?: string;
-  /** How `content` is encoded; UTF-8 text by default. */
-  encoding?: 'base64' | 'utf-8';
+  /** How `content` is encoded; UTF-8 text when omitted or null. */
+  encoding?: 'base64' | 'utf-8' | null;
 }
 
 /** Exactly one of `take`, `content` or `hunks`. */
@@ -74,7 +74,7 @@ export interface ConflictResolution {
   path: string;
   take?: Take;
   content?: string;
-  encoding?: 'base64' | 'utf-8';
+  encoding?: 'base64' | 'utf-8' | null;
   hunks?: HunkResolution[];
 }
 
@@ -229,10 +229,8 @@ export function mergeConflictDetails(store: ObjectStore, conflicts: readonly Pat
 
 // ---- resolutions ---------------------------------------------------------------------------
 
-function decodeContent(content: string, encoding: string | undefined, where: string): Buffer {
-  if (encoding === undefined || encoding === 'utf-8') return Buffer.from(content, 'utf8');
-  if (encoding === 'base64') return Buffer.from(content, 'base64');
-  throw new ServiceError('INVALID_REQUEST', `${where}: unknown encoding ${JSON.stringify(encoding)}`);
+function decodeContent(content: string, encoding: ConflictResolution['encoding']): Buffer {
+  return Buffer.from(content, encoding === 'base64' ? 'base64' : 'utf8');
 }
 
 function takeSide(conflict: PathConflict, take: string, where: string): TreeValue | null {
@@ -284,7 +282,7 @@ function resolveHunks(
       takeSide(conflict, chosen.take, where);
       lines.push(...(chosen.take === 'target' ? region.target : region.source));
     } else {
-      lines.push(decodeContent(chosen.content!, chosen.encoding, where).toString('latin1'));
+      lines.push(decodeContent(chosen.content!, chosen.encoding).toString('latin1'));
     }
   }
   return { mode: fileModeOf(conflict), oid: writeBlob(store, joinLines(lines)) };
@@ -315,7 +313,7 @@ export function resolveConflicts(store: ObjectStore, trees: TreeSet, resolutions
     let value: TreeValue | null;
     if (resolution.take !== undefined) value = takeSide(conflict, resolution.take, where);
     else if (resolution.content !== undefined) {
-      value = { mode: fileModeOf(conflict), oid: writeBlob(store, decodeContent(resolution.content, resolution.encoding, where)) };
+      value = { mode: fileModeOf(conflict), oid: writeBlob(store, decodeContent(resolution.content, resolution.encoding)) };
     } else value = resolveHunks(store, conflict, resolution.hunks!, where, conflicts);
     edits.push({ op: 'set', path: conflict.path, value });
   });

@@ -156,6 +156,15 @@ t.test('merge - whole-file resolutions make the merge clean', async (t) => {
   t.equal(await bookmarkTarget(s, 'not-conflicted', 'main'), h.main);
 });
 
+t.test('merge - a resolution with encoding null is read as UTF-8, like an omitted encoding', async (t) => {
+  await diverged('null-encoding', true);
+  const res = await s.api('POST', '/acme/null-encoding/bookmarks/merge', {
+    body: { target: 'main', source: 'feat', resolutions: [{ path: 'a.txt', content: 'both\n', encoding: null }] },
+  });
+  t.equal(res.status, 200, res.text);
+  t.equal(await fileAt('null-encoding', res.json.change_id, 'a.txt'), 'both\n');
+});
+
 t.test('merge - per-hunk resolutions must cover every hunk', async (t) => {
   const h = await diverged('hunks', true);
   const refused = await s.api('POST', '/acme/hunks/bookmarks/merge', { body: { target: 'main', source: 'feat' } });

@@ -99,6 +99,47 @@ t.test('changes - bad input is refused with 4xx naming what is wrong, never a 5x
     check(await applyOps(f, { change_id: id, ops: [], author: { name: 'A', email: 'a@x', date: 'yesterday' } }), 400, 'INVALID_REQUEST', 'a bad author date');
   });
 
+  t.test('a body that breaks its schema inside an op names the op, small or streamed', async (t) => {
+    const token = await f.s.token();
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ op: 'chmod', path: 'a' }, /"op" must be one of "write", "delete", "rename", "set_metadata"/],
+      [{ op: 'write', path: 'a' }, /exactly one of "content" or "blob_oid"/],
+      [{ op: 'write', path: 'a', content: 'x', blob_oid: UNKNOWN_OID }, /exactly one of "content" or "blob_oid"/],
+      [{ op: 'delete', path: 'a', content: 'x' }, /"content" is not allowed for delete/],
+      [{ op: 'write', path: 'a', content: 'x', mode: '100664' }, /"mode" must be one of/],
+      [{ op: 'set_metadata', path: 'a' }, /"metadata" is required/],
+    ];
+    for (const [op, rule] of cases) {
+      const body = { change_id: id, ops: [write('ok.txt', 'x'), op] };
+      const small = await applyOps(f, body);
+      check(small, 400, 'INVALID_REQUEST', JSON.stringify(op));
+      t.match(small.json.error.message, /^ops\[1\]: /);
+      t.match(small.json.error.message, rule);
+      t.equal(small.json.error.details.op_index, 1);
+      // Past 256 KiB the body is parsed as a stream; it meets the same schema.
+      const padded = Buffer.from(JSON.stringify({ ...body, message: 'm'.repeat(300 * 1024) }));
+      const streamed = await streamRequest(`${f.s.url}/v1${f.base}/apply-ops`, 'POST', { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, [padded]);
+      check(streamed, 400, 'INVALID_REQUEST', `${JSON.stringify(op)}, streamed`);
+      t.equal(streamed.json.error.message, small.json.error.message);
+      t.equal(streamed.json.error.details.op_index, 1);
+    }
+    const files = await f.s.api('POST', `${f.base}/changes`, { body: { base_change_id: id, files: [{ path: 'a', content: 'eA==' }, { path: 'b', action: 'delete', content: 'eA==' }] } });
+    check(files, 400, 'INVALID_REQUEST', 'a files delete with content');
+    t.match(files.json.error.message, /^files\[1\]: a delete takes only "path"/);
+    t.equal(files.json.error.details.op_index, 1);
+  });
+
+  t.test('an author date must be an RFC 3339 date-time that exists', async (t) => {
+    for (const date of ['yesterday', '2024-02-30T04:05:06Z', '2024-02-03T04:05:06', '2024-02-03T24:00:00Z', '2024-02-03T04:05:06+25:00']) {
+      const res = await applyOps(f, { base_change_id: id, ops: [], author: { name: 'A', email: 'a@x', date } });
+      check(res, 400, 'INVALID_REQUEST', `author date ${date}`);
+      t.match(res.json.error.message, /"author\.date" must be a date-time with an offset/);
+    }
+    const dated = await applyOps(f, { base_change_id: id, ops: [], author: { name: 'A', email: 'a@x', date: '2024-02-29T23:59:59.5+01:00' } });
+    t.equal(dated.status, 201, dated.text);
+    t.equal(dated.json.change.authored_at, '2024-02-29T22:59:59.000Z');
+  });
+
   t.test('truncated or malformed streamed bodies are 400, chunked or declared over 256 KiB', async (t) => {
     const token = await f.s.token();
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };

@@ -169,7 +169,7 @@ t.test('streamed bodies - a body dense with small values lets other work run whi
     })(),
     { 'content-type': 'application/json' },
     // No file contents in this body, so nothing is staged in storage.
-    { storage: undefined as unknown as Storage, repoId: 'repo_x', listKey: 'ops', defaultEncoding: 'utf-8', encodingFixed: false, maxItems: 10_000 },
+    { storage: undefined as unknown as Storage, repoId: 'repo_x', listKey: 'ops', defaultEncoding: 'utf-8', encodingFixed: false },
   );
   parsing = false;
   t.equal((parsed.body.x as unknown[]).length, MiB + 1);

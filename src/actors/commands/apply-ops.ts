@@ -15,6 +15,7 @@ import type { ChangeRecord, FileMetadataRecord } from '../../storage/records.js'
 import { defineCommand, type CommandContext } from '../command.js';
 import { RepoWrite, assertNotRebasedWhileWaiting, type AuthorsInput, type BookmarkMoveResult } from './repo-writes.js';
 import '../../protocol/schemas/changes.js';
+import type { BookmarkMoveInput } from '../../protocol/schemas/changes.js';
 
 /**
  * Writing files into changes: the one code path behind `POST /changes`, `PATCH /changes/{id}`
@@ -39,29 +40,21 @@ export type WriteOpInput =
   | { op: 'rename'; from: string; to: string }
   | { op: 'set_metadata'; path: string; metadata: Record<string, string | null> };
 
-export interface BookmarkInput {
-  name: string;
-  allow_backwards?: boolean | null;
-  create?: boolean | null;
-  expected_change_id?: string | null;
-}
-
-export interface ChangeWriteInput extends AuthorsInput {
+/** What every write of files into a change carries. */
+interface ChangeWriteFields extends AuthorsInput {
   repo_id: string;
-  /** Evolve this change … */
-  change_id?: string | null;
-  /** … or create a change on this one. */
-  base_change_id?: string | null;
-  expected_commit_oid?: string | null;
   /** Omitted: `""` on create, kept on evolve. */
   message?: string | null;
   ops: WriteOpInput[];
   /** Name of the body's list, for error messages (`ops` or `files`). */
   list_key: 'ops' | 'files';
   resolutions?: ConflictResolution[] | null;
-  bookmarks?: BookmarkInput[] | null;
+  bookmarks?: BookmarkMoveInput[] | null;
   attribution?: Attribution | null;
 }
+
+/** A write evolves `change_id` (optionally guarded by its current commit) or creates a change on `base_change_id`. */
+export type ChangeWriteInput = ChangeWriteFields & ({ change_id: string; expected_commit_oid?: string | null } | { base_change_id: string });
 
 export interface BlobStoreInput {
   repo_id: string;
@@ -205,9 +198,9 @@ function checkGuard(w: RepoWrite, record: ChangeRecord, expected: string | null 
   }
 }
 
-function evolve(w: RepoWrite, input: ChangeWriteInput, changeId: string): { record: ChangeRecord } {
-  if (changeId === ROOT_CHANGE_ID) throw invalid('the virtual root change cannot be evolved');
-  const record = w.change(changeId);
+function evolve(w: RepoWrite, input: Extract<ChangeWriteInput, { change_id: string }>): { record: ChangeRecord } {
+  if (input.change_id === ROOT_CHANGE_ID) throw invalid('the virtual root change cannot be evolved');
+  const record = w.change(input.change_id);
   checkGuard(w, record, input.expected_commit_oid, input.list_key === 'ops' ? 'expected_commit_oid' : 'base_commit_oid');
   assertNotRebasedWhileWaiting(w.ctx, w.repo.id, record);
   let trees = w.treesOf(record);
@@ -258,16 +251,14 @@ export function writeChange(ctx: CommandContext, input: ChangeWriteInput, kind: 
   let record: ChangeRecord;
   let created: boolean;
   const bookmarks: BookmarkMoveResult[] = [];
-  if (input.change_id) {
-    record = evolve(w, input, input.change_id).record;
+  if ('change_id' in input) {
+    record = evolve(w, input).record;
     created = false;
-  } else if (input.base_change_id) {
+  } else {
     const made = create(w, input, input.base_change_id);
     record = made.record;
     created = true;
     if (made.defaultMove) bookmarks.push(made.defaultMove);
-  } else {
-    throw invalid('give exactly one of change_id (evolve) or base_change_id (create)');
   }
   if (input.bookmarks && input.bookmarks.length > 0) {
     bookmarks.push(

@@ -2,12 +2,13 @@ import { ServiceError, invalid } from '../../errors.js';
 import { bookmarkEventView } from '../../protocol/views/bookmark.js';
 import { isChangeAncestor } from '../../storage/change-store.js';
 import { NULL_OID } from '../../vcs/ids.js';
-import { mergeConflictDetails, resolveConflicts, type ConflictResolution } from '../../vcs/conflict.js';
+import { mergeConflictDetails, resolveConflicts } from '../../vcs/conflict.js';
 import { mergeCommitTrees } from '../../vcs/rebase.js';
 import { listTreeSetConflicts, type TreeMergeResult } from '../../vcs/tree-merge.js';
 import { defineCommand } from '../command.js';
 import { deleteBookmark, existingBookmark } from './bookmarks.js';
-import { RepoWrite, type AuthorsInput } from './repo-writes.js';
+import { RepoWrite } from './repo-writes.js';
+import type { MergeBody } from '../../protocol/schemas/bookmarks.js';
 
 /**
  * Merging one bookmark into another (API §6.4, §6.5). Unless the source is already in the
@@ -18,16 +19,7 @@ import { RepoWrite, type AuthorsInput } from './repo-writes.js';
  * a refused merge (MERGE_CONFLICT) leaves no trace.
  */
 
-export interface MergeBody extends Omit<AuthorsInput, 'committer'> {
-  target: string;
-  source: string;
-  /** Omitted → `Merge bookmark 'source' into 'target'`; `""` → no description. */
-  message?: string | null;
-  delete_source?: boolean | null;
-  allow_conflicted?: boolean | null;
-  resolutions?: ConflictResolution[] | null;
-}
-
+/** The body of `POST …/bookmarks/merge` (omitted `message` → `Merge bookmark 'source' into 'target'`; `""` → no description). */
 export type MergeBookmarksInput = MergeBody & { repo_id: string };
 
 export interface MergeResultView {

@@ -8,20 +8,12 @@ import type { BookmarkRecord, OrgRecord, RepoRecord, UpstreamRecord } from '../.
 import { getBookmark, getOrg, getRepo, getRepoByName, ROOT_CHANGE_ID } from '../../storage/repo-store.js';
 import { repoEventView, repositoryView } from '../../protocol/views/repository.js';
 import { defineCommand, type CommandContext } from '../command.js';
+import type { UpstreamInput } from '../../protocol/schemas/repos.js';
 
 /**
  * Repository lifecycle commands. They run in the org's actor so that name uniqueness holds under
  * any concurrency: the name check and the insert are one step of a single writer.
  */
-export type UpstreamAuthInput =
-  | { kind: 'token'; token: string; token_username?: string }
-  | { kind: 'username_password'; username: string; password: string };
-
-export interface UpstreamInput {
-  url: string;
-  auth?: UpstreamAuthInput | null;
-}
-
 export interface CreateRepoInput {
   org_id: string;
   name: string | null;

@@ -2,17 +2,17 @@ import type { Key } from 'lmdb';
 import { notFound } from '../../errors.js';
 import { checkBookmarkName } from '../../protocol/names.js';
 import { compileRefGlob } from '../../protocol/ref-glob.js';
-import { createBookmarkBody, mergeBody, moveBookmarkBody, moveBookmarksBody } from '../../protocol/schemas/bookmarks.js';
+import { createBookmarkBody, mergeBody, moveBookmarkBody, moveBookmarksBody, type MoveInput } from '../../protocol/schemas/bookmarks.js';
 import { bookmarkView, type BookmarkView } from '../../protocol/views/bookmark.js';
 import { K, under } from '../../storage/keys.js';
 import type { BookmarkRecord } from '../../storage/records.js';
 import { getBookmark } from '../../storage/repo-store.js';
 import type { CreateBookmarkInput, DeleteBookmarkInput, MoveBookmarksInput, MoveRequest } from '../../actors/commands/bookmarks.js';
-import type { MergeBookmarksInput, MergeBody } from '../../actors/commands/merge.js';
+import type { MergeBookmarksInput } from '../../actors/commands/merge.js';
 import { callActor } from '../actor-call.js';
 import { repoActor } from '../../actors/actor-names.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
-import type { RouteDef } from '../route.js';
+import { withBody, type RouteDef } from '../route.js';
 
 /**
  * Bookmark routes (API §6). Reads are served here from an LMDB snapshot; every write goes to the
@@ -62,39 +62,34 @@ export const bookmarkRoutes: RouteDef[] = [
       };
     },
   },
-  {
+  withBody(createBookmarkBody, {
     method: 'POST',
     path: BOOKMARKS,
     permission: 'git:write',
-    body: createBookmarkBody,
     handler(ctx) {
-      const body = ctx.body as { name: string; change_id: string };
-      checkBookmarkName(body.name);
-      const input: CreateBookmarkInput = { repo_id: ctx.repo!.id, name: body.name, change_id: body.change_id };
+      checkBookmarkName(ctx.body.name);
+      const input: CreateBookmarkInput = { repo_id: ctx.repo!.id, name: ctx.body.name, change_id: ctx.body.change_id };
       return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.create', input);
     },
-  },
-  {
+  }),
+  withBody(moveBookmarksBody, {
     method: 'PATCH',
     path: BOOKMARKS,
     permission: 'git:write',
-    body: moveBookmarksBody,
     handler(ctx) {
-      const body = ctx.body as { moves: Array<MoveRequest & { allow_backwards?: boolean | null; expected_change_id?: string | null }> };
-      const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: false, moves: body.moves.map(moveRequest) };
+      const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: false, moves: ctx.body.moves.map(moveRequest) };
       return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.move', input);
     },
-  },
-  {
+  }),
+  withBody(mergeBody, {
     method: 'POST',
     path: '/{org}/{repo}/bookmarks/merge',
     permission: 'git:write',
-    body: mergeBody,
     handler(ctx) {
-      const input: MergeBookmarksInput = { repo_id: ctx.repo!.id, ...(ctx.body as MergeBody) };
+      const input: MergeBookmarksInput = { repo_id: ctx.repo!.id, ...ctx.body };
       return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.merge', input);
     },
-  },
+  }),
   {
     method: 'GET',
     path: BOOKMARK,
@@ -107,17 +102,15 @@ export const bookmarkRoutes: RouteDef[] = [
       return { status: 200, schema: 'bookmark', value: bookmarkView(repo, record) };
     },
   },
-  {
+  withBody(moveBookmarkBody, {
     method: 'PATCH',
     path: BOOKMARK,
     permission: 'git:write',
-    body: moveBookmarkBody,
     handler(ctx) {
-      const body = ctx.body as Omit<MoveRequest, 'name'>;
-      const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: true, moves: [moveRequest({ ...body, name: ctx.params.bookmark! })] };
+      const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: true, moves: [moveRequest({ ...ctx.body, name: ctx.params.bookmark! })] };
       return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.move', input);
     },
-  },
+  }),
   {
     method: 'DELETE',
     path: BOOKMARK,
@@ -130,7 +123,7 @@ export const bookmarkRoutes: RouteDef[] = [
 ];
 
 /** Drops the `null`s a client may send for omitted optional fields (API §1). */
-function moveRequest(m: { name: string; change_id: string; allow_backwards?: boolean | null; expected_change_id?: string | null }): MoveRequest {
+function moveRequest(m: MoveInput & { name: string }): MoveRequest {
   const out: MoveRequest = { name: m.name, change_id: m.change_id };
   if (m.allow_backwards) out.allow_backwards = true;
   if (m.expected_change_id != null) out.expected_change_id = m.expected_change_id;

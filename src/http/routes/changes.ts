@@ -14,7 +14,7 @@ import { compileBodyCheck } from '../body-validator.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
 import { WRITE_BODY_LIMIT } from '../apply-ops-parser.js';
 import type { RequestContext, RouteDef } from '../route.js';
-import { fileItems, handleWrite, writeInput } from './apply-ops.js';
+import { fileInputs, handleWrite, writeFields } from './apply-ops.js';
 
 /**
  * Change routes (API §5): reads from an LMDB snapshot on this thread, writes through the
@@ -179,11 +179,7 @@ export const changeRoutes: RouteDef[] = [
         listKey: 'files',
         check: checkCreate,
         command: 'change.create',
-        toInput(c, { body, contents }) {
-          const input = writeInput(c, body, fileItems((body.files as Array<Record<string, unknown>> | null | undefined) ?? [], contents), 'files');
-          input.base_change_id = body.base_change_id as string;
-          return input;
-        },
+        toInput: (c, body, contents) => ({ ...writeFields(c, body, fileInputs(body.files ?? [], contents), 'files'), base_change_id: body.base_change_id }),
       }),
   },
   {
@@ -205,13 +201,11 @@ export const changeRoutes: RouteDef[] = [
         listKey: 'files',
         check: checkPatch,
         command: 'change.update',
-        toInput(c, { body, contents }) {
-          if (body.files != null && body.resolutions != null) throw invalid('"files" and "resolutions" cannot be combined: resolve the conflicts first');
-          const input = writeInput(c, body, fileItems((body.files as Array<Record<string, unknown>> | null | undefined) ?? [], contents), 'files');
-          input.change_id = id;
-          input.expected_commit_oid = (body.base_commit_oid as string | null | undefined) ?? null;
-          return input;
-        },
+        toInput: (c, body, contents) => ({
+          ...writeFields(c, body, fileInputs(body.files ?? [], contents), 'files'),
+          change_id: id,
+          expected_commit_oid: body.base_commit_oid ?? null,
+        }),
       });
     },
   },

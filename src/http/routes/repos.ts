@@ -1,9 +1,9 @@
 import { checkBookmarkName, checkRepoName, checkTagKeys } from '../../protocol/names.js';
-import { createRepoBody, patchRepoBody } from '../../protocol/schemas/repos.js';
+import { createRepoBody, patchRepoBody, type UpstreamInput } from '../../protocol/schemas/repos.js';
 import { repositoryListItem, repositoryView } from '../../protocol/views/repository.js';
 import { getRepo, orgRepoIds } from '../../storage/repo-store.js';
 import type { RepoRecord } from '../../storage/records.js';
-import type { CreateRepoInput, UpdateRepoInput, UpstreamInput } from '../../actors/commands/repos.js';
+import type { CreateRepoInput, UpdateRepoInput } from '../../actors/commands/repos.js';
 import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
 import { ServiceError } from '../../errors.js';
 import { canAccessRepo, isRestricted, mayRenameRepo } from '../auth/principal.js';
@@ -11,16 +11,9 @@ import { callActor } from '../actor-call.js';
 import { orgActor } from '../../actors/actor-names.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { parseTagFilter } from '../tag-filter.js';
-import type { RequestContext, RouteDef } from '../route.js';
+import { withBody, type RequestContext, type RouteDef } from '../route.js';
 
 /** Repository routes (API §4). Reads are served here from an LMDB snapshot; writes go to the org actor. */
-
-interface RepoBody {
-  name?: string | null;
-  default_bookmark?: string | null;
-  tags?: Record<string, string | null> | null;
-  upstream?: UpstreamInput | null;
-}
 
 async function checkUpstream(ctx: RequestContext, upstream: UpstreamInput): Promise<void> {
   const url = checkUrlForm(upstream.url, 'upstream url');
@@ -39,15 +32,14 @@ function* visibleRepos(ctx: RequestContext, afterId?: string): Generator<RepoRec
 }
 
 export const repoRoutes: RouteDef[] = [
-  {
+  withBody(createRepoBody, {
     method: 'POST',
     path: '/{org}/repos',
     permission: 'repo:create',
-    body: createRepoBody,
     async handler(ctx) {
       // It could not reach what it made (API §2), and a 409 would tell it which names exist.
       if (isRestricted(ctx.principal)) throw new ServiceError('FORBIDDEN', 'a token restricted to repositories cannot create repositories');
-      const body = ctx.body as RepoBody;
+      const { body } = ctx;
       if (body.name != null) checkRepoName(body.name);
       const defaultBookmark = body.default_bookmark ?? 'main';
       checkBookmarkName(defaultBookmark);
@@ -57,12 +49,12 @@ export const repoRoutes: RouteDef[] = [
         org_id: ctx.org.id,
         name: body.name ?? null,
         default_bookmark: defaultBookmark,
-        tags: (body.tags ?? {}) as Record<string, string>,
+        tags: body.tags ?? {},
         upstream: body.upstream ?? null,
       };
       return callActor(ctx, orgActor(ctx.org.id), 'repo.create', input);
     },
-  },
+  }),
   {
     method: 'GET',
     path: '/{org}/repos',
@@ -136,13 +128,12 @@ export const repoRoutes: RouteDef[] = [
     permission: 'repo:read',
     handler: (ctx) => ({ status: 200, schema: 'repository', value: repositoryView(ctx.services.records, ctx.repo!, ctx.org, ctx.services.config.publicUrl) }),
   },
-  {
+  withBody(patchRepoBody, {
     method: 'PATCH',
     path: '/{org}/{repo}',
     permission: 'repo:update',
-    body: patchRepoBody,
     async handler(ctx) {
-      const body = ctx.body as RepoBody;
+      const { body } = ctx;
       const input: UpdateRepoInput = { repo_id: ctx.repo!.id };
       if (body.name != null) {
         checkRepoName(body.name);
@@ -160,7 +151,7 @@ export const repoRoutes: RouteDef[] = [
       }
       return callActor(ctx, orgActor(ctx.org.id), 'repo.update', input);
     },
-  },
+  }),
   {
     method: 'DELETE',
     path: '/{org}/{repo}',

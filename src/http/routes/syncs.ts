@@ -1,5 +1,6 @@
 import type { Key } from 'lmdb';
 import { invalid, notFound } from '../../errors.js';
+import type { Static } from '@sinclair/typebox';
 import { createSyncBody, pushBody } from '../../protocol/schemas/syncs.js';
 import { syncRunView, syncView } from '../../protocol/views/sync.js';
 import { K, under } from '../../storage/keys.js';
@@ -7,12 +8,12 @@ import type { RepoRecord, SyncRecord } from '../../storage/records.js';
 import { getRepo, getRepoByName } from '../../storage/repo-store.js';
 import type { EnqueueSyncInput } from '../../actors/commands/syncs.js';
 import { wakeSyncActor } from '../../actors/system/sync/index.js';
-import { normalizeRefGlobs, type RefGlobsInput } from '../../actors/system/sync/ref-filter.js';
+import { normalizeRefGlobs } from '../../actors/system/sync/ref-filter.js';
 import { canAccessRepo } from '../auth/principal.js';
 import { callActor } from '../actor-call.js';
 import { repoActor } from '../../actors/actor-names.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
-import type { Reply, RequestContext, RouteDef } from '../route.js';
+import { withBody, type Reply, type RequestContext, type RouteDef } from '../route.js';
 
 /**
  * Upstream sync routes (API §9). Enqueueing goes through the repository's actor (which writes
@@ -20,12 +21,7 @@ import type { Reply, RequestContext, RouteDef } from '../route.js';
  * from an LMDB snapshot, newest first, with cursors that are sync ids (ULIDs sort by creation).
  */
 
-interface SyncBody {
-  direction: 'pull' | 'push';
-  ref_globs?: RefGlobsInput | null;
-}
-
-async function enqueue(ctx: RequestContext, body: SyncBody): Promise<Reply> {
+async function enqueue(ctx: RequestContext, body: Static<typeof createSyncBody>): Promise<Reply> {
   const repo = ctx.repo!;
   if (!repo.upstream) throw invalid('the repository has no upstream configured; set one with PATCH first');
   const input: EnqueueSyncInput = { repo_id: repo.id, direction: body.direction, ref_globs: normalizeRefGlobs(body.ref_globs) };
@@ -81,13 +77,12 @@ function pageOf<T>(records: Iterable<SyncRecord>, limit: number, view: (r: SyncR
 }
 
 export const syncRoutes: RouteDef[] = [
-  {
+  withBody(createSyncBody, {
     method: 'POST',
     path: '/{org}/{repo}/upstream/syncs',
     permission: 'git:write',
-    body: createSyncBody,
-    handler: (ctx) => enqueue(ctx, ctx.body as SyncBody),
-  },
+    handler: (ctx) => enqueue(ctx, ctx.body),
+  }),
   {
     method: 'GET',
     path: '/{org}/{repo}/upstream/syncs',
@@ -109,13 +104,12 @@ export const syncRoutes: RouteDef[] = [
       return { status: 200, schema: 'sync', value: syncView(record) };
     },
   },
-  {
+  withBody(pushBody, {
     method: 'POST',
     path: '/{org}/{repo}/push',
     permission: 'git:write',
-    body: pushBody,
     handler: (ctx) => enqueue(ctx, { direction: 'push' }),
-  },
+  }),
   {
     method: 'GET',
     path: '/{org}/sync-runs',

@@ -10,7 +10,7 @@ import { adoptWebhookDelivery } from '../../actors/system/webhooks/index.js';
 import { callActor } from '../actor-call.js';
 import { orgActor } from '../../actors/actor-names.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
-import type { RequestContext, RouteDef } from '../route.js';
+import { withBody, type RequestContext, type RouteDef } from '../route.js';
 import { allowedRepoIds } from './orgs.js';
 
 /**
@@ -18,13 +18,6 @@ import { allowedRepoIds } from './orgs.js';
  * LMDB snapshot. A repository-restricted admin only ever sees targets whose repo_ids lie within
  * its repositories (others are "not found" to it) and cannot create org-wide ones (API §2).
  */
-
-interface TargetBody {
-  url?: string | null;
-  name?: string | null;
-  events?: string[] | null;
-  repo_ids?: string[] | null;
-}
 
 /** The address policy at the front door; the webhook actor applies it again at every connection. */
 async function checkTargetUrl(ctx: RequestContext, raw: string): Promise<URL> {
@@ -76,24 +69,23 @@ function newestFirst<T, V>(
 const pageQuery = { keys: { cursor: { type: 'string' as const }, limit: { type: 'int' as const, min: 1, max: 100, default: 50 } } };
 
 export const webhookRoutes: RouteDef[] = [
-  {
+  withBody(createTargetBody, {
     method: 'POST',
     path: '/{org}/webhook-targets',
     permission: 'admin',
-    body: createTargetBody,
     async handler(ctx) {
-      const body = ctx.body as TargetBody;
-      const url = await checkTargetUrl(ctx, body.url!);
+      const { body } = ctx;
+      const url = await checkTargetUrl(ctx, body.url);
       const input: CreateTargetInput = {
         ...restriction(ctx),
-        url: body.url!,
+        url: body.url,
         name: body.name ?? url.host,
         events: body.events ?? ['push'],
         repo_ids: body.repo_ids ?? null,
       };
       return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.create', input);
     },
-  },
+  }),
   {
     method: 'GET',
     path: '/{org}/webhook-targets',
@@ -113,13 +105,12 @@ export const webhookRoutes: RouteDef[] = [
     permission: 'admin',
     handler: (ctx) => ({ status: 200, schema: 'webhookTarget', value: webhookTargetView(reachableTarget(ctx)) }),
   },
-  {
+  withBody(patchTargetBody, {
     method: 'PATCH',
     path: '/{org}/webhook-targets/{id}',
     permission: 'admin',
-    body: patchTargetBody,
     async handler(ctx) {
-      const body = ctx.body as TargetBody;
+      const { body } = ctx;
       const input: UpdateTargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
       if (body.url != null) {
         await checkTargetUrl(ctx, body.url);
@@ -130,7 +121,7 @@ export const webhookRoutes: RouteDef[] = [
       if (body.repo_ids !== undefined) input.repo_ids = body.repo_ids;
       return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.update', input);
     },
-  },
+  }),
   {
     method: 'DELETE',
     path: '/{org}/webhook-targets/{id}',
@@ -140,16 +131,15 @@ export const webhookRoutes: RouteDef[] = [
       return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.delete', input);
     },
   },
-  {
+  withBody(noBody, {
     method: 'POST',
     path: '/{org}/webhook-targets/{id}/rotate-secret',
     permission: 'admin',
-    body: noBody,
     handler(ctx) {
       const input: TargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
       return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.rotate-secret', input);
     },
-  },
+  }),
   {
     method: 'GET',
     path: '/{org}/webhook-targets/{id}/deliveries',
@@ -162,11 +152,10 @@ export const webhookRoutes: RouteDef[] = [
       return { status: 200, schema: 'webhookDeliveryPage', value: { deliveries: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },
-  {
+  withBody(noBody, {
     method: 'POST',
     path: '/{org}/webhook-targets/{id}/deliveries/{deliveryId}/redeliver',
     permission: 'admin',
-    body: noBody,
     async handler(ctx) {
       const input: RedeliverInput = { ...restriction(ctx), target_id: ctx.params.id!, delivery_id: ctx.params.deliveryId! };
       const reply = await callActor(ctx, orgActor(ctx.org.id), 'webhook.redeliver', input);
@@ -176,5 +165,5 @@ export const webhookRoutes: RouteDef[] = [
       }
       return reply;
     },
-  },
+  }),
 ];

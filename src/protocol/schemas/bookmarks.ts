@@ -1,5 +1,8 @@
 import { registerResponseSchemas } from '../serializers.js';
-import { CHANGE_ID_PATTERN, arr, obj, page, str, type JsonSchema } from './common.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { ChangeId, Closed, Enum, Nullable } from './body-schema.js';
+import { arr, obj, page, str, type JsonSchema } from './common.js';
+import { people } from './people.js';
 
 /** Bookmark shapes (API §6): responses and request bodies. */
 
@@ -24,56 +27,48 @@ registerResponseSchemas({ bookmark, bookmarkMoved, bookmarkPage, bookmarkList, m
 
 // ---- request bodies ----
 
-const changeId = str({ pattern: CHANGE_ID_PATTERN });
-const bookmarkName = str({ minLength: 1, maxLength: 1024 });
+const bookmarkName = Type.String({ minLength: 1, maxLength: 1024 });
 
-export const createBookmarkBody: JsonSchema = obj({ name: bookmarkName, change_id: changeId });
+export const createBookmarkBody = Closed({ name: bookmarkName, change_id: ChangeId() });
 
 const moveFields = {
-  change_id: changeId,
-  allow_backwards: { type: ['boolean', 'null'] },
-  expected_change_id: { type: ['string', 'null'], pattern: CHANGE_ID_PATTERN },
+  change_id: ChangeId(),
+  allow_backwards: Type.Optional(Nullable(Type.Boolean())),
+  expected_change_id: Type.Optional(Nullable(ChangeId())),
 };
 
-export const moveBookmarkBody: JsonSchema = obj(moveFields, ['change_id']);
+export const moveBookmarkBody = Closed(moveFields);
 
 export const MAX_MOVES = 1000;
-export const moveBookmarksBody: JsonSchema = obj({
-  moves: arr(obj({ name: bookmarkName, ...moveFields }, ['name', 'change_id']), { minItems: 1, maxItems: MAX_MOVES }),
-});
+export const moveBookmarksBody = Closed({ moves: Type.Array(Closed({ name: bookmarkName, ...moveFields }), { minItems: 1, maxItems: MAX_MOVES }) });
+export type MoveInput = Static<typeof moveBookmarkBody>;
 
-const text = str({ maxLength: 1024 * 1024 });
-const encoding = { enum: ['base64', 'utf-8', null] };
-const take = { enum: ['target', 'source'] };
+const text = Type.String({ maxLength: 1024 * 1024 });
+const encoding = Enum(['base64', 'utf-8', null]);
+const take = Enum(['target', 'source']);
 
 /** §6.5 resolutions; which of `take`/`content`/`hunks` is given is checked with the conflicts. */
-export const resolutionsInput: JsonSchema = arr(
-  obj(
-    {
-      path: str({ minLength: 1, maxLength: 4096 }),
-      take,
-      content: text,
-      encoding,
-      hunks: arr(obj({ hunk_id: str({ minLength: 1, maxLength: 128 }), take, content: text, encoding }, ['hunk_id']), { maxItems: 10_000 }),
-    },
-    ['path'],
-  ),
+export const resolutionsInput = Type.Array(
+  Closed({
+    path: Type.String({ minLength: 1, maxLength: 4096 }),
+    take: Type.Optional(take),
+    content: Type.Optional(text),
+    encoding: Type.Optional(encoding),
+    hunks: Type.Optional(
+      Type.Array(Closed({ hunk_id: Type.String({ minLength: 1, maxLength: 128 }), take: Type.Optional(take), content: Type.Optional(text), encoding: Type.Optional(encoding) }), { maxItems: 10_000 }),
+    ),
+  }),
   { maxItems: 10_000 },
 );
 
-const personName = str({ maxLength: 256 });
-const email = { type: ['string', 'null'], maxLength: 256 };
-
-export const mergeBody: JsonSchema = obj(
-  {
-    target: bookmarkName,
-    source: bookmarkName,
-    message: { type: ['string', 'null'], maxLength: 64 * 1024 },
-    delete_source: { type: ['boolean', 'null'] },
-    allow_conflicted: { type: ['boolean', 'null'] },
-    resolutions: { oneOf: [resolutionsInput, { type: 'null' }] },
-    author: { oneOf: [obj({ name: personName, email, date: str({ maxLength: 64 }) }, ['name']), { type: 'null' }] },
-    authors: { oneOf: [arr(obj({ name: personName, email }, ['name']), { minItems: 1, maxItems: 100 }), { type: 'null' }] },
-  },
-  ['target', 'source'],
-);
+export const mergeBody = Closed({
+  target: bookmarkName,
+  source: bookmarkName,
+  message: Type.Optional(Nullable(Type.String({ maxLength: 64 * 1024 }))),
+  delete_source: Type.Optional(Nullable(Type.Boolean())),
+  allow_conflicted: Type.Optional(Nullable(Type.Boolean())),
+  resolutions: Type.Optional(Nullable(resolutionsInput)),
+  author: people.author,
+  authors: people.authors,
+});
+export type MergeBody = Static<typeof mergeBody>;

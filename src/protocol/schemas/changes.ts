@@ -1,6 +1,9 @@
 import { registerResponseSchemas } from '../serializers.js';
+import { Type, type Static } from '@sinclair/typebox';
 import { bookmark, resolutionsInput } from './bookmarks.js';
-import { CHANGE_ID_PATTERN, COMMIT_OID_PATTERN, arr, nullable, obj, page, str, type JsonSchema } from './common.js';
+import { ChangeId, Closed, CommitOid, Dictionary, Enum, Nullable, Tagged, absent, exactlyOne, withRule } from './body-schema.js';
+import { arr, nullable, obj, page, str, type JsonSchema } from './common.js';
+import { people } from './people.js';
 
 /** Change shapes (API §5): responses and request bodies of changes, apply-ops and blobs. */
 
@@ -34,75 +37,103 @@ registerResponseSchemas({ change, changeDetail, changePage, applyOpsResult, blob
 
 // ---- request bodies ----
 
-/** Items of `ops` (apply-ops) and `files` (changes). */
+/** Items of `ops` (apply-ops) and `files` (changes); the streamed body reader counts them too. */
 export const MAX_WRITE_ITEMS = 10_000;
+/** How an inline `content` is encoded; the streamed body reader decodes by the same names. */
+export const CONTENT_ENCODINGS = ['utf-8', 'base64'] as const;
+export type ContentEncoding = (typeof CONTENT_ENCODINGS)[number];
 
-const changeId = str({ pattern: CHANGE_ID_PATTERN });
-const commitOid = str({ pattern: COMMIT_OID_PATTERN });
-const orNull = (schema: JsonSchema): JsonSchema => ({ oneOf: [schema, { type: 'null' }] });
-const email = { type: ['string', 'null'], maxLength: 256 };
-const personInput = obj({ name: str({ maxLength: 256 }), email, date: { type: ['string', 'null'], maxLength: 64 } }, ['name']);
-const authorsInput = arr(obj({ name: str({ maxLength: 256 }), email }, ['name']), { minItems: 1, maxItems: 100 });
-const attribution = obj({ provider: { type: ['string', 'null'], maxLength: 256 }, model: { type: ['string', 'null'], maxLength: 256 } }, []);
-const message = { type: ['string', 'null'], maxLength: 1024 * 1024 };
-const mode = { enum: ['100644', '100755', '120000', null] };
-// Path rules (API §5.4) are checked with the op index by the route; this only bounds the size.
-const path = str({ maxLength: 16 * 1024 });
+const attribution = Closed({ provider: Type.Optional(Nullable(Type.String({ maxLength: 256 }))), model: Type.Optional(Nullable(Type.String({ maxLength: 256 }))) });
+const message = Type.Optional(Nullable(Type.String({ maxLength: 1024 * 1024 })));
+const mode = Enum(['100644', '100755', '120000', null]);
+// Path rules (API §5.4) are the tree editor's (src/vcs/paths.ts); this only bounds the size.
+const path = Type.String({ maxLength: 16 * 1024 });
 
-const people = { author: orNull(personInput), committer: orNull(personInput), authors: orNull(authorsInput) };
-
-/** Which fields an op takes is checked by the route, so that errors name the op index. */
-const opItem = obj(
-  {
-    op: { enum: ['write', 'delete', 'rename', 'set_metadata'] },
+const writeOp = exactlyOne(
+  Closed({
+    op: Type.Literal('write'),
     path,
-    content: str(),
-    encoding: { enum: ['utf-8', 'base64', null] },
-    mode,
-    blob_oid: orNull(commitOid),
-    from: path,
-    to: path,
-    metadata: { type: 'object', maxProperties: 1000, propertyNames: { minLength: 1, maxLength: 256 }, additionalProperties: { type: ['string', 'null'], maxLength: 64 * 1024 } },
-  },
-  ['op'],
+    content: Type.Optional(Type.String()),
+    encoding: Type.Optional(Enum([...CONTENT_ENCODINGS, null])),
+    mode: Type.Optional(mode),
+    blob_oid: Type.Optional(Nullable(CommitOid())),
+  }),
+  ['content', 'blob_oid'],
+  'a write takes exactly one of "content" or "blob_oid" ("encoding" goes with "content")',
+  { blob_oid: ['encoding'] },
 );
+const opItem = Tagged('op', [
+  writeOp,
+  Closed({ op: Type.Literal('delete'), path }),
+  Closed({ op: Type.Literal('rename'), from: path, to: path }),
+  Closed({
+    op: Type.Literal('set_metadata'),
+    path,
+    metadata: Dictionary(Nullable(Type.String({ maxLength: 64 * 1024 })), { maxProperties: 1000, propertyNames: { minLength: 1, maxLength: 256 } }),
+  }),
+]);
+export type OpInput = Static<typeof opItem>;
 
-const fileItem = obj(
-  { path, content: str(), encoding: { enum: ['base64', null] }, action: { enum: ['upsert', 'delete', null] }, mode },
-  ['path'],
+const fileFields = Closed({
+  path,
+  content: Type.Optional(Type.String()),
+  encoding: Type.Optional(Enum(['base64', null])),
+  action: Type.Optional(Enum(['upsert', 'delete', null])),
+  mode: Type.Optional(mode),
+});
+/** A `files` item (API §5.3): a delete, or a write of `content` (`action` defaults to `upsert`). */
+export type FileInput = Static<typeof fileFields> & ({ action: 'delete' } | { action?: 'upsert' | null; content: string });
+const fileItem = withRule<FileInput>(
+  fileFields,
+  { required: ['action'], properties: { action: { const: 'delete' } } },
+  { properties: { content: absent, encoding: absent, mode: absent } },
+  { required: ['content'] },
+  'a delete takes only "path"; any other file needs "content"',
 );
+const files = Type.Optional(Nullable(Type.Array(fileItem, { maxItems: MAX_WRITE_ITEMS })));
 
-export const applyOpsBody: JsonSchema = obj(
-  {
-    change_id: orNull(changeId),
-    base_change_id: orNull(changeId),
-    expected_commit_oid: orNull(commitOid),
+const bookmarkMove = Closed({
+  name: Type.String({ minLength: 1, maxLength: 1024 }),
+  allow_backwards: Type.Optional(Nullable(Type.Boolean())),
+  create: Type.Optional(Nullable(Type.Boolean())),
+  expected_change_id: Type.Optional(Nullable(ChangeId())),
+});
+
+/** `POST …/apply-ops` (API §5.4): evolve `change_id` or create on `base_change_id`. */
+export const applyOpsBody = exactlyOne(
+  Closed({
+    change_id: Type.Optional(Nullable(ChangeId())),
+    base_change_id: Type.Optional(Nullable(ChangeId())),
+    expected_commit_oid: Type.Optional(Nullable(CommitOid())),
     message,
     ...people,
-    ops: arr(opItem, { maxItems: MAX_WRITE_ITEMS }),
-    bookmarks: orNull(
-      arr(
-        obj({ name: str({ minLength: 1, maxLength: 1024 }), allow_backwards: { type: ['boolean', 'null'] }, create: { type: ['boolean', 'null'] }, expected_change_id: orNull(changeId) }, ['name']),
-        { maxItems: 100 },
-      ),
-    ),
-    attribution: orNull(attribution),
-  },
-  [],
+    ops: Type.Optional(Type.Array(opItem, { maxItems: MAX_WRITE_ITEMS })),
+    bookmarks: Type.Optional(Nullable(Type.Array(bookmarkMove, { maxItems: 100 }))),
+    attribution: Type.Optional(Nullable(attribution)),
+  }),
+  ['change_id', 'base_change_id'],
+  'give exactly one of "change_id" (evolve a change) or "base_change_id" (create one on top); "expected_commit_oid" guards "change_id" only',
+  { base_change_id: ['expected_commit_oid'] },
 );
+export type ApplyOpsBody = Static<typeof applyOpsBody>;
+export type BookmarkMoveInput = Static<typeof bookmarkMove>;
 
-export const createChangeBody: JsonSchema = obj(
-  { base_change_id: changeId, message, ...people, files: orNull(arr(fileItem, { maxItems: MAX_WRITE_ITEMS })), attribution: orNull(attribution) },
-  ['base_change_id'],
-);
+/** `POST …/changes` (API §5.3). */
+export const createChangeBody = Closed({ base_change_id: ChangeId(), message, ...people, files, attribution: Type.Optional(Nullable(attribution)) });
 
-export const patchChangeBody: JsonSchema = obj(
-  {
-    message,
-    ...people,
-    files: orNull(arr(fileItem, { maxItems: MAX_WRITE_ITEMS })),
-    base_commit_oid: orNull(commitOid),
-    resolutions: orNull(resolutionsInput),
-  },
-  [],
+const patchFields = Closed({
+  message,
+  ...people,
+  files,
+  base_commit_oid: Type.Optional(Nullable(CommitOid())),
+  resolutions: Type.Optional(Nullable(resolutionsInput)),
+});
+
+/** `PATCH …/changes/{id}` (API §5.3): `files` and `resolutions` exclude each other. */
+export const patchChangeBody = withRule<Static<typeof patchFields>>(
+  patchFields,
+  { required: ['files'], properties: { files: { not: absent } } },
+  { properties: { resolutions: absent } },
+  {},
+  '"files" and "resolutions" cannot be combined: resolve the conflicts first',
 );

@@ -1,4 +1,6 @@
-import { arr, nullable, obj, page, str, stringMap, type JsonSchema, CHANGE_ID_PATTERN } from './common.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { Closed, Dictionary, Nullable, Tagged } from './body-schema.js';
+import { arr, nullable, obj, page, str, stringMap, type JsonSchema } from './common.js';
 import { sync } from './syncs.js';
 
 /** Repository shapes (API §4). */
@@ -44,48 +46,27 @@ export const whoami: JsonSchema = obj({
 
 // ---- request bodies ----
 
-const tagValues: JsonSchema = {
-  type: 'object',
-  propertyNames: { type: 'string', minLength: 1, maxLength: 64 },
-  additionalProperties: { type: 'string', maxLength: 256 },
-};
+const tagName = { type: 'string', minLength: 1, maxLength: 64 };
 
-const upstreamAuth: JsonSchema = {
-  oneOf: [
-    obj({ kind: { const: 'token' }, token: str({ minLength: 1, maxLength: 4096 }), token_username: str({ minLength: 1, maxLength: 256 }) }, ['kind', 'token']),
-    obj({ kind: { const: 'username_password' }, username: str({ minLength: 1, maxLength: 256 }), password: str({ minLength: 1, maxLength: 4096 }) }, ['kind', 'username', 'password']),
-  ],
-};
+const upstreamAuth = Tagged('kind', [
+  Closed({ kind: Type.Literal('token'), token: Type.String({ minLength: 1, maxLength: 4096 }), token_username: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })) }),
+  Closed({ kind: Type.Literal('username_password'), username: Type.String({ minLength: 1, maxLength: 256 }), password: Type.String({ minLength: 1, maxLength: 4096 }) }),
+]);
 
-export const upstreamInput: JsonSchema = obj({ url: str({ minLength: 1, maxLength: 2048 }), auth: { oneOf: [upstreamAuth, { type: 'null' }] } }, ['url']);
+export const upstreamInput = Closed({ url: Type.String({ minLength: 1, maxLength: 2048 }), auth: Type.Optional(Nullable(upstreamAuth)) });
+export type UpstreamInput = Static<typeof upstreamInput>;
 
-export const createRepoBody: JsonSchema = obj(
-  {
-    name: { type: ['string', 'null'] },
-    default_bookmark: { type: ['string', 'null'] },
-    tags: { oneOf: [tagValues, { type: 'null' }] },
-    upstream: { oneOf: [upstreamInput, { type: 'null' }] },
-  },
-  [],
-);
+export const createRepoBody = Closed({
+  name: Type.Optional(Nullable(Type.String())),
+  default_bookmark: Type.Optional(Nullable(Type.String())),
+  tags: Type.Optional(Nullable(Dictionary(Type.String({ maxLength: 256 }), { propertyNames: tagName }))),
+  upstream: Type.Optional(Nullable(upstreamInput)),
+});
 
-export const patchRepoBody: JsonSchema = obj(
-  {
-    name: { type: ['string', 'null'] },
-    default_bookmark: { type: ['string', 'null'] },
-    tags: {
-      oneOf: [
-        {
-          type: 'object',
-          propertyNames: { type: 'string', minLength: 1, maxLength: 64 },
-          additionalProperties: { type: ['string', 'null'], maxLength: 256 },
-        },
-        { type: 'null' },
-      ],
-    },
-    upstream: { oneOf: [upstreamInput, { type: 'null' }] },
-  },
-  [],
-);
-
-export const headChangeId = str({ pattern: CHANGE_ID_PATTERN });
+/** A tag set to `null` is removed (API §4.2). */
+export const patchRepoBody = Closed({
+  name: Type.Optional(Nullable(Type.String())),
+  default_bookmark: Type.Optional(Nullable(Type.String())),
+  tags: Type.Optional(Nullable(Dictionary(Nullable(Type.String({ maxLength: 256 })), { propertyNames: tagName }))),
+  upstream: Type.Optional(Nullable(upstreamInput)),
+});

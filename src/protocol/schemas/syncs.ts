@@ -1,3 +1,5 @@
+import { Type } from '@sinclair/typebox';
+import { Closed, Enum, Nullable } from './body-schema.js';
 import { arr, nullable, obj, page, str, type JsonSchema } from './common.js';
 import { MAX_GLOB_LENGTH } from '../ref-glob.js';
 
@@ -24,15 +26,12 @@ export const syncRunPage: JsonSchema = page('sync_runs', syncRun);
 
 // ---- request bodies ----
 
-const glob = nullable(str({ minLength: 1, maxLength: MAX_GLOB_LENGTH }));
+const glob = Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: MAX_GLOB_LENGTH })));
 
-export const createSyncBody: JsonSchema = obj(
-  {
-    direction: { enum: ['pull', 'push'] },
-    ref_globs: { oneOf: [obj({ branches: glob, tags: glob }, []), { type: 'null' }] },
-  },
-  ['direction'],
-);
+export const createSyncBody = Closed({
+  direction: Enum(['pull', 'push']),
+  ref_globs: Type.Optional(Nullable(Closed({ branches: glob, tags: glob }))),
+});
 
 /** `POST …/push` takes no body: empty or `{}`. */
-export const pushBody: JsonSchema = obj({}, []);
+export const pushBody = Closed({});

@@ -1,4 +1,6 @@
 import { registerResponseSchemas } from '../serializers.js';
+import { Type } from '@sinclair/typebox';
+import { Closed, Enum, Nullable } from './body-schema.js';
 import { arr, nullable, obj, page, str, type JsonSchema } from './common.js';
 
 /** Webhook shapes (API §11): targets, their one-time secret, the delivery log. */
@@ -55,13 +57,13 @@ registerResponseSchemas({ webhookTarget, webhookTargetCreated, webhookTargetPage
 
 // ---- request bodies ----
 
-const url = str({ minLength: 1, maxLength: 2048 });
-const name = { type: ['string', 'null'], minLength: 1, maxLength: 256 };
-const events = { type: ['array', 'null'], items: { type: 'string', enum: WEBHOOK_EVENT_KINDS }, minItems: 1, maxItems: 64 };
+const url = Type.String({ minLength: 1, maxLength: 2048 });
+const name = Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 256 })));
+const events = Type.Optional(Nullable(Type.Array(Enum(WEBHOOK_EVENT_KINDS), { minItems: 1, maxItems: 64 })));
 // The 1 MiB body limit bounds the list long before this does.
-const repoIds = { type: ['array', 'null'], items: str({ minLength: 1, maxLength: 128 }), minItems: 1, maxItems: 10_000 };
+const repoIds = Type.Optional(Nullable(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { minItems: 1, maxItems: 10_000 })));
 
-export const createTargetBody: JsonSchema = obj({ url, name, events, repo_ids: repoIds }, ['url']);
-export const patchTargetBody: JsonSchema = obj({ url: { ...url, type: ['string', 'null'] }, name, events, repo_ids: repoIds }, []);
+export const createTargetBody = Closed({ url, name, events, repo_ids: repoIds });
+export const patchTargetBody = Closed({ url: Type.Optional(Nullable(url)), name, events, repo_ids: repoIds });
 /** rotate-secret and redeliver take no fields: an empty body or `{}`. */
-export const noBody: JsonSchema = obj({}, []);
+export const noBody = Closed({});
