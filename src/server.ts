@@ -15,7 +15,7 @@ import { TokenVerifier } from './http/auth/token-verifier.js';
 import { createFrontEnd } from './http/app.js';
 import { Metrics, type LmdbEnvStats } from './http/metrics.js';
 import { routes } from './http/routes/index.js';
-import { compileAll } from './protocol/serializers.js';
+import { compileResponses } from './protocol/serializers.js';
 import type { Services } from './http/services.js';
 import { startSystemActors, type SystemActors } from './actors/system/index.js';
 
@@ -65,7 +65,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   const lock = await lockDataDir(config.dataDir);
   const storage: Storage = openStorage(config.dataDir);
   const secrets = SecretBox.forDataDir(config.dataDir);
-  compileAll();
+  compileResponses();
   configureWorkerHeaps();
   let metrics: Metrics | null = null;
   const records = new RecordCache(storage.meta);

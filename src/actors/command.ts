@@ -1,6 +1,7 @@
 import type { Storage } from '../storage/database.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import type { PrincipalMsg } from '../protocol/messages.js';
+import type { SchemaName } from '../protocol/schemas/index.js';
 import type { ActorSettings } from './settings.js';
 import type { Mutation } from './mutation.js';
 
@@ -25,8 +26,8 @@ export interface CommandContext {
 export interface CommandResult {
   status: number;
   body: unknown;
-  /** Name of the response schema (src/protocol/schemas) whose compiled serializer writes `body`. */
-  schema: string;
+  /** The response schema (src/protocol/schemas/index.ts) whose compiled serializer writes `body`. */
+  schema: SchemaName;
 }
 
 export interface Command<I = unknown> {

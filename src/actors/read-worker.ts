@@ -5,14 +5,12 @@
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { openStorage } from '../storage/database.js';
-import { compileAll } from '../protocol/serializers.js';
-import '../protocol/schemas/content.js';
-import '../protocol/schemas/diff.js';
+import { compileResponses } from '../protocol/serializers.js';
 import { runReadTask, runStreamTask, type ReadTask, type StreamTask } from './read-tasks.js';
 import { yieldToFrontEnd } from './thread-priority.js';
 
 const storage = openStorage((workerData as { dataDir: string }).dataDir);
-compileAll();
+compileResponses(['contentFile', 'contentDir', 'diff']);
 
 yieldToFrontEnd();
 

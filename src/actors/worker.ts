@@ -2,7 +2,7 @@ import { workerData } from 'node:worker_threads';
 import { openStorage } from '../storage/database.js';
 import { SecretBox } from '../storage/secret-box.js';
 import { decodeRequest, encodeReply } from '../protocol/messages.js';
-import { compileAll } from '../protocol/serializers.js';
+import { compileResponses } from '../protocol/serializers.js';
 import { setLogLevel } from '../log.js';
 import type { Command } from './command.js';
 import { Mailboxes, ThreadExit } from './mailbox.js';
@@ -22,7 +22,7 @@ setLogLevel(data.settings.logLevel);
 const storage = openStorage(data.settings.dataDir);
 const secrets = SecretBox.forDataDir(data.settings.dataDir);
 const { commands } = (await import(data.commandsModule)) as { commands: Command[] };
-compileAll();
+compileResponses();
 const mailboxes = new Mailboxes(storage, secrets, data.settings, new Map(commands.map((c) => [c.name, c])));
 
 // Ending the thread inside an open write transaction would strand LMDB's write lock (see

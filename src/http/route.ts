@@ -1,4 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox';
+import type { SchemaName } from '../protocol/schemas/index.js';
 import type { OrgRecord, RepoRecord } from '../storage/records.js';
 import type { Permission } from './auth/permissions.js';
 import type { Principal } from './auth/principal.js';
@@ -45,7 +46,7 @@ export interface RequestContext<Body = unknown> {
 }
 
 export type Reply =
-  | { status: number; schema: string; value: unknown; headers?: Record<string, string> }
+  | { status: number; schema: SchemaName; value: unknown; headers?: Record<string, string> }
   | { status: number; json: Uint8Array | string; headers?: Record<string, string> }
   /** A streamed body: of known `length`, or sent chunked when `length` is null. */
   | { status: number; stream: AsyncIterable<Uint8Array>; length: number | null; headers: Record<string, string> }

@@ -1,46 +1,25 @@
 import fastJson from 'fast-json-stringify';
-import { errorEnvelope, success, type JsonSchema } from './schemas/common.js';
-import * as repos from './schemas/repos.js';
-import * as syncs from './schemas/syncs.js';
+import { RESPONSE_SCHEMAS, type SchemaName } from './schemas/index.js';
 
 /**
- * Every response shape by name, compiled once per thread into a fast-json-stringify serializer.
- * Response schemas list their properties with `additionalProperties: false`, so a field that is
- * not in the contract (a sealed credential, an internal counter) can never leak into a response.
+ * Every response shape by name (schemas/index.ts), compiled into a fast-json-stringify serializer
+ * once per thread. Response schemas list their properties with `additionalProperties: false`, so
+ * a field that is not in the contract (a sealed credential, an internal counter) can never leak
+ * into a response.
  */
-const RESPONSE_SCHEMAS = {
-  error: errorEnvelope,
-  success,
-  repository: repos.repository,
-  repositoryPage: repos.repositoryPage,
-  repositoryNumberedPage: repos.repositoryNumberedPage,
-  organization: repos.organization,
-  whoami: repos.whoami,
-  sync: syncs.sync,
-} satisfies Record<string, JsonSchema>;
+const compiled = new Map<SchemaName, (value: unknown) => string>();
 
-export type SchemaName = keyof typeof RESPONSE_SCHEMAS;
-
-const extraSchemas = new Map<string, JsonSchema>();
-const compiled = new Map<string, (value: unknown) => string>();
-
-/** Lets a feature module add its response shapes; call at module load, before `compileAll`. */
-export function registerResponseSchemas(schemas: Record<string, JsonSchema>): void {
-  for (const [name, schema] of Object.entries(schemas)) extraSchemas.set(name, schema);
+function compile(name: SchemaName): (value: unknown) => string {
+  const fn = fastJson(RESPONSE_SCHEMAS[name] as unknown as Parameters<typeof fastJson>[0]) as (value: unknown) => string;
+  compiled.set(name, fn);
+  return fn;
 }
 
-export function compileAll(): void {
-  for (const [name, schema] of [...Object.entries(RESPONSE_SCHEMAS), ...extraSchemas]) {
-    if (!compiled.has(name)) compiled.set(name, fastJson(schema as unknown as Parameters<typeof fastJson>[0]) as (value: unknown) => string);
-  }
+/** Compiles the serializers a thread writes ahead of its first request (every one by default). */
+export function compileResponses(names: readonly SchemaName[] = Object.keys(RESPONSE_SCHEMAS) as SchemaName[]): void {
+  for (const name of names) if (!compiled.has(name)) compile(name);
 }
 
-export function serialize(name: string, value: unknown): string {
-  let fn = compiled.get(name);
-  if (!fn) {
-    compileAll();
-    fn = compiled.get(name);
-    if (!fn) throw new Error(`no response schema named ${name}`);
-  }
-  return fn(value);
+export function serialize(name: SchemaName, value: unknown): string {
+  return (compiled.get(name) ?? compile(name))(value);
 }

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { isServiceError } from '../../src/errors.js';
-import { openStorage } from '../../src/storage/database.js';
+import { openStorage, type Storage } from '../../src/storage/database.js';
 import { shardOf, slotOf } from '../../src/actors/shard-map.js';
 import { fixture, principal, startRuntime } from './runtime.js';
 
@@ -13,7 +13,9 @@ interface Placement {
   seq: number;
 }
 
-const decode = (body: Uint8Array): Placement => JSON.parse(Buffer.from(body).toString('utf8')) as Placement;
+/** Where `test.put` applied `key`: the fixture records its thread and arrival number with the write. */
+const placementOf = (storage: Storage, key: string): Placement => storage.meta.get(['test', key]) as Placement;
+
 
 /** Actor keys whose shards land on worker slot `slot` of `workers`. */
 function actorsOnSlot(slot: number, workers: number, count: number, prefix: string): string[] {
@@ -35,11 +37,15 @@ async function within<T>(ms: number, p: Promise<T>): Promise<T> {
 t.test('runtime - one actor always runs on one thread, in arrival order; actors spread over workers', async (t) => {
   const batches: number[] = [];
   const rt = startRuntime({ commandsModule: fixture('crash-commands'), onBatch: (b) => b.batchSize > 0 && batches.push(b.batchSize) });
-  t.teardown(rt.cleanup);
+  const storage = openStorage(rt.dataDir);
+  t.teardown(async () => {
+    await storage.close();
+    await rt.cleanup();
+  });
   const call = (actor: string, key: string) => rt.runtime.call({ actor, command: 'test.put', input: { key }, principal: principal(), traceId: 't' });
 
   const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => call('repo:hot', `hot-${i}`)));
-  const placements = replies.map((r) => decode(r.body));
+  const placements = replies.map((_, i) => placementOf(storage, `hot-${i}`));
   t.ok(replies.every((r) => r.status === 201));
   t.equal(new Set(placements.map((p) => p.thread)).size, 1, 'every message of the actor ran on the same thread');
   t.ok(placements.every((p, i) => i === 0 || p.seq > placements[i - 1]!.seq), 'applied in the order they were sent');
@@ -48,7 +54,8 @@ t.test('runtime - one actor always runs on one thread, in arrival order; actors 
 
   const [a0, a1] = actorsOnSlot(0, 2, 2, 'spread');
   const [b0] = actorsOnSlot(1, 2, 1, 'spread');
-  const p = await Promise.all([call(a0!, 'a0'), call(a1!, 'a1'), call(b0!, 'b0')]).then((rs) => rs.map((r) => decode(r.body).thread));
+  await Promise.all([call(a0!, 'a0'), call(a1!, 'a1'), call(b0!, 'b0')]);
+  const p = ['a0', 'a1', 'b0'].map((key) => placementOf(storage, key).thread);
   t.equal(p[0], p[1], 'actors of the same slot share a thread');
   t.not(p[0], p[2], 'actors of different slots run on different threads');
   t.equal(rt.runtime.workerCount, 2);
@@ -56,12 +63,16 @@ t.test('runtime - one actor always runs on one thread, in arrival order; actors 
 
 t.test('runtime - a worker that dies mid-batch fails its in-flight messages with 503, is replaced, and the next call succeeds', async (t) => {
   const rt = startRuntime({ commandsModule: fixture('crash-commands') });
-  t.teardown(rt.cleanup);
+  const storage = openStorage(rt.dataDir);
+  t.teardown(async () => {
+    await storage.close();
+    await rt.cleanup();
+  });
   const [victim, neighbour] = actorsOnSlot(0, 2, 2, 'victim');
   const [bystander] = actorsOnSlot(1, 2, 1, 'bystander');
   const call = (actor: string, command: string, key: string) =>
     rt.runtime.call({ actor, command, input: { key }, principal: principal(), traceId: `trace-${key}` }).then(
-      (r) => ({ status: r.status, placement: decode(r.body) }),
+      (r) => ({ status: r.status, placement: placementOf(storage, key) }),
       (err: unknown) => ({ status: isServiceError(err) ? err.status : -1, code: isServiceError(err) ? err.code : String(err), retryAfter: isServiceError(err) ? err.retryAfter : undefined }),
     );
 
@@ -89,14 +100,9 @@ t.test('runtime - a worker that dies mid-batch fails its in-flight messages with
   const otherAfter = await within(15000, call(bystander!, 'test.put', 'other-after'));
   t.equal((otherAfter as { placement: Placement }).placement.thread, otherThread, 'the other slot did not move');
 
-  const storage = openStorage(rt.dataDir);
-  try {
-    t.equal(storage.meta.get(['test', 'crash']), undefined, 'the crashing command\'s write was rolled back');
-    t.ok(storage.meta.get(['test', 'after']), 'later writes are on disk');
-    t.ok(storage.meta.get(['test', 'neighbour-after']));
-  } finally {
-    await storage.close();
-  }
+  t.equal(storage.meta.get(['test', 'crash']), undefined, 'the crashing command\'s write was rolled back');
+  t.ok(storage.meta.get(['test', 'after']), 'later writes are on disk');
+  t.ok(storage.meta.get(['test', 'neighbour-after']));
 
   // A second crash: still answered, still replaced.
   const again = await within(15000, call(victim!, 'test.crash', 'crash-2'));

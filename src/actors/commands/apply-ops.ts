@@ -14,7 +14,6 @@ import { ObjectAccounting, UPLOAD } from '../../storage/object-accounting.js';
 import type { ChangeRecord, FileMetadataRecord } from '../../storage/records.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import { RepoWrite, assertNotRebasedWhileWaiting, type AuthorsInput, type BookmarkMoveResult } from './repo-writes.js';
-import '../../protocol/schemas/changes.js';
 import type { BookmarkMoveInput } from '../../protocol/schemas/changes.js';
 
 /**

@@ -1,7 +1,5 @@
 import { collectRepository } from '../../storage/blob-collect.js';
 import { under } from '../../storage/keys.js';
-import { registerResponseSchemas } from '../../protocol/serializers.js';
-import { obj } from '../../protocol/schemas/common.js';
 import { defineCommand } from '../command.js';
 import { onRepoDeleted } from './repos.js';
 
@@ -20,10 +18,6 @@ export interface CollectBlobsInput {
 
 /** Objects deleted per turn, so that a backlog never holds the write lock for long. */
 const OBJECTS_PER_TURN = 1000;
-
-registerResponseSchemas({
-  blobCollect: obj({ objects: { type: 'integer' }, bytes: { type: 'integer' }, uploads: { type: 'integer' }, more: { type: 'boolean' } }),
-});
 
 export const collectBlobsCommand = defineCommand<CollectBlobsInput>('blob.collect', (input, ctx) => {
   const cutoff = ctx.now.getTime() - ctx.settings.blobRetentionS * 1000;

@@ -7,7 +7,6 @@ import { getBookmark, getOrg, getRepo } from '../../storage/repo-store.js';
 import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import { RepoWrite, type BookmarkMove, type BookmarkMoveResult } from './repo-writes.js';
-import '../../protocol/schemas/bookmarks.js';
 
 /**
  * Bookmark writes (API §6.2): create, move (one or several, atomically), delete. They run in the

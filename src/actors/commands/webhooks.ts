@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { ServiceError, aborted, invalid, notFound } from '../../errors.js';
 import { K, under } from '../../storage/keys.js';
 import { newId } from '../../storage/ids.js';
-import '../../protocol/schemas/webhooks.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
 import { getTarget, laneOf, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../system/webhooks/records.js';
 import { defineCommand, type CommandContext } from '../command.js';

@@ -1,7 +1,6 @@
 import { PERIODS, windowed } from '../../actors/system/analytics/document.js';
 import type { AnalyticsDocument, Period } from '../../actors/system/analytics/document.js';
 import { readAnalytics } from '../../actors/system/analytics/status.js';
-import '../../protocol/schemas/analytics.js';
 import type { RouteDef } from '../route.js';
 
 /**

@@ -1,7 +1,6 @@
 import { ServiceError } from '../../errors.js';
 import { TREE_MODE, readBlob } from '../../vcs/git-object.js';
 import { readPool } from '../../actors/read-pool.js';
-import '../../protocol/schemas/content.js';
 import { headChangeId } from '../../storage/repo-store.js';
 import { adoptView, openChangeView, resolveChange, type ChangeRef, type ChangeView, type MaterializedView, type ShippedView } from '../../storage/read/change-view.js';
 import { contentPath, dirJson, fileJson, locate, type ContentRequest } from '../../storage/read/content.js';

@@ -1,7 +1,6 @@
 import { invalid } from '../../errors.js';
 import { readPool } from '../../actors/read-pool.js';
 import type { DiffFormat } from '../../actors/read-tasks.js';
-import '../../protocol/schemas/diff.js';
 import { resolveChange } from '../../storage/read/change-view.js';
 import type { ConflictsMode } from '../../vcs/read/structured-diff.js';
 import { negotiateOrRefuse } from '../negotiation.js';

@@ -1,4 +1,3 @@
-import { registerResponseSchemas } from '../serializers.js';
 import { arr, nullable, obj, str, type JsonSchema } from './common.js';
 
 /** Analytics shapes (API §10). Counts are integers; provider and model maps count AI lines. */
@@ -32,4 +31,4 @@ export const analyticsResponse: JsonSchema = obj({
   status: str({ enum: ['none', 'current', 'stale'] }),
 });
 
-registerResponseSchemas({ analytics: analyticsResponse, analyticsDocument });
+export const responses = { analytics: analyticsResponse, analyticsDocument };

@@ -1,4 +1,3 @@
-import { registerResponseSchemas } from '../serializers.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { ChangeId, Closed, Enum, Nullable } from './body-schema.js';
 import { arr, obj, page, str, type JsonSchema } from './common.js';
@@ -23,7 +22,7 @@ export const mergeResult: JsonSchema = obj({
   source_deleted: { type: 'boolean' },
 });
 
-registerResponseSchemas({ bookmark, bookmarkMoved, bookmarkPage, bookmarkList, mergeResult });
+export const responses = { bookmark, bookmarkMoved, bookmarkPage, bookmarkList, mergeResult };
 
 // ---- request bodies ----
 

@@ -1,4 +1,3 @@
-import { registerResponseSchemas } from '../serializers.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { bookmark, resolutionsInput } from './bookmarks.js';
 import { ChangeId, Closed, CommitOid, Dictionary, Enum, Nullable, Tagged, absent, exactlyOne, withRule } from './body-schema.js';
@@ -33,7 +32,10 @@ export const evolutionPage: JsonSchema = page(
   obj({ commit_oid: str(), predecessor_oid: nullable(str()), operation_id: str(), created_at: str() }),
 );
 
-registerResponseSchemas({ change, changeDetail, changePage, applyOpsResult, blobUpload, evolutionPage });
+/** What one turn of the blob collector removed from a repository (actors/commands/blob-collect.ts). */
+export const blobCollect: JsonSchema = obj({ objects: { type: 'integer' }, bytes: { type: 'integer' }, uploads: { type: 'integer' }, more: { type: 'boolean' } });
+
+export const responses = { change, changeDetail, changePage, applyOpsResult, blobUpload, evolutionPage, blobCollect };
 
 // ---- request bodies ----
 

@@ -36,3 +36,5 @@ export const errorEnvelope: JsonSchema = obj(
     ),
   },
 );
+
+export const responses = { error: errorEnvelope, success };

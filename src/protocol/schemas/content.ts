@@ -1,4 +1,3 @@
-import { registerResponseSchemas } from '../serializers.js';
 import { arr, obj, str, stringMap, type JsonSchema } from './common.js';
 
 /** Content shapes (API §7): a file or symlink with base64 bytes, or a flat directory listing. */
@@ -48,4 +47,4 @@ export const contentDir: JsonSchema = obj(
   ['type', 'name', 'path', 'sha', 'child_count', 'entries', 'truncated'],
 );
 
-registerResponseSchemas({ contentFile, contentDir });
+export const responses = { contentFile, contentDir };

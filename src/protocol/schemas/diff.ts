@@ -1,4 +1,3 @@
-import { registerResponseSchemas } from '../serializers.js';
 import { arr, nullable, obj, str, type JsonSchema } from './common.js';
 
 /** The structured diff (API §8). */
@@ -46,4 +45,4 @@ export const diff: JsonSchema = obj({
   conflicted_entries: arr(obj({ path: str(), size_bytes: int, omitted_reason: omittedReason, hunks: nullable(arr(conflictHunk)) })),
 });
 
-registerResponseSchemas({ diff });
+export const responses = { diff };

@@ -44,6 +44,8 @@ export const whoami: JsonSchema = obj({
   repo_ids: nullable(arr(str())),
 });
 
+export const responses = { repository, repositoryPage, repositoryNumberedPage, organization, whoami };
+
 // ---- request bodies ----
 
 const tagName = { type: 'string', minLength: 1, maxLength: 64 };

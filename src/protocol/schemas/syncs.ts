@@ -20,9 +20,10 @@ const syncFields: Record<string, JsonSchema> = {
 export const sync: JsonSchema = obj({ ...syncFields, ref_globs: obj({ branches: str(), tags: str() }) });
 export const syncRun: JsonSchema = obj(syncFields);
 
-// Registered by views/sync.ts: this module is imported by the serializer registry itself.
 export const syncPage: JsonSchema = page('syncs', sync);
 export const syncRunPage: JsonSchema = page('sync_runs', syncRun);
+
+export const responses = { sync, syncPage, syncRunPage };
 
 // ---- request bodies ----
 

@@ -1,4 +1,3 @@
-import { registerResponseSchemas } from '../serializers.js';
 import { Type } from '@sinclair/typebox';
 import { Closed, Enum, Nullable } from './body-schema.js';
 import { arr, nullable, obj, page, str, type JsonSchema } from './common.js';
@@ -53,7 +52,7 @@ export const webhookDelivery: JsonSchema = obj({
 });
 export const webhookDeliveryPage = page('deliveries', webhookDelivery);
 
-registerResponseSchemas({ webhookTarget, webhookTargetCreated, webhookTargetPage, webhookSecret, webhookDelivery, webhookDeliveryPage });
+export const responses = { webhookTarget, webhookTargetCreated, webhookTargetPage, webhookSecret, webhookDelivery, webhookDeliveryPage };
 
 // ---- request bodies ----
 

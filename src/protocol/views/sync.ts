@@ -1,13 +1,9 @@
-import { registerResponseSchemas } from '../serializers.js';
-import { syncPage, syncRunPage } from '../schemas/syncs.js';
 import type { SyncRecord } from '../../storage/records.js';
 
 /**
  * Sync records as the API shows them (API §9) and as sync events carry them (§11.2): the stored
  * record minus its scheduling fields. Credentials are never part of a sync record to begin with.
  */
-registerResponseSchemas({ syncPage, syncRunPage });
-
 export interface SyncRunView {
   id: string;
   repo_id: string;

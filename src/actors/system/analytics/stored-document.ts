@@ -6,7 +6,6 @@
 import type { Database, Key } from 'lmdb';
 import { K } from '../../../storage/keys.js';
 import { serialize } from '../../../protocol/serializers.js';
-import '../../../protocol/schemas/analytics.js';
 import type { AnalyticsDocument } from './document.js';
 
 type Meta = Database<unknown, Key>;
