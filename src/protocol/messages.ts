@@ -1,83 +1,32 @@
-import protobuf from 'protobufjs';
-import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { repohost } from './generated/actor.js';
 
-/** Typed views of `actor.proto`, encoded and decoded with protobufjs (loaded once per thread). */
-export interface AuthorMsg {
-  name: string;
-  email: string;
-  hasEmail: boolean;
-}
+/**
+ * The messages of `actor.proto`, as code and types generated from it by the build
+ * (scripts/protocol.mjs). A message to encode is a plain object with every field; a decoded one
+ * is the generated class, whose absent fields read as proto3's defaults (absent messages: null).
+ */
+const { ActorRequest, ActorReply } = repohost.actor;
 
-export interface PrincipalMsg {
-  orgId: string;
-  orgSlug: string;
-  keyId: string;
-  keyName: string;
-  permissions: string[];
-  authors: AuthorMsg[];
-  restricted: boolean;
-  allowedRepoIds: string[];
-}
-
-export interface IdempotencyMsg {
-  keyId: string;
-  key: string;
-  fingerprint: string;
-}
-
-export interface ActorRequestMsg {
-  actor: string;
-  command: string;
-  payload: Uint8Array;
-  principal?: PrincipalMsg;
-  traceId: string;
-  idempotency?: IdempotencyMsg;
-}
-
-export interface ErrorDataMsg {
-  code: string;
-  message: string;
-  details: Uint8Array;
-  retryAfter: number;
-}
-
-export interface ActorReplyMsg {
-  status: number;
-  body: Uint8Array;
-  error?: ErrorDataMsg;
-  batchSize: number;
-  commitMs: number;
-  flushMs: number;
-  queueMs: number;
-}
-
-// The .proto file sits beside the sources; compiled code runs from dist/, two levels down.
-const here = dirname(fileURLToPath(import.meta.url));
-const protoPath = here.includes(`${join('dist', 'src')}`)
-  ? join(here, '..', '..', '..', 'src', 'protocol', 'actor.proto')
-  : join(here, 'actor.proto');
-
-const root = protobuf.loadSync(protoPath);
-const Request = root.lookupType('repohost.actor.ActorRequest');
-const Reply = root.lookupType('repohost.actor.ActorReply');
-
-const DEFAULTS = { defaults: true, longs: Number, bytes: Uint8Array } as const;
+export type AuthorMsg = repohost.actor.Author;
+export type PrincipalMsg = repohost.actor.Principal;
+export type IdempotencyMsg = repohost.actor.Idempotency;
+export type ErrorDataMsg = repohost.actor.ErrorData;
+export type ActorRequestMsg = repohost.actor.ActorRequest;
+export type ActorReplyMsg = repohost.actor.ActorReply;
 
 export function encodeRequest(msg: ActorRequestMsg): Uint8Array {
-  return Request.encode(Request.fromObject(msg)).finish();
+  return ActorRequest.encode(msg).finish();
 }
 
 export function decodeRequest(bytes: Uint8Array): ActorRequestMsg {
-  return Request.toObject(Request.decode(bytes), DEFAULTS) as unknown as ActorRequestMsg;
+  return ActorRequest.decode(bytes);
 }
 
 export function encodeReply(msg: ActorReplyMsg): Uint8Array {
-  return Reply.encode(Reply.fromObject(msg)).finish();
+  return ActorReply.encode(msg).finish();
 }
 
 export function decodeReply(bytes: Uint8Array): ActorReplyMsg {
-  const reply = Reply.toObject(Reply.decode(bytes), DEFAULTS) as unknown as ActorReplyMsg;
-  if (!reply.error?.code) delete reply.error;
-  return reply;
+  return ActorReply.decode(bytes);
 }
+
