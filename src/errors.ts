@@ -1,3 +1,5 @@
+import { VcsError, type VcsErrorKind } from './vcs/errors.js';
+
 /**
  * The one error type of the service. Every failure that reaches a client is a ServiceError with a
  * stable code from the registry below; the HTTP status is looked up here and nowhere else. Errors
@@ -83,6 +85,27 @@ export class ServiceError extends Error {
 
 export function isServiceError(value: unknown): value is ServiceError {
   return value instanceof ServiceError;
+}
+
+/** The code each failure of the change model (src/vcs/errors.ts) has for a client. */
+const VCS_ERROR_CODES: Record<VcsErrorKind, ErrorCode> = {
+  'invalid-path': 'INVALID_REQUEST',
+  'invalid-edit': 'INVALID_REQUEST',
+  'missing-path': 'FILE_NOT_FOUND',
+  'invalid-resolution': 'INVALID_REQUEST',
+  conflict: 'MERGE_CONFLICT',
+  corrupt: 'INTERNAL_ERROR',
+};
+
+/**
+ * A failure as a client is told of it: a ServiceError as it is, a model error by its kind, and
+ * undefined for anything else (a bug or a lost resource: the caller logs it and answers 500).
+ * Every place where errors leave for a client or for another thread goes through here.
+ */
+export function asServiceError(err: unknown): ServiceError | undefined {
+  if (isServiceError(err)) return err;
+  if (err instanceof VcsError) return new ServiceError(VCS_ERROR_CODES[err.kind], err.message, err.details);
+  return undefined;
 }
 
 /** Shorthands for the most common failures, so call sites read as sentences. */

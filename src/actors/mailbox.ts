@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { createHash } from 'node:crypto';
-import { ServiceError, isServiceError, storageUnavailable } from '../errors.js';
+import { ServiceError, asServiceError, storageUnavailable } from '../errors.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
@@ -196,7 +196,8 @@ function decodeInput(req: ActorRequestMsg, command: Command | undefined): { valu
 
 /** A command's failure as the client sees it: its own error, or 500 (logged) for anything else. */
 function commandError(err: unknown, req: ActorRequestMsg): ServiceError {
-  if (isServiceError(err)) return err;
+  const known = asServiceError(err);
+  if (known) return known;
   log.error('command failed', { err, command: req.command, trace_id: req.traceId });
   return new ServiceError('INTERNAL_ERROR', 'internal error');
 }

@@ -5,7 +5,7 @@
  * two states into one answer.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { isServiceError, ServiceError, type ServiceErrorData } from '../errors.js';
+import { asServiceError, ServiceError, type ServiceErrorData } from '../errors.js';
 import { uploadPack, type UploadPackRequest } from '../git/upload-pack.js';
 import { log } from '../log.js';
 import { PortSink, StreamCancelled } from './read-stream.js';
@@ -71,7 +71,8 @@ export function runReadTask(storage: Storage, task: ReadTask): ReadOutcome {
         return diffBody(storage, task);
     }
   } catch (err) {
-    if (isServiceError(err)) return { error: err.toJSON() };
+    const known = asServiceError(err);
+    if (known) return { error: known.toJSON() };
     throw err;
   }
 }
@@ -89,8 +90,9 @@ export async function runStreamTask(storage: Storage, task: StreamTask, port: Me
   } catch (err) {
     if (err instanceof StreamCancelled || sink.isCancelled) sink.close();
     else {
-      if (!isServiceError(err) || err.status >= 500) log.error('read stream failed', { err });
-      sink.fail(isServiceError(err) ? err : new ServiceError('INTERNAL_ERROR', 'internal error'));
+      const known = asServiceError(err);
+      if (!known || known.status >= 500) log.error('read stream failed', { err });
+      sink.fail(known ?? new ServiceError('INTERNAL_ERROR', 'internal error'));
     }
   }
 }

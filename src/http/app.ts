@@ -1,7 +1,7 @@
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { ServiceError, isServiceError } from '../errors.js';
+import { ServiceError, asServiceError, isServiceError } from '../errors.js';
 import { log } from '../log.js';
 import { getRepoByName } from '../storage/repo-store.js';
 import { LARGE_BODY_BYTES, assertDiskRoom } from '../storage/disk-room.js';
@@ -154,8 +154,9 @@ export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFron
       services.metrics.requests.observe(routeLabel, method, status, (performance.now() - started) / 1000);
     };
     const fail = (err: unknown, close = false): void => {
-      const e = isServiceError(err) ? err : new ServiceError('INTERNAL_ERROR', 'internal error');
-      if (!isServiceError(err)) log.error('request failed', { err, trace_id: traceId, request_id: requestId, route: routeLabel });
+      const known = asServiceError(err);
+      const e = known ?? new ServiceError('INTERNAL_ERROR', 'internal error');
+      if (!known) log.error('request failed', { err, trace_id: traceId, request_id: requestId, route: routeLabel });
       // Every 5xx is logged with the trace id its envelope carries, so a client's report can be found.
       else if (e.status >= 500) log.warn('request unavailable', { code: e.code, message: e.message, trace_id: traceId, request_id: requestId, route: routeLabel });
       // A 401 on a git route names the Basic scheme, so git asks its credential helper (API §14).

@@ -10,7 +10,7 @@ import { CHANGE_ID_HEADER, treeSetHeaders, treeSetOfCommit, writeTreeSet } from 
 import type { TreeSet } from './conflict-layout.js';
 import { composeCommitMessage, parseCommitMessage } from './commit-message.js';
 import { decodeReverseHex, isChangeId, syntheticChangeId } from './ids.js';
-import { ServiceError } from '../errors.js';
+import { VcsError } from './errors.js';
 
 /** An author or committer as the API gives it. `null` and `""` emails both mean "none". */
 export interface Person {
@@ -95,13 +95,13 @@ function isoDate(sig: GitSignature): string {
 }
 
 function changeIdHeaders(changeId: string): CommitHeader[] {
-  if (!isChangeId(changeId)) throw new ServiceError('INTERNAL_ERROR', `invalid change id ${changeId}`);
+  if (!isChangeId(changeId)) throw new VcsError('corrupt', `invalid change id ${changeId}`);
   return [{ name: CHANGE_ID_HEADER, value: changeId }];
 }
 
 /** Writes the commit for a change and returns its oid. */
 export function writeChangeCommit(store: ObjectStore, input: NewChangeCommit): string {
-  if (input.authors.length === 0) throw new ServiceError('INTERNAL_ERROR', 'a commit needs at least one author');
+  if (input.authors.length === 0) throw new VcsError('corrupt', 'a commit needs at least one author');
   const trees = typeof input.trees === 'string' ? [input.trees] : input.trees;
   const tz = input.tzOffsetMinutes ?? 0;
   const [first, ...coAuthors] = input.authors;

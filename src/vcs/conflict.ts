@@ -12,7 +12,7 @@
  * that a zero-line range starts at the line before it.
  */
 import { createHash } from 'node:crypto';
-import { ServiceError } from '../errors.js';
+import { VcsError } from './errors.js';
 import type { ObjectStore } from './object-store.js';
 import { readBlob, readTree, writeBlob } from './git-object.js';
 import type { TreeValue } from './git-object.js';
@@ -235,11 +235,11 @@ function decodeContent(content: string, encoding: ConflictResolution['encoding']
 
 function takeSide(conflict: PathConflict, take: string, where: string): TreeValue | null {
   if (conflict.terms.length > 3) {
-    throw new ServiceError('INVALID_REQUEST', `${where}: "${conflict.path}" has more than two sides; resolve it with content`, { path: conflict.path });
+    throw new VcsError('invalid-resolution', `${where}: "${conflict.path}" has more than two sides; resolve it with content`, { path: conflict.path });
   }
   if (take === 'target') return conflict.target;
   if (take === 'source') return conflict.source;
-  throw new ServiceError('INVALID_REQUEST', `${where}: take must be "target" or "source"`, { path: conflict.path });
+  throw new VcsError('invalid-resolution', `${where}: take must be "target" or "source"`, { path: conflict.path });
 }
 
 function resolveHunks(
@@ -253,9 +253,9 @@ function resolveHunks(
   const known = regions ? hunksWithRegions(conflict, regions) : [];
   const byId = new Map<string, HunkResolution>();
   for (const h of hunks) {
-    if (byId.has(h.hunk_id)) throw new ServiceError('INVALID_REQUEST', `${where}: hunk ${h.hunk_id} is resolved twice`, { path: conflict.path });
+    if (byId.has(h.hunk_id)) throw new VcsError('invalid-resolution', `${where}: hunk ${h.hunk_id} is resolved twice`, { path: conflict.path });
     if ((h.take === undefined) === (h.content === undefined)) {
-      throw new ServiceError('INVALID_REQUEST', `${where}: hunk ${h.hunk_id} needs exactly one of take or content`, { path: conflict.path });
+      throw new VcsError('invalid-resolution', `${where}: hunk ${h.hunk_id} needs exactly one of take or content`, { path: conflict.path });
     }
     byId.set(h.hunk_id, h);
   }
@@ -264,7 +264,7 @@ function resolveHunks(
   const unknown = [...byId.keys()].filter((id) => !knownIds.has(id));
   if (known.length === 0 || missing.length > 0 || unknown.length > 0) {
     const why = known.length === 0 ? 'has no hunks (resolve it whole-file)' : 'is not resolved hunk by hunk for every hunk';
-    throw new ServiceError('MERGE_CONFLICT', `${where}: "${conflict.path}" ${why}`, {
+    throw new VcsError('conflict', `${where}: "${conflict.path}" ${why}`, {
       ...mergeConflictDetails(store, allConflicts),
       path: conflict.path,
       missing_hunk_ids: missing,
@@ -291,9 +291,9 @@ function resolveHunks(
 /**
  * Applies resolutions to a conflicted tree set and returns the new tree set (still conflicted
  * when paths remain). Whole-file `take` uses that side's entry (a side without the path deletes
- * it); `content` writes a file; `hunks` must name every hunk of the path (else MERGE_CONFLICT
+ * it); `content` writes a file; `hunks` must name every hunk of the path (else a `conflict` error
  * with the conflicts in `details`). A path that is not conflicted, a repeated path, or `take` on
- * a conflict of more than two sides → INVALID_REQUEST.
+ * a conflict of more than two sides → `invalid-resolution`.
  */
 export function resolveConflicts(store: ObjectStore, trees: TreeSet, resolutions: readonly ConflictResolution[]): TreeMergeResult {
   const conflicts = listTreeSetConflicts(store, trees);
@@ -304,12 +304,12 @@ export function resolveConflicts(store: ObjectStore, trees: TreeSet, resolutions
     const where = `resolutions[${index}]`;
     const conflict = byPath.get(resolution.path);
     if (!conflict) {
-      throw new ServiceError('INVALID_REQUEST', `${where}: "${resolution.path}" is not conflicted`, { path: resolution.path, conflict_paths: [...byPath.keys()] });
+      throw new VcsError('invalid-resolution', `${where}: "${resolution.path}" is not conflicted`, { path: resolution.path, conflict_paths: [...byPath.keys()] });
     }
-    if (seen.has(resolution.path)) throw new ServiceError('INVALID_REQUEST', `${where}: "${resolution.path}" is resolved twice`, { path: resolution.path });
+    if (seen.has(resolution.path)) throw new VcsError('invalid-resolution', `${where}: "${resolution.path}" is resolved twice`, { path: resolution.path });
     seen.add(resolution.path);
     const given = [resolution.take, resolution.content, resolution.hunks].filter((x) => x !== undefined).length;
-    if (given !== 1) throw new ServiceError('INVALID_REQUEST', `${where}: give exactly one of take, content or hunks`, { path: resolution.path });
+    if (given !== 1) throw new VcsError('invalid-resolution', `${where}: give exactly one of take, content or hunks`, { path: resolution.path });
     let value: TreeValue | null;
     if (resolution.take !== undefined) value = takeSide(conflict, resolution.take, where);
     else if (resolution.content !== undefined) {

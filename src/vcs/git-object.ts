@@ -3,7 +3,7 @@
  * that every object passes `git fsck --strict` and has the id git would give it.
  */
 import { createHash } from 'node:crypto';
-import { ServiceError } from '../errors.js';
+import { VcsError } from './errors.js';
 import type { ObjectStore, ObjectType } from './object-store.js';
 
 export const EMPTY_TREE_OID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
@@ -86,11 +86,11 @@ export function encodeTree(entries: readonly TreeEntry[]): Uint8Array {
   for (const { entry } of keyed) {
     const { name, mode, oid } = entry;
     if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
-      throw new ServiceError('INTERNAL_ERROR', `invalid tree entry name ${JSON.stringify(name)}`);
+      throw new VcsError('corrupt', `invalid tree entry name ${JSON.stringify(name)}`);
     }
-    if (!isTreeEntryMode(mode)) throw new ServiceError('INTERNAL_ERROR', `invalid tree entry mode ${mode}`);
-    if (!/^[0-9a-f]{40}$/.test(oid)) throw new ServiceError('INTERNAL_ERROR', `invalid tree entry oid ${oid}`);
-    if (seen.has(name)) throw new ServiceError('INTERNAL_ERROR', `duplicate tree entry ${JSON.stringify(name)}`);
+    if (!isTreeEntryMode(mode)) throw new VcsError('corrupt', `invalid tree entry mode ${mode}`);
+    if (!/^[0-9a-f]{40}$/.test(oid)) throw new VcsError('corrupt', `invalid tree entry oid ${oid}`);
+    if (seen.has(name)) throw new VcsError('corrupt', `duplicate tree entry ${JSON.stringify(name)}`);
     seen.add(name);
     parts.push(Buffer.from(`${mode} ${name}\0`, 'utf8'), Buffer.from(oid, 'hex'));
   }
@@ -104,12 +104,12 @@ export function parseTree(content: Uint8Array): TreeEntry[] {
   while (pos < buf.length) {
     const space = buf.indexOf(0x20, pos);
     const nul = buf.indexOf(0, space + 1);
-    if (space < 0 || nul < 0 || nul + 21 > buf.length) throw new ServiceError('INTERNAL_ERROR', 'corrupt tree object');
+    if (space < 0 || nul < 0 || nul + 21 > buf.length) throw new VcsError('corrupt', 'corrupt tree object');
     let mode = buf.toString('latin1', pos, space);
     // Old git wrote zero-padded directory modes; read them as the canonical mode.
     if (mode === '040000') mode = TREE_MODE;
     if (mode === '100664') mode = '100644';
-    if (!isTreeEntryMode(mode)) throw new ServiceError('INTERNAL_ERROR', `unsupported tree entry mode ${mode}`);
+    if (!isTreeEntryMode(mode)) throw new VcsError('corrupt', `unsupported tree entry mode ${mode}`);
     entries.push({ mode, name: buf.toString('utf8', space + 1, nul), oid: buf.toString('hex', nul + 1, nul + 21) });
     pos = nul + 21;
   }
@@ -145,7 +145,7 @@ export function encodeCommit(commit: CommitObject): Uint8Array {
   text += `author ${formatSignature(commit.author)}\n`;
   text += `committer ${formatSignature(commit.committer)}\n`;
   for (const { name, value } of commit.extraHeaders) {
-    if (!/^[^\s\0]+$/.test(name)) throw new ServiceError('INTERNAL_ERROR', `invalid commit header name ${JSON.stringify(name)}`);
+    if (!/^[^\s\0]+$/.test(name)) throw new VcsError('corrupt', `invalid commit header name ${JSON.stringify(name)}`);
     text += `${name} ${value.replace(/\n/g, '\n ')}\n`;
   }
   text += `\n${commit.message}`;
@@ -179,7 +179,7 @@ export function parseCommit(content: Uint8Array): CommitObject {
     else if (header.name !== '') extraHeaders.push(header);
   }
   if (tree === undefined || author === undefined || committer === undefined) {
-    throw new ServiceError('INTERNAL_ERROR', 'corrupt commit object');
+    throw new VcsError('corrupt', 'corrupt commit object');
   }
   return { tree, parents, author, committer, extraHeaders, message };
 }
@@ -193,8 +193,8 @@ export function commitHeader(commit: CommitObject, name: string): string | undef
 
 function readTyped(store: ObjectStore, oid: string, type: ObjectType): Uint8Array {
   const object = store.read(oid);
-  if (object === undefined) throw new ServiceError('INTERNAL_ERROR', `missing ${type} ${oid}`);
-  if (object.type !== type) throw new ServiceError('INTERNAL_ERROR', `object ${oid} is a ${object.type}, not a ${type}`);
+  if (object === undefined) throw new VcsError('corrupt', `missing ${type} ${oid}`);
+  if (object.type !== type) throw new VcsError('corrupt', `object ${oid} is a ${object.type}, not a ${type}`);
   return object.content;
 }
 

@@ -4,7 +4,7 @@
  * is the three-way merge of the two with their merge base as base. Deciding "no_op" (the source
  * is already in the target's history: `isAncestor(source, target)`) is the caller's, before this.
  */
-import { ServiceError } from '../errors.js';
+import { VcsError } from './errors.js';
 import type { ObjectStore } from './object-store.js';
 import { writeChangeCommit } from './commit.js';
 import type { Attribution, Person } from './commit.js';
@@ -26,7 +26,7 @@ export interface MergeCommitInput {
   attribution?: Attribution | null;
   /** Applied to the merge's conflicts before deciding whether it is conflicted. */
   resolutions?: readonly ConflictResolution[];
-  /** Save a conflicted merge instead of refusing it with MERGE_CONFLICT. */
+  /** Save a conflicted merge instead of refusing it with a `conflict` error. */
   allowConflicted?: boolean;
 }
 
@@ -39,15 +39,15 @@ export interface MergeCommitResult {
 
 /**
  * Writes the merge commit. Conflicts left after `resolutions` without `allowConflicted` →
- * MERGE_CONFLICT with `details.conflict_paths` and `details.conflicts` (nothing is referenced
+ * a `conflict` error with `details.conflict_paths` and `details.conflicts` (nothing is referenced
  * yet, so the objects written so far are garbage the caller's transaction may drop).
  */
 export function createMergeCommit(store: ObjectStore, input: MergeCommitInput): MergeCommitResult {
   let merged = mergeCommitTrees(store, input.targetCommitOid, input.sourceCommitOid);
   if (input.resolutions && input.resolutions.length > 0) merged = resolveConflicts(store, merged.trees, input.resolutions);
   if (merged.isConflicted && !input.allowConflicted) {
-    throw new ServiceError(
-      'MERGE_CONFLICT',
+    throw new VcsError(
+      'conflict',
       `merging ${input.sourceCommitOid} into ${input.targetCommitOid} conflicts in ${merged.conflicts.length} path(s)`,
       mergeConflictDetails(store, merged.conflicts),
     );

@@ -2,7 +2,7 @@
  * Repository paths as clients send them. A path is accepted only in its one normal form, so
  * that two spellings never name the same file and nothing can escape into `.git`.
  */
-import { ServiceError } from '../errors.js';
+import { VcsError } from './errors.js';
 
 export const MAX_PATH_BYTES = 4096;
 
@@ -20,13 +20,13 @@ export function isDotGitName(segment: string): boolean {
 }
 
 function reject(path: string, why: string): never {
-  throw new ServiceError('INVALID_REQUEST', `invalid path ${JSON.stringify(path)}: ${why}`, { path });
+  throw new VcsError('invalid-path', `invalid path ${JSON.stringify(path)}: ${why}`, { path });
 }
 
 /**
  * Returns the path when it is already normal (relative, `/`-separated, no `.`, `..` or empty
- * segments, no `.git` segment, no NUL, at most 4,096 UTF-8 bytes); otherwise throws
- * INVALID_REQUEST saying which rule failed. Callers add the op index to the message.
+ * segments, no `.git` segment, no NUL, at most 4,096 UTF-8 bytes); otherwise throws an
+ * `invalid-path` error saying which rule failed. Callers add the op index to the message.
  */
 export function normalizePath(path: string): string {
   if (typeof path !== 'string' || path === '') reject(String(path), 'a path must not be empty');

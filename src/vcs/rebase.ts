@@ -17,7 +17,7 @@ import { ROOT_CHANGE_ID } from './ids.js';
 import { mergeTreeSets } from './tree-merge.js';
 import type { PathConflict, TreeMergeResult } from './tree-merge.js';
 import { writeEmptyTree } from './tree-edit.js';
-import { ServiceError } from '../errors.js';
+import { VcsError } from './errors.js';
 
 export interface ChangeGraphNode {
   /** The change's current commit (before this rebase). */
@@ -108,7 +108,7 @@ function descendantsInOrder(graph: ChangeGraph, rewritten: ReadonlyMap<string, s
       if (left === 0) ready.push(child);
     }
   }
-  if (order.length !== todo.length) throw new ServiceError('INTERNAL_ERROR', 'the change graph has a cycle');
+  if (order.length !== todo.length) throw new VcsError('corrupt', 'the change graph has a cycle');
   return order;
 }
 
@@ -131,7 +131,7 @@ export function rebaseDescendants(
       .filter((p) => p !== ROOT_CHANGE_ID)
       .map((p) => {
         const parent = graph.get(p);
-        if (!parent) throw new ServiceError('INTERNAL_ERROR', `change ${changeId} has an unknown parent ${p}`);
+        if (!parent) throw new VcsError('corrupt', `change ${changeId} has an unknown parent ${p}`);
         return newCommitOf.get(parent.commitOid) ?? parent.commitOid;
       });
     const old = readCommit(store, node.commitOid);

@@ -3,7 +3,7 @@
  * edited paths and rewrites only those: a change touching 3 files in a repository of 10,000
  * writes a handful of trees, never the whole repository.
  */
-import { ServiceError } from '../errors.js';
+import { VcsError } from './errors.js';
 import type { ObjectStore } from './object-store.js';
 import { EMPTY_TREE_OID, TREE_MODE, readTree, writeTree } from './git-object.js';
 import type { FileMode, TreeEntry, TreeValue } from './git-object.js';
@@ -15,7 +15,7 @@ export type TreeEdit =
   | { op: 'rename'; from: string; to: string }
   /** Sets or removes (`value: null`) whatever is at `path`, a directory included; used by merges. */
   | { op: 'set'; path: string; value: TreeValue | null }
-  /** Changes nothing: fails (FILE_NOT_FOUND, "cannot <what> …") unless something is at `path` at this point of the batch. */
+  /** Changes nothing: fails (`missing-path`, "cannot <what> …") unless something is at `path` at this point of the batch. */
   | { op: 'require'; path: string; what: string };
 
 /** The value at `path` (the root itself for `""`), or undefined when nothing is there. */
@@ -117,8 +117,8 @@ class DirNode {
 
 type Slot = TreeValue | DirNode;
 
-function fail(code: 'INVALID_REQUEST' | 'FILE_NOT_FOUND', message: string, index: number, path: string): never {
-  throw new ServiceError(code, message, { path, op_index: index });
+function fail(kind: 'invalid-edit' | 'missing-path', message: string, index: number, path: string): never {
+  throw new VcsError(kind, message, { path, op_index: index });
 }
 
 class TreeEditor {
@@ -143,7 +143,7 @@ class TreeEditor {
         const existing = node.children.get(name);
         if (existing !== undefined) {
           if (!create) return undefined;
-          fail('INVALID_REQUEST', `cannot write ${JSON.stringify(path)}: ${JSON.stringify(segments.slice(0, i + 1).join('/'))} is a file`, index, path);
+          fail('invalid-edit', `cannot write ${JSON.stringify(path)}: ${JSON.stringify(segments.slice(0, i + 1).join('/'))} is a file`, index, path);
         }
         if (!create) return undefined;
         next = new DirNode(this.store, null);
@@ -171,7 +171,7 @@ class TreeEditor {
     const existing = parent.children.get(name);
     const existingIsDir = existing instanceof DirNode || existing?.mode === TREE_MODE;
     if (existingIsDir && !replaceDirectory) {
-      fail('INVALID_REQUEST', `cannot write ${JSON.stringify(path)}: it is a directory (delete it first)`, index, path);
+      fail('invalid-edit', `cannot write ${JSON.stringify(path)}: it is a directory (delete it first)`, index, path);
     }
     parent.children.set(name, value);
     TreeEditor.touch(chain);
@@ -183,7 +183,7 @@ class TreeEditor {
     const parent = chain?.[chain.length - 1];
     const existing = parent?.children.get(name);
     if (!chain || !parent || existing === undefined) {
-      fail('FILE_NOT_FOUND', `cannot ${what} ${JSON.stringify(path)}: no such file or directory`, index, path);
+      fail('missing-path', `cannot ${what} ${JSON.stringify(path)}: no such file or directory`, index, path);
     }
     parent.children.delete(name);
     TreeEditor.touch(chain);
@@ -195,7 +195,7 @@ class TreeEditor {
       case 'write': {
         const path = checkedPath(edit.path, index);
         if (edit.mode === '120000' && /^\.gitmodules$/i.test(pathSegments(path).pop()!)) {
-          fail('INVALID_REQUEST', '".gitmodules" cannot be a symlink', index, path);
+          fail('invalid-edit', '".gitmodules" cannot be a symlink', index, path);
         }
         this.put(path, { mode: edit.mode, oid: edit.blobOid }, index, false);
         return;
@@ -207,11 +207,11 @@ class TreeEditor {
         const from = checkedPath(edit.from, index);
         const to = checkedPath(edit.to, index);
         const moved = this.get(from);
-        if (moved === undefined) fail('FILE_NOT_FOUND', `cannot rename ${JSON.stringify(from)}: no such file or directory`, index, from);
+        if (moved === undefined) fail('missing-path', `cannot rename ${JSON.stringify(from)}: no such file or directory`, index, from);
         if (from === to) return;
         const isDir = moved instanceof DirNode || moved.mode === TREE_MODE;
         if (isDir && to.startsWith(`${from}/`)) {
-          fail('INVALID_REQUEST', `cannot rename directory ${JSON.stringify(from)} into itself`, index, to);
+          fail('invalid-edit', `cannot rename directory ${JSON.stringify(from)} into itself`, index, to);
         }
         this.remove(from, index, 'rename');
         this.put(to, moved, index, false);
@@ -228,7 +228,7 @@ class TreeEditor {
       }
       case 'require': {
         const path = checkedPath(edit.path, index);
-        if (this.get(path) === undefined) fail('FILE_NOT_FOUND', `cannot ${edit.what} ${JSON.stringify(path)}: no such file or directory`, index, path);
+        if (this.get(path) === undefined) fail('missing-path', `cannot ${edit.what} ${JSON.stringify(path)}: no such file or directory`, index, path);
         return;
       }
     }
@@ -243,7 +243,7 @@ function checkedPath(path: string, index: number): string {
   try {
     return normalizePath(path);
   } catch (err) {
-    if (err instanceof ServiceError) throw new ServiceError(err.code, err.message, { ...err.details, op_index: index });
+    if (err instanceof VcsError) throw new VcsError(err.kind, err.message, { ...err.details, op_index: index });
     throw err;
   }
 }
@@ -252,10 +252,10 @@ function checkedPath(path: string, index: number): string {
  * Applies edits in order to a root tree and returns the new root tree oid (the empty tree when
  * nothing is left). Errors carry `details.path` and `details.op_index` (the edit's index):
  * - write: creates missing parent directories, replaces a file; a file where a parent directory
- *   is needed, or a directory at the path, → INVALID_REQUEST.
- * - delete: a directory path deletes its subtree; missing → FILE_NOT_FOUND.
- * - rename: moves a file or directory (replacing a file at `to`); missing `from` → FILE_NOT_FOUND.
- * - require: nothing at the path at that point of the batch → FILE_NOT_FOUND.
+ *   is needed, or a directory at the path, → `invalid-edit`.
+ * - delete: a directory path deletes its subtree; missing → `missing-path`.
+ * - rename: moves a file or directory (replacing a file at `to`); missing `from` → `missing-path`.
+ * - require: nothing at the path at that point of the batch → `missing-path`.
  * Directories left empty disappear.
  */
 export function applyTreeEdits(store: ObjectStore, rootTreeOid: string, edits: readonly TreeEdit[]): string {

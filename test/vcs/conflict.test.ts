@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ServiceError } from '../../src/errors.js';
+import { VcsError } from '../../src/vcs/errors.js';
 import { readTree } from '../../src/vcs/git-object.js';
 import { MemoryObjectStore } from '../../src/vcs/memory-object-store.js';
 import { JJ_CONFLICT_README, treeSetOfCommit } from '../../src/vcs/conflict-layout.js';
@@ -11,14 +11,14 @@ import { listTreeSetConflicts, mergeTrees } from '../../src/vcs/tree-merge.js';
 import { listFiles, lookupPath } from '../../src/vcs/tree-edit.js';
 import { ALICE, T0, WRITER, exportToGit, fsckStrict, makeTree, readText } from './vcs-helpers.js';
 
-function errorOf(fn: () => unknown): ServiceError {
+function errorOf(fn: () => unknown): VcsError {
   try {
     fn();
   } catch (err) {
-    if (err instanceof ServiceError) return err;
+    if (err instanceof VcsError) return err;
     throw err;
   }
-  throw new Error('expected a ServiceError');
+  throw new Error('expected a VcsError');
 }
 
 const BASE = 'a\nb\nc\nd\ne\n';
@@ -134,7 +134,7 @@ t.test('conflicts - hunks resolved one by one make the tree clean', async (t) =>
   t.same(details.conflict_paths, ['bin', 'f.txt']);
 
   const incomplete = errorOf(() => resolveConflicts(store, r.trees, [{ path: 'f.txt', hunks: [{ hunk_id: hunks[0]!.hunk_id, take: 'target' }] }]));
-  t.equal(incomplete.code, 'MERGE_CONFLICT');
+  t.equal(incomplete.kind, 'conflict');
   t.same(incomplete.details?.missing_hunk_ids, [hunks[1]!.hunk_id]);
   t.same(incomplete.details?.conflict_paths, ['bin', 'f.txt']);
 
@@ -163,9 +163,9 @@ t.test('conflicts - whole-file resolutions: take, content, and a side without th
   t.equal(done.isConflicted, false);
   t.same(listFiles(store, done.treeOid).map((f) => f.path), ['f.txt']);
   t.equal(readText(store, done.treeOid, 'f.txt'), 'both\n');
-  t.equal(errorOf(() => resolveConflicts(store, r.trees, [{ path: 'nope.txt', take: 'source' }])).code, 'INVALID_REQUEST');
-  t.equal(errorOf(() => resolveConflicts(store, r.trees, [{ path: 'f.txt', take: 'source' }, { path: 'f.txt', take: 'target' }])).code, 'INVALID_REQUEST');
-  t.equal(errorOf(() => resolveConflicts(store, r.trees, [{ path: 'f.txt', take: 'source', content: 'x' }])).code, 'INVALID_REQUEST');
+  t.equal(errorOf(() => resolveConflicts(store, r.trees, [{ path: 'nope.txt', take: 'source' }])).kind, 'invalid-resolution');
+  t.equal(errorOf(() => resolveConflicts(store, r.trees, [{ path: 'f.txt', take: 'source' }, { path: 'f.txt', take: 'target' }])).kind, 'invalid-resolution');
+  t.equal(errorOf(() => resolveConflicts(store, r.trees, [{ path: 'f.txt', take: 'source', content: 'x' }])).kind, 'invalid-resolution');
 });
 
 t.test('conflicts - take is refused on a conflict of more than two sides', async (t) => {
@@ -174,7 +174,7 @@ t.test('conflicts - take is refused on a conflict of more than two sides', async
   const conflicts = listTreeSetConflicts(store, trees);
   t.equal(conflicts[0]!.terms.length, 5);
   t.same(conflictHunks(store, conflicts[0]!), []);
-  t.equal(errorOf(() => resolveConflicts(store, trees, [{ path: 'f.txt', take: 'target' }])).code, 'INVALID_REQUEST');
+  t.equal(errorOf(() => resolveConflicts(store, trees, [{ path: 'f.txt', take: 'target' }])).kind, 'invalid-resolution');
   const resolved = resolveConflicts(store, trees, [{ path: 'f.txt', content: 'merged\n' }]);
   t.equal(resolved.isConflicted, false);
   t.match(readText(store, materializeTreeSet(store, trees), 'f.txt'), /^<<<<<<< target\n1\n\|\|\|\|\|\|\| base\n0\n=======\n2\n/);

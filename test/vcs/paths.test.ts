@@ -1,5 +1,5 @@
 import t from 'tap';
-import { isServiceError } from '../../src/errors.js';
+import { VcsError } from '../../src/vcs/errors.js';
 import { isDotGitName, normalizePath } from '../../src/vcs/paths.js';
 
 t.test('paths - normal paths are accepted unchanged', async (t) => {
@@ -9,7 +9,7 @@ t.test('paths - normal paths are accepted unchanged', async (t) => {
   t.equal(normalizePath('a'.repeat(4096)), 'a'.repeat(4096));
 });
 
-t.test('paths - every rule violation is INVALID_REQUEST naming the rule', async (t) => {
+t.test('paths - every rule violation is an invalid-path error naming the rule', async (t) => {
   const table: Array<[string, RegExp]> = [
     ['', /empty/],
     ['../x', /"\."|"\.\."/],
@@ -32,7 +32,7 @@ t.test('paths - every rule violation is INVALID_REQUEST naming the rule', async 
       normalizePath(path);
       t.fail(`accepted ${JSON.stringify(path.slice(0, 20))}`);
     } catch (err) {
-      t.ok(isServiceError(err) && err.code === 'INVALID_REQUEST', JSON.stringify(path.slice(0, 20)));
+      t.ok(err instanceof VcsError && err.kind === 'invalid-path', JSON.stringify(path.slice(0, 20)));
       t.match((err as Error).message, why);
     }
   }

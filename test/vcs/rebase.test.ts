@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ServiceError } from '../../src/errors.js';
+import { VcsError } from '../../src/vcs/errors.js';
 import { EMPTY_TREE_OID, readCommit, writeBlob } from '../../src/vcs/git-object.js';
 import { MemoryObjectStore } from '../../src/vcs/memory-object-store.js';
 import { readChangeCommit, writeChangeCommit } from '../../src/vcs/commit.js';
@@ -189,9 +189,9 @@ t.test('merge commits - conflicts are refused with details unless allowed or res
   } catch (err) {
     refused = err;
   }
-  t.ok(refused instanceof ServiceError && refused.code === 'MERGE_CONFLICT');
-  t.same((refused as ServiceError).details?.conflict_paths, ['f.txt']);
-  t.equal(((refused as ServiceError).details?.conflicts as Array<{ hunks: unknown[] }>)[0]!.hunks.length, 1);
+  t.ok(refused instanceof VcsError && refused.kind === 'conflict');
+  t.same((refused as VcsError).details?.conflict_paths, ['f.txt']);
+  t.equal(((refused as VcsError).details?.conflicts as Array<{ hunks: unknown[] }>)[0]!.hunks.length, 1);
   const kept = createMergeCommit(store, { ...input, allowConflicted: true });
   t.equal(kept.isConflicted, true);
   t.equal(readChangeCommit(store, kept.commitOid).isConflicted, true);

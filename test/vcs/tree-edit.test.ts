@@ -1,19 +1,19 @@
 import t from 'tap';
-import { ServiceError } from '../../src/errors.js';
+import { VcsError } from '../../src/vcs/errors.js';
 import { EMPTY_TREE_OID, readTree, writeBlob } from '../../src/vcs/git-object.js';
 import { MemoryObjectStore } from '../../src/vcs/memory-object-store.js';
 import { applyTreeEdits, listFiles, lookupPath, walkTree } from '../../src/vcs/tree-edit.js';
 import { diffTrees } from '../../src/vcs/tree-diff.js';
 import { makeTree, readText } from './vcs-helpers.js';
 
-function errorOf(fn: () => unknown): ServiceError {
+function errorOf(fn: () => unknown): VcsError {
   try {
     fn();
   } catch (err) {
-    if (err instanceof ServiceError) return err;
+    if (err instanceof VcsError) return err;
     throw err;
   }
-  throw new Error('expected a ServiceError');
+  throw new Error('expected a VcsError');
 }
 
 t.test('tree edits - a nested write creates parent directories and keeps siblings', async (t) => {
@@ -73,23 +73,23 @@ t.test('tree edits - rename moves files and directories, edits apply in order', 
   );
 });
 
-t.test('tree edits - missing paths are FILE_NOT_FOUND and impossible writes INVALID_REQUEST, with the op index', async (t) => {
+t.test('tree edits - missing paths are missing-path and impossible writes invalid-edit or invalid-path, with the op index', async (t) => {
   const store = new MemoryObjectStore();
   const root = makeTree(store, { 'file.txt': 'f', 'dir/a.txt': 'a' });
   const blob = writeBlob(store, 'x');
-  const cases: Array<[Parameters<typeof applyTreeEdits>[2], string, number]> = [
-    [[{ op: 'delete', path: 'missing.txt' }], 'FILE_NOT_FOUND', 0],
-    [[{ op: 'write', path: 'ok.txt', blobOid: blob, mode: '100644' }, { op: 'delete', path: 'file.txt/x' }], 'FILE_NOT_FOUND', 1],
-    [[{ op: 'rename', from: 'nope', to: 'x' }], 'FILE_NOT_FOUND', 0],
-    [[{ op: 'write', path: 'file.txt/inside', blobOid: blob, mode: '100644' }], 'INVALID_REQUEST', 0],
-    [[{ op: 'write', path: 'dir', blobOid: blob, mode: '100644' }], 'INVALID_REQUEST', 0],
-    [[{ op: 'rename', from: 'dir', to: 'dir/deeper' }], 'INVALID_REQUEST', 0],
-    [[{ op: 'write', path: '../escape', blobOid: blob, mode: '100644' }], 'INVALID_REQUEST', 0],
-    [[{ op: 'write', path: 'sub/.gitmodules', blobOid: blob, mode: '120000' }], 'INVALID_REQUEST', 0],
+  const cases: Array<[Parameters<typeof applyTreeEdits>[2], VcsError['kind'], number]> = [
+    [[{ op: 'delete', path: 'missing.txt' }], 'missing-path', 0],
+    [[{ op: 'write', path: 'ok.txt', blobOid: blob, mode: '100644' }, { op: 'delete', path: 'file.txt/x' }], 'missing-path', 1],
+    [[{ op: 'rename', from: 'nope', to: 'x' }], 'missing-path', 0],
+    [[{ op: 'write', path: 'file.txt/inside', blobOid: blob, mode: '100644' }], 'invalid-edit', 0],
+    [[{ op: 'write', path: 'dir', blobOid: blob, mode: '100644' }], 'invalid-edit', 0],
+    [[{ op: 'rename', from: 'dir', to: 'dir/deeper' }], 'invalid-edit', 0],
+    [[{ op: 'write', path: '../escape', blobOid: blob, mode: '100644' }], 'invalid-path', 0],
+    [[{ op: 'write', path: 'sub/.gitmodules', blobOid: blob, mode: '120000' }], 'invalid-edit', 0],
   ];
-  for (const [edits, code, index] of cases) {
+  for (const [edits, kind, index] of cases) {
     const err = errorOf(() => applyTreeEdits(store, root, edits));
-    t.equal(err.code, code, err.message);
+    t.equal(err.kind, kind, err.message);
     t.equal(err.details?.op_index, index);
   }
   const deleted = applyTreeEdits(store, root, [{ op: 'delete', path: 'file.txt' }, { op: 'write', path: 'file.txt/now-a-dir', blobOid: blob, mode: '100644' }]);

@@ -1,4 +1,5 @@
-import { ServiceError, invalid, isServiceError, notFound } from '../../errors.js';
+import { ServiceError, invalid, notFound } from '../../errors.js';
+import { VcsError, inOp } from '../../vcs/errors.js';
 import type { Attribution } from '../../vcs/commit.js';
 import { listTreeSetConflicts, mergeTreeSet } from '../../vcs/tree-merge.js';
 import { mergeConflictDetails, resolveConflicts, type ConflictResolution } from '../../vcs/conflict.js';
@@ -70,10 +71,7 @@ export interface WriteResult {
 
 /** Errors of the tree editor name the edit's index; report the op's index and say so. */
 function atOp(err: unknown, listKey: string, opIndexOfEdit: readonly number[]): never {
-  if (isServiceError(err) && typeof err.details?.op_index === 'number') {
-    const index = opIndexOfEdit[err.details.op_index] ?? err.details.op_index;
-    throw new ServiceError(err.code, `${listKey}[${index}]: ${err.message}`, { ...err.details, op_index: index });
-  }
+  if (err instanceof VcsError && typeof err.details?.op_index === 'number') throw inOp(err, listKey, opIndexOfEdit[err.details.op_index] ?? err.details.op_index);
   throw err;
 }
 

@@ -1,4 +1,5 @@
-import { ServiceError, invalid, isServiceError } from '../../errors.js';
+import { invalid, isServiceError } from '../../errors.js';
+import { VcsError, inOp } from '../../vcs/errors.js';
 import { normalizePath } from '../../vcs/paths.js';
 import { isGiven } from '../../protocol/schemas/body-schema.js';
 import { applyOpsBody, type ContentEncoding, type FileInput, type OpInput } from '../../protocol/schemas/changes.js';
@@ -33,8 +34,7 @@ function checkedPath(path: string, where: Where): string {
   try {
     return normalizePath(path);
   } catch (err) {
-    if (isServiceError(err)) throw new ServiceError(err.code, `${where.list}[${where.index}]: ${err.message}`, { ...err.details, op_index: where.index });
-    throw err;
+    throw err instanceof VcsError ? inOp(err, where.list, where.index) : err;
   }
 }
 

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import { isServiceError } from '../../../errors.js';
+import { asServiceError } from '../../../errors.js';
 
 /**
  * How a failed sync try is judged (API §9): transient failures (network, timeouts, remote 5xx,
@@ -83,8 +83,9 @@ export class UpstreamStatusError extends SyncFailure {
 export function classifyFailure(err: unknown, secrets: readonly string[]): FailureVerdict {
   let verdict: FailureVerdict;
   const code = (err as { code?: unknown } | null)?.code;
+  const known = asServiceError(err);
   if (err instanceof SyncFailure) verdict = { message: err.message, transient: err.transient };
-  else if (isServiceError(err)) verdict = { message: `sync failed: ${err.message}`, transient: false };
+  else if (known) verdict = { message: `sync failed: ${known.message}`, transient: false };
   else if (typeof code !== 'string') verdict = { message: 'sync failed: internal error', transient: false };
   else if (TRANSIENT_CODES.has(code)) verdict = { message: `cannot reach the upstream (${code})`, transient: true };
   else if (code === 'ENOTFOUND') {
