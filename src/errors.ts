@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+export const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_STATUS, code);
+
 export type ErrorDetails = Record<string, unknown>;
 
 export interface ServiceErrorData {
@@ -66,10 +68,10 @@ export class ServiceError extends Error {
     return ERROR_STATUS[this.code];
   }
 
+  /** The error as plain data, for another thread; `fromJSON` rebuilds it there, retryable as it was. */
   toJSON(): ServiceErrorData {
-    const data: ServiceErrorData = { code: this.code, message: this.message };
+    const data: ServiceErrorData = { code: this.code, message: this.message, retryable: this.retryable };
     if (this.details !== undefined) data.details = this.details;
-    if (this.retryable) data.retryable = true;
     if (this.retryAfter !== undefined) data.retryAfter = this.retryAfter;
     return data;
   }

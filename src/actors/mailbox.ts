@@ -5,7 +5,7 @@ import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
 import { serialize } from '../protocol/serializers.js';
-import type { ActorReplyMsg, ActorRequestMsg } from '../protocol/messages.js';
+import { errorData, type ActorReplyMsg, type ActorRequestMsg } from '../protocol/messages.js';
 import type { Command, CommandContext } from './command.js';
 import { Mutation } from './mutation.js';
 import type { ActorSettings } from './settings.js';
@@ -216,12 +216,7 @@ function errorReply(e: ServiceError, queueMs: number): ActorReplyMsg {
   return {
     status: e.status,
     body: EMPTY,
-    error: {
-      code: e.code,
-      message: e.message,
-      details: e.details ? encoder.encode(JSON.stringify(e.details)) : EMPTY,
-      retryAfter: e.retryAfter ?? 0,
-    },
+    error: errorData(e),
     batchSize: 0,
     commitMs: 0,
     flushMs: 0,

@@ -2,7 +2,7 @@ import { Piscina } from 'piscina';
 import type { PiscinaTask } from 'piscina';
 import { fileURLToPath } from 'node:url';
 import { ServiceError } from '../errors.js';
-import { decodeReply, encodeRequest, type IdempotencyMsg, type PrincipalMsg } from '../protocol/messages.js';
+import { decodeReply, encodeRequest, errorFromData, type IdempotencyMsg, type PrincipalMsg } from '../protocol/messages.js';
 import { shardOf, slotOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 
@@ -136,10 +136,7 @@ export class ActorRuntime {
       }
       const reply = decodeReply(raw);
       this.options.onBatch?.({ command: call.command, batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs, queueMs: reply.queueMs });
-      if (reply.error) {
-        const details = reply.error.details.length ? JSON.parse(Buffer.from(reply.error.details).toString('utf8')) : undefined;
-        throw new ServiceError(reply.error.code as ServiceError['code'], reply.error.message, details, reply.error.retryAfter ? { retryAfter: reply.error.retryAfter } : {});
-      }
+      if (reply.error) throw errorFromData(reply.error);
       return { status: reply.status, body: reply.body };
     } finally {
       this.options.onSettled?.(call.actor);

@@ -1,3 +1,4 @@
+import { ServiceError, isErrorCode } from '../errors.js';
 import { repohost } from './generated/actor.js';
 
 /**
@@ -30,3 +31,27 @@ export function decodeReply(bytes: Uint8Array): ActorReplyMsg {
   return ActorReply.decode(bytes);
 }
 
+const EMPTY = new Uint8Array(0);
+
+/** An actor's failure as its reply carries it: `ServiceError.toJSON`, the details as JSON text. */
+export function errorData(error: ServiceError): ErrorDataMsg {
+  const data = error.toJSON();
+  return {
+    code: data.code,
+    message: data.message,
+    details: data.details ? Buffer.from(JSON.stringify(data.details)) : EMPTY,
+    retryAfter: data.retryAfter ?? 0,
+    retryable: data.retryable ?? false,
+  };
+}
+
+/** The failure a reply carries, rebuilt as every error that crosses a thread is: `ServiceError.fromJSON`. */
+export function errorFromData(data: ErrorDataMsg): ServiceError {
+  return ServiceError.fromJSON({
+    code: isErrorCode(data.code) ? data.code : 'INTERNAL_ERROR',
+    message: data.message,
+    details: data.details.length ? (JSON.parse(Buffer.from(data.details).toString('utf8')) as Record<string, unknown>) : undefined,
+    retryable: data.retryable,
+    retryAfter: data.retryAfter || undefined,
+  });
+}

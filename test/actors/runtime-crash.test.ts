@@ -1,5 +1,5 @@
 import t from 'tap';
-import { isServiceError } from '../../src/errors.js';
+import { ServiceError, isServiceError } from '../../src/errors.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { shardOf, slotOf } from '../../src/actors/shard-map.js';
 import { fixture, principal, startRuntime } from './runtime.js';
@@ -108,6 +108,32 @@ t.test('runtime - a worker that dies mid-batch fails its in-flight messages with
   const again = await within(15000, call(victim!, 'test.crash', 'crash-2'));
   t.equal(again.status, 503);
   t.equal((await within(15000, call(victim!, 'test.put', 'after-2'))).status, 201);
+});
+
+t.test('runtime - an actor\'s error arrives whole: code, message, details, retryable and retry hint', async (t) => {
+  const rt = startRuntime({ commandsModule: fixture('crash-commands') });
+  t.teardown(rt.cleanup);
+  const asks = [
+    { code: 'ABORTED', retryable: true },
+    { code: 'UNAVAILABLE', retryable: false, retry_after: 7 },
+    { code: 'FORBIDDEN', retryable: false },
+  ] as const;
+  for (const input of asks) {
+    const err = await rt.runtime.call({ actor: 'repo:refusing', command: 'test.refuse', input, principal: principal(), traceId: 't' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    t.ok(isServiceError(err), `${input.code} is a ServiceError`);
+    if (!isServiceError(err)) continue;
+    t.equal(err.code, input.code);
+    t.equal(err.message, `refused with ${input.code}`);
+    t.same(err.details, { asked: input });
+    t.equal(err.retryable, input.retryable, `${input.code}: retryable is ${input.retryable}, whatever the code's default`);
+    t.equal(err.retryAfter, 'retry_after' in input ? input.retry_after : undefined);
+  }
+  // The read pool's threads post toJSON's data (a structured clone) and rebuild it with fromJSON.
+  const posted = structuredClone(new ServiceError('UNAVAILABLE', 'busy', undefined, { retryable: false }).toJSON());
+  t.equal(ServiceError.fromJSON(posted).retryable, false, 'a code\'s default does not overwrite what was sent');
 });
 
 t.test('runtime - a full mailbox is refused with 429 before anything is queued; closing refuses with 503 after in-flight calls finish', async (t) => {
