@@ -12,10 +12,11 @@ import { addBytes, assertRoom } from './quota.js';
  *   referenced from the start, and a stored object it meets loses its pending mark;
  * - `upload`: `POST …/blobs`: a new blob is pending from now; uploading a pending one again
  *   restarts its retention;
- * - `fetch`: a pull's objects are pending under the sync until it applies; a pending object the
- *   fetch meets again is taken over by this sync, so that applying it references that one too.
+ * - `fetch`: a received pack's objects (a pull's, or a git push's early batches) are pending under
+ *   their owner (the sync or the push) until its refs land; a pending object the pack meets again
+ *   is taken over by this owner, so that landing the refs references that one too.
  */
-export type StoreIntent = { kind: 'reference' } | { kind: 'upload' } | { kind: 'fetch'; syncId: string };
+export type StoreIntent = { kind: 'reference' } | { kind: 'upload' } | { kind: 'fetch'; owner: string };
 
 export const REFERENCE: StoreIntent = { kind: 'reference' };
 export const UPLOAD: StoreIntent = { kind: 'upload' };
@@ -38,7 +39,7 @@ export class ObjectAccounting implements ObjectWriteObserver {
     this.bytes += size;
     this.objects++;
     if (this.intent.kind === 'reference') return;
-    markPending(this.meta, this.repoId, oid, { at: this.now, sync: this.intent.kind === 'fetch' ? this.intent.syncId : null });
+    markPending(this.meta, this.repoId, oid, { at: this.now, sync: this.intent.kind === 'fetch' ? this.intent.owner : null });
   }
 
   existing(oid: string): void {
@@ -49,7 +50,7 @@ export class ObjectAccounting implements ObjectWriteObserver {
     const mark = getPending(this.meta, this.repoId, oid);
     if (!mark) return;
     if (this.intent.kind === 'upload') markPending(this.meta, this.repoId, oid, { ...mark, at: this.now });
-    else if (mark.sync !== this.intent.syncId) markPending(this.meta, this.repoId, oid, { ...mark, sync: this.intent.syncId });
+    else if (mark.sync !== this.intent.owner) markPending(this.meta, this.repoId, oid, { ...mark, sync: this.intent.owner });
   }
 
   /**

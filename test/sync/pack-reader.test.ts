@@ -8,67 +8,11 @@ import { deflateSync } from 'node:zlib';
 import { readPack, WHOLE_BLOB_BYTES, type PackLimits } from '../../src/actors/system/sync/pack-reader.js';
 import { PULL_PACK_LIMITS } from '../../src/actors/system/sync/upstream-limits.js';
 import { hashObject } from '../../src/vcs/git-object.js';
+import { BLOB, delta, entryHeader, ofsDelta, pack, refDelta, whole } from '../helpers/pack-builder.js';
 import { MemoryPackSink, pieces } from './memory-pack-sink.js';
 
 const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: tmpdir(), GIT_AUTHOR_NAME: 'A', GIT_AUTHOR_EMAIL: 'a@example.com', GIT_COMMITTER_NAME: 'A', GIT_COMMITTER_EMAIL: 'a@example.com' };
 const git = (cwd: string, args: string[], input?: Buffer | string): Buffer => execFileSync('git', args, { cwd, env, input, maxBuffer: 256 * 1024 * 1024 });
-
-const BLOB = 3;
-const OFS_DELTA = 6;
-const REF_DELTA = 7;
-
-function entryHeader(code: number, size: number): Buffer {
-  const bytes: number[] = [];
-  let byte = (code << 4) | (size % 16);
-  let rest = Math.floor(size / 16);
-  while (rest > 0) {
-    bytes.push(byte | 0x80);
-    byte = rest % 128;
-    rest = Math.floor(rest / 128);
-  }
-  bytes.push(byte);
-  return Buffer.from(bytes);
-}
-
-/** A pack of the given entries; `count` may claim another number of objects. */
-function pack(entries: Buffer[], count = entries.length): Buffer {
-  const header = Buffer.alloc(12);
-  header.write('PACK', 0, 'latin1');
-  header.writeUInt32BE(2, 4);
-  header.writeUInt32BE(count, 8);
-  const body = Buffer.concat([header, ...entries]);
-  return Buffer.concat([body, createHash('sha1').update(body).digest()]);
-}
-
-const whole = (content: Buffer, declared = content.length): Buffer => Buffer.concat([entryHeader(BLOB, declared), deflateSync(content)]);
-
-function varint(n: number): Buffer {
-  const bytes: number[] = [];
-  do {
-    let byte = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) byte |= 0x80;
-    bytes.push(byte);
-  } while (n > 0);
-  return Buffer.from(bytes);
-}
-
-/** A delta: copy `base[0, copy)` then insert `tail`. */
-function delta(baseSize: number, copy: number, tail: string, targetSize = copy + Buffer.byteLength(tail)): Buffer {
-  const op = Buffer.from([0x80 | 0x10 | 0x20, copy & 0xff, (copy >> 8) & 0xff]);
-  return Buffer.concat([varint(baseSize), varint(targetSize), op, Buffer.from([Buffer.byteLength(tail)]), Buffer.from(tail)]);
-}
-
-const refDelta = (baseOid: string, instructions: Buffer): Buffer => Buffer.concat([entryHeader(REF_DELTA, instructions.length), Buffer.from(baseOid, 'hex'), deflateSync(instructions)]);
-
-function ofsDelta(distance: number, instructions: Buffer): Buffer {
-  const bytes = [distance & 0x7f];
-  for (let d = distance >> 7; d > 0; d >>= 7) {
-    d--;
-    bytes.unshift(0x80 | (d & 0x7f));
-  }
-  return Buffer.concat([entryHeader(OFS_DELTA, instructions.length), Buffer.from(bytes), deflateSync(instructions)]);
-}
 
 async function read(bytes: Buffer, limits: PackLimits = PULL_PACK_LIMITS, size = 64 * 1024): Promise<MemoryPackSink> {
   const sink = new MemoryPackSink();

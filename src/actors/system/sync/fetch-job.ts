@@ -10,7 +10,7 @@
  * received objects makes sure nothing a new commit needs is missing before anything refers to it.
  *
  * The pack is read as it streams in (pack-reader.ts, under the limits of upstream-limits.ts) and
- * stored batch by batch (fetch-sink.ts). Fetched objects are pending under the sync until its pull
+ * stored batch by batch (pack-store-sink.ts). Fetched objects are pending under the sync until its pull
  * applies (pending-objects.ts), so what an interrupted or failed fetch leaves behind is collected;
  * a pull refused by the quota takes back what it stored at once.
  */
@@ -19,13 +19,14 @@ import { changeIdOfCommitOid, getChange } from '../../../storage/change-store.js
 import { K, under } from '../../../storage/keys.js';
 import type { BookmarkRecord, TagRecord } from '../../../storage/records.js';
 import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
-import { FetchSink, type FetchTarget } from './fetch-sink.js';
+import { isServiceError } from '../../../errors.js';
+import { PackStoreSink, type PackStoreTarget } from './pack-store-sink.js';
 import { fetchPack, listUploadRefs } from './git-protocol.js';
 import type { Remote } from './git-remote.js';
 import { PackError, readPack } from './pack-reader.js';
 import type { PulledRefs, RemoteRef } from './pull-apply.js';
 import { NOTES_REF, TAG_PREFIX, refFilter, type RefGlobs } from './ref-filter.js';
-import { GitProtocolError } from './sync-errors.js';
+import { GitProtocolError, SyncFailure } from './sync-errors.js';
 import { PULL_PACK_LIMITS } from './upstream-limits.js';
 
 const MAX_HAVES = 256;
@@ -60,7 +61,15 @@ function completeCommits(storage: Storage, repoId: string): string[] {
   return [...out];
 }
 
-export async function fetchUpstream(storage: Storage, remote: Remote, target: FetchTarget, globs: RefGlobs): Promise<PulledRefs> {
+/** A failure of the pack's storing in a sync's words. */
+function syncFailureOf(err: unknown): unknown {
+  if (err instanceof PackError) return new GitProtocolError(`the upstream sent a bad packfile: ${err.message}`);
+  if (isServiceError(err) && err.code === 'QUOTA_EXCEEDED') return new SyncFailure(`QUOTA_EXCEEDED: ${err.message}`, false);
+  if (isServiceError(err) && err.code === 'REPO_NOT_FOUND') return new SyncFailure('the repository was deleted during the sync', false);
+  return err;
+}
+
+export async function fetchUpstream(storage: Storage, remote: Remote, target: PackStoreTarget, globs: RefGlobs): Promise<PulledRefs> {
   const { repoId } = target;
   const adv = await listUploadRefs(remote);
   const filter = refFilter(globs);
@@ -71,14 +80,14 @@ export async function fetchUpstream(storage: Storage, remote: Remote, target: Fe
     if (filter.classify(ref)!.selected && !holds(storage, repoId, ref, oid)) wants.add(oid);
   }
   if (wants.size > 0) {
-    const sink = new FetchSink(storage, target, PULL_PACK_LIMITS.maxObjects);
+    let sink: PackStoreSink | null = null;
     try {
-      await fetchPack(remote, adv, [...wants], completeCommits(storage, repoId), (pack) => readPack(pack, sink, PULL_PACK_LIMITS));
+      sink = new PackStoreSink(storage, target, { maxExpected: PULL_PACK_LIMITS.maxObjects, strict: false });
+      await fetchPack(remote, adv, [...wants], completeCommits(storage, repoId), (pack) => readPack(pack, sink!, PULL_PACK_LIMITS));
       await sink.finish();
     } catch (err) {
-      await sink.abandon();
-      if (err instanceof PackError) throw new GitProtocolError(`the upstream sent a bad packfile: ${err.message}`);
-      throw err;
+      await sink?.abandon();
+      throw syncFailureOf(err);
     }
     let missing = 0;
     for (const oid of wants) if (!storage.objects.doesExist(K.object(repoId, oid))) missing++;

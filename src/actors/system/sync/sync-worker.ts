@@ -66,7 +66,7 @@ export default async function runSyncJob(job: SyncJob): Promise<SyncJobResult> {
   storage.root.resetReadTxn();
   try {
     remote = openUpstream(job.repo_id);
-    if (job.direction === 'pull') return { ok: true, pulled: await fetchUpstream(storage, remote, { repoId: job.repo_id, syncId: job.sync_id, quotaBytes: data.orgQuotaBytes }, job.ref_globs) };
+    if (job.direction === 'pull') return { ok: true, pulled: await fetchUpstream(storage, remote, { repoId: job.repo_id, owner: job.sync_id, quotaBytes: data.orgQuotaBytes }, job.ref_globs) };
     return { ok: true, pushed: await pushUpstream(storage, remote, job.repo_id, job.ref_globs) };
   } catch (err) {
     const verdict = classifyFailure(err, remote?.secrets ?? []);
