@@ -70,6 +70,32 @@ export function putChange(meta: Meta, repoId: string, record: ChangeRecord): voi
   meta.putSync(K.commit(repoId, record.commit_oid), record.id);
 }
 
+/**
+ * Stores a change whose commit came with other parents (a pushed commit that moved it, API §14):
+ * the children index follows, and so do generations, recomputed for the change and then for
+ * every descendant whose own generation changes. Returns every record it rewrote.
+ */
+export function putReparentedChange(meta: Meta, repoId: string, record: ChangeRecord, oldParents: readonly string[]): ChangeRecord[] {
+  for (const parent of oldParents) meta.removeSync(K.child(repoId, parent, record.id));
+  for (const parent of record.parents) meta.putSync(K.child(repoId, parent, record.id), true);
+  const generationFrom = (parents: readonly string[]): number => Math.max(1, ...parents.map((p) => generationOf(meta, repoId, p) + 1));
+  const first: ChangeRecord = { ...record, generation: generationFrom(record.parents) };
+  putChange(meta, repoId, first);
+  const rewritten = [first];
+  const queue = first.generation === record.generation ? [] : childrenOf(meta, repoId, first.id);
+  while (queue.length > 0) {
+    const child = getChange(meta, repoId, queue.shift()!);
+    if (!child) continue;
+    const generation = generationFrom(child.parents);
+    if (generation === child.generation) continue;
+    const updated = { ...child, generation };
+    meta.putSync(K.change(repoId, updated.id), updated);
+    rewritten.push(updated);
+    queue.push(...childrenOf(meta, repoId, updated.id));
+  }
+  return rewritten;
+}
+
 export function putEvolution(meta: Meta, repoId: string, changeId: string, id: string, record: EvolutionRecord): void {
   meta.putSync(K.evolution(repoId, changeId, id), record);
 }

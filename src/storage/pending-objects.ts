@@ -3,7 +3,8 @@ import { K, under } from './keys.js';
 
 /**
  * Stored objects that nothing references yet, under `['pend', repoId, oid]`: blobs uploaded with
- * `POST …/blobs` (API §5.4) and the objects a pull fetched, until the pull applies. The sweep
+ * `POST …/blobs` (API §5.4), the objects a pull fetched until the pull applies, and the early
+ * batches of a large git push until its refs land. The sweep
  * (blob-collect.ts) deletes those still pending after the retention.
  *
  * The invariant that makes collection safe: an object without a mark is never deleted, and every
@@ -16,7 +17,7 @@ type Meta = Database<unknown, Key>;
 export interface PendingObject {
   /** When it was stored (ms since the epoch): the retention counts from here. */
   at: number;
-  /** The pull whose fetch stored or re-sent it; null for an upload. */
+  /** The pull (its sync id) or git push (its push id) whose pack stored or re-sent it; null for an upload. */
   sync: string | null;
 }
 
@@ -38,10 +39,10 @@ export function* pendingOf(meta: Meta, repoId: string): Generator<{ oid: string;
   for (const { key, value } of meta.getRange(under(['pend', repoId]))) yield { oid: (key as string[])[2]!, mark: value as PendingObject };
 }
 
-/** A pull applied: what its fetch stored is referenced by the refs it imported. */
-export function dropPendingOfSync(meta: Meta, repoId: string, syncId: string): number {
+/** A pull applied or a push landed: what its pack stored is referenced by the refs it brought. */
+export function dropPendingOwnedBy(meta: Meta, repoId: string, owner: string): number {
   const done: Key[] = [];
-  for (const { oid, mark } of pendingOf(meta, repoId)) if (mark.sync === syncId) done.push(K.pending(repoId, oid));
+  for (const { oid, mark } of pendingOf(meta, repoId)) if (mark.sync === owner) done.push(K.pending(repoId, oid));
   for (const key of done) meta.removeSync(key);
   return done.length;
 }

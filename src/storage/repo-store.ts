@@ -1,7 +1,7 @@
 import type { Database, Key } from 'lmdb';
 import { K, under } from './keys.js';
 import type { RecordReader } from './read/record-cache.js';
-import type { BookmarkRecord, OrgRecord, RepoRecord, SigningKeyRecord } from './records.js';
+import type { BookmarkRecord, OrgRecord, RepoRecord, SigningKeyRecord, TagRecord } from './records.js';
 
 /**
  * Reads of org, key and repository records. They work on any thread, inside a write transaction
@@ -36,6 +36,18 @@ export function getRepoByName(meta: RecordReader, orgId: string, name: string): 
 
 export function getBookmark(meta: RecordReader, repoId: string, name: string): BookmarkRecord | undefined {
   return meta.get(K.bookmark(repoId, name)) as BookmarkRecord | undefined;
+}
+
+export function getTag(meta: RecordReader, repoId: string, name: string): TagRecord | undefined {
+  return meta.get(K.tag(repoId, name)) as TagRecord | undefined;
+}
+
+export function putTag(meta: Meta, repoId: string, tag: TagRecord): void {
+  meta.putSync(K.tag(repoId, tag.name), tag);
+}
+
+export function removeTag(meta: Meta, repoId: string, name: string): void {
+  meta.removeSync(K.tag(repoId, name));
 }
 
 export function headChangeId(meta: RecordReader, repo: RepoRecord): string {

@@ -8,7 +8,7 @@ import { rebaseDescendants, type ChangeGraphNode, type RebasedChange } from '../
 import { checkBookmarkName } from '../../protocol/names.js';
 import { changeView, type ChangeView } from '../../protocol/views/change.js';
 import { bookmarkEventView, bookmarkView, type BookmarkView } from '../../protocol/views/bookmark.js';
-import { childrenOf, getChange, isChangeAncestor, isRepositoryEmpty, objectStore, putChange, putEvolution, putNewChange } from '../../storage/change-store.js';
+import { childrenOf, getChange, isChangeAncestor, isRepositoryEmpty, objectStore, putChange, putEvolution, putNewChange, putReparentedChange } from '../../storage/change-store.js';
 import type { LmdbObjectStore } from '../../storage/git-object-store.js';
 import { ulid } from '../../storage/ids.js';
 import { K } from '../../storage/keys.js';
@@ -322,6 +322,49 @@ export class RepoWrite {
     this.ctx.mutation.emit('change.evolved', this.org, this.repo, { change: this.view(updated), previous_current_commit_oid: previous });
     const rebased = this.rebaseDescendantsOf(new Map([[record.id, { old: previous, new: commitOid }]]));
     return { previousCommitOid: previous, record: updated, rebased };
+  }
+
+  /**
+   * A new change for a commit that arrived whole (a git push, API §14): the commit is kept as it
+   * is. `parents` are the change ids of its parents. Emits `change.created`.
+   */
+  adoptNewChange(changeId: string, commitOid: string, parents: string[], isConflicted: boolean): ChangeRecord {
+    let generation = 1;
+    for (const p of parents) if (p !== ROOT_CHANGE_ID) generation = Math.max(generation, this.change(p).generation + 1);
+    const record = putNewChange(
+      this.meta,
+      this.repo.id,
+      { id: changeId, commit_oid: commitOid, parents, created_at: this.nowIso, updated_at: this.nowIso, rebased_at_seq: null, is_conflicted: isConflicted },
+      generation,
+    );
+    this.records.set(changeId, record);
+    this.pendingEvolution.push({ changeId, commitOid, predecessorOid: null });
+    this.ctx.mutation.emit('change.created', this.org, this.repo, { change: this.view(record) });
+    return record;
+  }
+
+  /**
+   * A change's next commit that arrived whole (a git push, API §14): kept as it is, parents
+   * included, so the change moves when the commit has other parents (`parents`: their change
+   * ids). Emits `change.evolved`. Its descendants are not rebased here: the caller does that
+   * once every pushed commit is in (`rebaseDescendantsOf`), so that what the push itself rewrote
+   * is not rebased first.
+   */
+  adoptCommit(record: ChangeRecord, commitOid: string, parents: string[], isConflicted: boolean): ChangeRecord {
+    const previous = record.commit_oid;
+    const next: ChangeRecord = { ...record, commit_oid: commitOid, parents, is_conflicted: isConflicted, updated_at: this.nowIso };
+    let updated = next;
+    const moved = parents.length !== record.parents.length || parents.some((p, i) => p !== record.parents[i]);
+    if (moved) {
+      for (const rewritten of putReparentedChange(this.meta, this.repo.id, next, record.parents)) this.records.set(rewritten.id, rewritten);
+      updated = this.records.get(record.id)!;
+    } else {
+      putChange(this.meta, this.repo.id, next);
+      this.records.set(next.id, next);
+    }
+    this.pendingEvolution.push({ changeId: record.id, commitOid, predecessorOid: previous });
+    this.ctx.mutation.emit('change.evolved', this.org, this.repo, { change: this.view(updated), previous_current_commit_oid: previous });
+    return updated;
   }
 
   /**

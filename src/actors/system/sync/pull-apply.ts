@@ -5,24 +5,20 @@
  * made against the exact state they apply to and all of it — changes, bookmarks, events — commits
  * or rolls back as one mutation.
  */
-import { ServiceError } from '../../../errors.js';
 import { bookmarkEventView } from '../../../protocol/views/bookmark.js';
 import { bookmarkNameProblem } from '../../../protocol/names.js';
 import { repoEventView } from '../../../protocol/views/repository.js';
 import { changeIdOfCommitOid, getChange, isRepositoryEmpty, objectStore, putEvolution, putNewChange } from '../../../storage/change-store.js';
 import { K } from '../../../storage/keys.js';
 import { ulid } from '../../../storage/ids.js';
-import { dropPendingOfSync } from '../../../storage/pending-objects.js';
+import { dropPendingOwnedBy } from '../../../storage/pending-objects.js';
 import type { BookmarkRecord, SyncRecord, SyncRefStat, TagRecord } from '../../../storage/records.js';
-import { getBookmark } from '../../../storage/repo-store.js';
-import type { LmdbObjectStore } from '../../../storage/git-object-store.js';
+import { getBookmark, getTag, putTag } from '../../../storage/repo-store.js';
 import { isAncestor } from '../../../vcs/commit-graph.js';
-import { changeIdOfCommit } from '../../../vcs/commit.js';
-import { CHANGE_ID_HEADER, isConflictedCommit } from '../../../vcs/conflict-layout.js';
-import { commitHeader, readCommit } from '../../../vcs/git-object.js';
-import { ROOT_CHANGE_ID, newChangeId, syntheticChangeId } from '../../../vcs/ids.js';
+import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
 import type { ObjectStore } from '../../../vcs/object-store.js';
 import { deleteBookmark, moveBookmarks, type RepoScope } from '../../commands/bookmarks.js';
+import { CommitImporter } from '../../commands/commit-import.js';
 import type { CommandContext } from '../../command.js';
 import { BRANCH_PREFIX, refFilter } from './ref-filter.js';
 
@@ -80,85 +76,6 @@ export function peelToCommit(store: ObjectStore, oid: string): string | null {
   return null;
 }
 
-/**
- * Makes a change of every commit reachable from the given tips that the repository does not know
- * yet, parents first. The change id comes from the commit's `change-id` header, else jj's
- * synthetic id; a header naming a change that already has another commit keeps that change and
- * gives the newcomer its synthetic id (a "dirty" skip).
- */
-class CommitImporter {
-  readonly created: Array<{ changeId: string; oid: string }> = [];
-  invalidHeaders = 0;
-  dirtySkips = 0;
-
-  constructor(
-    private readonly ctx: CommandContext,
-    private readonly repoId: string,
-    private readonly store: LmdbObjectStore,
-  ) {}
-
-  private known(oid: string): boolean {
-    return changeIdOfCommitOid(this.ctx.storage.meta, this.repoId, oid) !== undefined;
-  }
-
-  private parentsOf(oid: string): string[] {
-    if (!this.store.has(oid)) throw new ServiceError('INTERNAL_ERROR', 'the upstream did not send a commit its refs name');
-    return readCommit(this.store, oid).parents;
-  }
-
-  importFrom(tip: string): void {
-    // Iterative post-order walk: a commit is created once all its parents are.
-    const stack: Array<{ oid: string; parents: string[] | null }> = [{ oid: tip, parents: null }];
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1]!;
-      if (this.known(top.oid)) {
-        stack.pop();
-        continue;
-      }
-      if (top.parents === null) {
-        top.parents = this.parentsOf(top.oid);
-        for (let i = top.parents.length - 1; i >= 0; i--) {
-          const parent = top.parents[i]!;
-          if (!this.known(parent)) stack.push({ oid: parent, parents: null });
-        }
-        continue;
-      }
-      stack.pop();
-      this.create(top.oid);
-    }
-  }
-
-  private create(oid: string): void {
-    const { meta } = this.ctx.storage;
-    const commit = readCommit(this.store, oid);
-    const header = commitHeader(commit, CHANGE_ID_HEADER);
-    let { changeId, fromHeader } = changeIdOfCommit(oid, commit);
-    if (fromHeader && changeId === ROOT_CHANGE_ID) {
-      fromHeader = false;
-      changeId = syntheticChangeId(oid);
-    }
-    if (header !== undefined && !fromHeader) this.invalidHeaders++;
-    if (getChange(meta, this.repoId, changeId)) {
-      if (fromHeader) this.dirtySkips++;
-      changeId = fromHeader ? syntheticChangeId(oid) : changeId;
-      // A synthetic id already claimed (by a commit whose header names it) gets a fresh id.
-      while (getChange(meta, this.repoId, changeId)) changeId = newChangeId();
-    }
-    const parents = commit.parents.length === 0 ? [ROOT_CHANGE_ID] : commit.parents.map((p) => changeIdOfCommitOid(meta, this.repoId, p)!);
-    const now = this.ctx.now.toISOString();
-    putNewChange(meta, this.repoId, {
-      id: changeId,
-      commit_oid: oid,
-      parents,
-      created_at: now,
-      updated_at: now,
-      rebased_at_seq: null,
-      is_conflicted: isConflictedCommit(commit),
-    });
-    this.created.push({ changeId, oid });
-  }
-}
-
 function commitOfBookmark(ctx: CommandContext, repoId: string, bookmark: BookmarkRecord): string | null {
   if (bookmark.change_id === ROOT_CHANGE_ID) return null;
   return getChange(ctx.storage.meta, repoId, bookmark.change_id)?.commit_oid ?? null;
@@ -169,7 +86,22 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
   const { org, repo } = scope;
   const store = objectStore(ctx.storage, repo.id);
   const filter = refFilter(sync.ref_globs);
-  const importer = new CommitImporter(ctx, repo.id, store);
+  const created: Array<{ changeId: string; oid: string }> = [];
+  const importer = new CommitImporter(ctx, repo.id, store, {
+    create(commit) {
+      const now = ctx.now.toISOString();
+      putNewChange(meta, repo.id, {
+        id: commit.changeId,
+        commit_oid: commit.oid,
+        parents: commit.parents,
+        created_at: now,
+        updated_at: now,
+        rebased_at_seq: null,
+        is_conflicted: commit.isConflicted,
+      });
+      created.push({ changeId: commit.changeId, oid: commit.oid });
+    },
+  });
   const now = ctx.now.toISOString();
   const stats: SyncRefStat[] = [];
   const updates: PushEventUpdate[] = [];
@@ -240,7 +172,7 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
       }
       stats.push({ name: ref, before: current, after: current, outcome: 'rejected' });
     } else if (kind.kind === 'tag') {
-      const existing = meta.get(K.tag(repo.id, kind.name)) as TagRecord | undefined;
+      const existing = getTag(meta, repo.id, kind.name);
       const before = existing?.oid ?? null;
       if (!kind.selected) {
         stats.push({ name: ref, before, after: before, outcome: 'filtered' });
@@ -258,7 +190,7 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
       const target = peelToCommit(store, oid);
       if (target) importer.importFrom(target);
       const record: TagRecord = { name: kind.name, oid, target_commit: target };
-      meta.putSync(K.tag(repo.id, kind.name), record);
+      putTag(meta, repo.id, record);
       stats.push({ name: ref, before: null, after: oid, outcome: 'updated' });
       refsChanged = true;
     } else {
@@ -276,8 +208,7 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
 
   // What this sync's fetch stored is kept from now on: the refs imported above reach it (objects
   // that only a refused ref reaches are kept as well; telling them apart would take a walk).
-  dropPendingOfSync(meta, repo.id, sync.id);
-  const created = importer.created;
+  dropPendingOwnedBy(meta, repo.id, sync.id);
   return {
     stats,
     updates,
