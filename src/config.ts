@@ -28,6 +28,8 @@ export interface Config {
   webhookRetryBaseMs: number;
   syncRetryBaseMs: number;
   syncConcurrency: number;
+  /** Largest pack one git push may send (API §14). */
+  maxPushBytes: number;
   agentTable: string;
   logLevel: string;
 }
@@ -53,6 +55,7 @@ const SETTINGS: Array<[keyof Config, string, string]> = [
   ['webhookRetryBaseMs', 'REPOHOST_WEBHOOK_RETRY_BASE_MS', 'webhook-retry-base-ms'],
   ['syncRetryBaseMs', 'REPOHOST_SYNC_RETRY_BASE_MS', 'sync-retry-base-ms'],
   ['syncConcurrency', 'REPOHOST_SYNC_CONCURRENCY', 'sync-concurrency'],
+  ['maxPushBytes', 'REPOHOST_MAX_PUSH_BYTES', 'max-push-bytes'],
   ['agentTable', 'REPOHOST_AGENT_TABLE', 'agent-table'],
   ['logLevel', 'LOG_LEVEL', 'log-level'],
 ];
@@ -96,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     webhookRetryBaseMs: int(raw('webhookRetryBaseMs'), 10000, 'REPOHOST_WEBHOOK_RETRY_BASE_MS'),
     syncRetryBaseMs: int(raw('syncRetryBaseMs'), 5000, 'REPOHOST_SYNC_RETRY_BASE_MS'),
     syncConcurrency: Math.max(1, int(raw('syncConcurrency'), 4, 'REPOHOST_SYNC_CONCURRENCY')),
+    maxPushBytes: Math.max(1, int(raw('maxPushBytes'), 2 * 1024 ** 3, 'REPOHOST_MAX_PUSH_BYTES')),
     agentTable: raw('agentTable') || '',
     logLevel: raw('logLevel') || 'info',
   };

@@ -15,8 +15,9 @@ import { ServiceError, type ServiceErrorData } from '../errors.js';
 const PIECE_BYTES = 256 * 1024;
 const WINDOW_BYTES = 1024 * 1024;
 
-type ToFrontEnd = { type: 'data'; chunk: Uint8Array } | { type: 'end' } | { type: 'error'; error: ServiceErrorData };
-type ToTask = { type: 'credit'; bytes: number } | { type: 'cancel' };
+/** What a `PortSink` posts; `ToTask` is what its reader answers (the same protocol carries a push's body the other way, port-source.ts). */
+export type ToFrontEnd = { type: 'data'; chunk: Uint8Array } | { type: 'end' } | { type: 'error'; error: ServiceErrorData };
+export type ToTask = { type: 'credit'; bytes: number } | { type: 'cancel' };
 
 /** Thrown inside the task once the front end cancelled (the client went away). */
 export class StreamCancelled extends Error {

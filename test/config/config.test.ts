@@ -27,6 +27,7 @@ t.test('config - defaults of every setting', async (t) => {
     webhookRetryBaseMs: 10000,
     syncRetryBaseMs: 5000,
     syncConcurrency: 4,
+    maxPushBytes: 2147483648,
     agentTable: '',
     logLevel: 'info',
   });
@@ -52,6 +53,7 @@ t.test('config - environment, flags over environment, and refusals', async (t) =
     REPOHOST_WEBHOOK_RETRY_BASE_MS: '10',
     REPOHOST_SYNC_RETRY_BASE_MS: '20',
     REPOHOST_SYNC_CONCURRENCY: '8',
+    REPOHOST_MAX_PUSH_BYTES: '65536',
     REPOHOST_AGENT_TABLE: '/etc/agents.json',
     LOG_LEVEL: 'debug',
   };
@@ -67,6 +69,7 @@ t.test('config - environment, flags over environment, and refusals', async (t) =
   t.equal(c.blobRetentionS, 2);
   t.same([c.allowPrivateWebhooks, c.allowPrivateUpstreams], [true, true]);
   t.same([c.webhookRetryBaseMs, c.syncRetryBaseMs, c.syncConcurrency], [10, 20, 8]);
+  t.equal(c.maxPushBytes, 65536);
   t.equal(c.agentTable, '/etc/agents.json');
   t.equal(c.logLevel, 'debug');
   const flagged = loadConfig(env, { workers: '1', port: '0', 'mailbox-limit': '7', brand: 'Acme', 'metrics-addr': '127.0.0.1:0' });

@@ -92,16 +92,17 @@ t.test('git bad input - a body that is not one: bad gzip 400, inflating past the
   t.same(responseLines(compressed.body), [`${tip.commit} HEAD`, `${tip.commit} refs/heads/main`, '0000']);
 });
 
-t.test('git bad input - push, the dumb protocol and other methods are not served', async (t) => {
+t.test('git bad input - the dumb protocol and other methods are not served; a read token may not push', async (t) => {
   const auth = { authorization: `Bearer ${token}` };
   const receive = await fetch(`${s.url}/acme/demo.git/info/refs?service=git-receive-pack`, { headers: auth });
-  t.equal(receive.status, 404);
+  t.equal(receive.status, 403);
+  t.match(((await receive.json()) as { error: { message: string } }).error.message, /git:write/);
   const dumb = await fetch(`${s.url}/acme/demo.git/info/refs`, { headers: auth });
   t.equal(dumb.status, 404);
   const head = await fetch(`${s.url}/acme/demo.git/HEAD`, { headers: auth });
   t.equal(head.status, 404);
   const post = await fetch(`${s.url}/acme/demo.git/git-receive-pack`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-git-receive-pack-request' }, body: '0000' });
-  t.equal(post.status, 404);
+  t.equal(post.status, 403);
   const put = await fetch(`${s.url}/acme/demo.git/info/refs?service=git-upload-pack`, { method: 'PUT', headers: auth });
   t.equal(put.status, 405);
   t.equal(put.headers.get('allow'), 'GET');

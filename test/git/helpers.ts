@@ -194,3 +194,39 @@ export async function packObjects(git: GitClient, pack: Buffer): Promise<Map<str
   }
   return objects;
 }
+
+export interface CommitSpec {
+  tree: string;
+  parents?: string[];
+  /** A `change-id` header (jj's), written after `committer`. */
+  changeId?: string;
+  /** Further headers after `committer` (and the change id), e.g. `gpgsig` with its continuation lines. */
+  headers?: string[];
+  message?: string;
+  /** Unix seconds of author and committer. */
+  time?: number;
+}
+
+/** Writes a commit object byte for byte (`git hash-object -t commit -w`) in the repository at `cwd`; returns its oid. */
+export function hashCommit(git: GitClient, cwd: string, spec: CommitSpec): Promise<string> {
+  const time = spec.time ?? 1_700_000_000;
+  const lines = [`tree ${spec.tree}`, ...(spec.parents ?? []).map((p) => `parent ${p}`), `author Git Client <client@example.com> ${time} +0000`, `committer Git Client <client@example.com> ${time} +0000`];
+  if (spec.changeId) lines.push(`change-id ${spec.changeId}`);
+  lines.push(...(spec.headers ?? []));
+  return git.ok(['hash-object', '-t', 'commit', '-w', '--stdin'], { cwd, input: `${lines.join('\n')}\n\n${spec.message ?? 'a commit'}\n` });
+}
+
+/** The `push` events an event log received for a repository, oldest first. */
+export function pushEvents(events: Array<{ type: string; data: Record<string, unknown> }>): Array<{ updates: any[]; reconciliation: Record<string, number> }> {
+  return events.filter((e) => e.type === 'push').map((e) => e.data as { updates: any[]; reconciliation: Record<string, number> });
+}
+
+/** POST …/git-receive-pack with a hand-made body, as git would send it. */
+export async function postReceivePack(s: TestServer, repo: string, token: string, body: string | Buffer, headers: Record<string, string> = {}): Promise<RawResponse> {
+  const res = await fetch(`${s.url}/${s.org}/${repo}.git/git-receive-pack`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-git-receive-pack-request', ...headers },
+    body,
+  });
+  return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
+}

@@ -1,15 +1,22 @@
-import { invalid, ServiceError } from '../../errors.js';
+import { invalid, isServiceError, ServiceError } from '../../errors.js';
 import { readPool } from '../../actors/read-pool.js';
+import { receivePool } from '../../actors/receive-pool.js';
+import type { RefUpdate } from '../../git/receive-request.js';
+import { errorLine, reportStatus, type RefStatus } from '../../git/receive-report.js';
 import { MAX_REQUEST_BYTES, type UploadPackRequest } from '../../git/upload-pack.js';
+import { newId } from '../../storage/ids.js';
+import { callActor } from '../actor-call.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
 
 /**
- * git's smart HTTP (API §14), for clone and fetch: the ref advertisement and upload-pack, at
- * `/{org}/{repo}.git/…` and the same without `.git`, outside `/v1`. Everything past the route —
- * refs, negotiation, the object walk and the pack — runs on the read pool from one snapshot and
- * streams back, so the front end only moves bytes.
+ * git's smart HTTP (API §14) at `/{org}/{repo}.git/…` and the same without `.git`, outside `/v1`.
+ * Clone and fetch: the ref advertisement and upload-pack run on the read pool from one snapshot
+ * and stream back. Push: the receive pool reads the commands and the pack as the body arrives
+ * (receive-pack.ts), the repository's actor applies the push (commands/push.ts), and the report
+ * git prints is written here. The front end only moves bytes.
  */
 const UPLOAD_PACK = 'git-upload-pack';
+const RECEIVE_PACK = 'git-receive-pack';
 
 /** `Git-Protocol: version=2` (colon-separated parameters) asks for protocol v2. */
 function protocolVersion(ctx: RequestContext): 0 | 2 {
@@ -24,17 +31,57 @@ async function serve(ctx: RequestContext, request: Omit<UploadPackRequest, 'repo
   return { status: 200, stream, length: null, headers: { 'Content-Type': contentType, 'Cache-Control': 'no-cache' } };
 }
 
-function advertise(ctx: RequestContext): Promise<Reply> {
-  // Only fetching is served; the dumb protocol (no service) and push are not.
+const gitReply = (body: Uint8Array, contentType: string): Reply => ({ status: 200, text: body, headers: { 'Content-Type': contentType, 'Cache-Control': 'no-cache' } });
+
+async function advertise(ctx: RequestContext): Promise<Reply> {
+  if (ctx.query.service === RECEIVE_PACK) {
+    // One route serves both services: pushing needs more than the route's own permission.
+    if (!ctx.principal.permissions.has('git:write')) throw new ServiceError('FORBIDDEN', 'this token lacks the permission git:write');
+    return gitReply(await receivePool(ctx.services.config.dataDir).advertise(ctx.repo!.id), `application/x-${RECEIVE_PACK}-advertisement`);
+  }
+  // The dumb protocol (no service) is not served.
   if (ctx.query.service !== UPLOAD_PACK) throw new ServiceError('NOT_FOUND', `the git service ${JSON.stringify(ctx.query.service ?? null)} is not served here`);
   return serve(ctx, { phase: 'advertise', body: null, gzip: false }, `application/x-${UPLOAD_PACK}-advertisement`);
 }
 
-function uploadPack(ctx: RequestContext): Promise<Reply> {
-  if (ctx.headers['content-type'] !== `application/x-${UPLOAD_PACK}-request`) throw invalid(`the request must be sent with Content-Type: application/x-${UPLOAD_PACK}-request`);
+/** Whether a git request body is gzip (the only encoding git uses); checks its type first. */
+function gzipBody(ctx: RequestContext, service: string): boolean {
+  if (ctx.headers['content-type'] !== `application/x-${service}-request`) throw invalid(`the request must be sent with Content-Type: application/x-${service}-request`);
   const encoding = (ctx.headers['content-encoding'] ?? '').toLowerCase();
   if (encoding !== '' && encoding !== 'gzip' && encoding !== 'x-gzip') throw invalid(`Content-Encoding ${encoding} is not supported (gzip is)`);
-  return serve(ctx, { phase: 'command', body: ctx.body as Buffer, gzip: encoding !== '' }, `application/x-${UPLOAD_PACK}-result`);
+  return encoding !== '';
+}
+
+function uploadPack(ctx: RequestContext): Promise<Reply> {
+  return serve(ctx, { phase: 'command', body: ctx.body as Buffer, gzip: gzipBody(ctx, UPLOAD_PACK) }, `application/x-${UPLOAD_PACK}-result`);
+}
+
+/** Every update refused for the same reason (a pack that failed, or a push the repository refused whole). */
+const refusedAll = (updates: readonly RefUpdate[]): RefStatus[] => updates.map((u) => ({ ref: u.ref, error: 'unpacker error' }));
+
+async function receivePack(ctx: RequestContext): Promise<Reply> {
+  const gzip = gzipBody(ctx, RECEIVE_PACK);
+  const { config } = ctx.services;
+  const repoId = ctx.repo!.id;
+  const outcome = await receivePool(config.dataDir).receive(
+    { repoId, pushId: newId('push'), gzip, maxPushBytes: config.maxPushBytes, quotaBytes: config.orgQuotaBytes },
+    ctx.bodyStream!,
+  );
+  const reply = (body: Uint8Array): Reply => gitReply(body, `application/x-${RECEIVE_PACK}-result`);
+  if (outcome.kind === 'nothing') return reply(new Uint8Array(0));
+  if (outcome.kind === 'protocol-error') return reply(errorLine(outcome.message));
+  if (outcome.kind === 'unpack-failed') return reply(reportStatus(outcome.capabilities, outcome.reason, refusedAll(outcome.updates)));
+  const { capabilities, command } = outcome;
+  try {
+    const result = await callActor(ctx, `repo:${repoId}`, 'git.push', command);
+    const body = 'json' in result ? result.json : '{}';
+    const { refs } = JSON.parse(Buffer.from(body).toString('utf8')) as { refs: RefStatus[] };
+    return reply(reportStatus(capabilities, null, refs));
+  } catch (err) {
+    // Refused whole by the repository (the org quota, the repository deleted meanwhile): git shows why.
+    if (!isServiceError(err) || err.status >= 500) throw err;
+    return reply(reportStatus(capabilities, err.message, refusedAll(command.updates)));
+  }
 }
 
 const routesAt = (base: string): RouteDef[] => [
@@ -54,6 +101,16 @@ const routesAt = (base: string): RouteDef[] => [
     rawBody: true,
     bodyLimit: MAX_REQUEST_BYTES,
     handler: uploadPack,
+  },
+  {
+    method: 'POST',
+    path: `${base}/${RECEIVE_PACK}`,
+    permission: 'git:write',
+    git: true,
+    streamBody: true,
+    // The pack is capped by REPOHOST_MAX_PUSH_BYTES as it is read (receive-pack.ts).
+    bodyLimit: Number.MAX_SAFE_INTEGER,
+    handler: receivePack,
   },
 ];
 
