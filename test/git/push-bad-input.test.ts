@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { rawRequest } from '../foundation/raw-http.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { serverForFile, startTestServer, type TestServer } from '../helpers/server.js';
 import { BLOB, COMMIT, TREE, entry, entryHeader, pack, refDelta, delta, whole } from '../helpers/pack-builder.js';
 import { openStorage } from '../../src/storage/database.js';
@@ -114,7 +114,7 @@ t.test('git push bad input - a truncated pack, a wrong trailer and data after it
   const cmd = [`${tip.commit} ${built.commit} refs/heads/main`];
   await refused(t, requestBody(cmd, good.subarray(0, good.length - 30)), ['unpack the pack is truncated', 'ng refs/heads/main unpacker error', '0000'], 'truncated');
   const damaged = Buffer.from(good);
-  damaged[damaged.length - 1] ^= 0xff;
+  damaged[damaged.length - 1]! ^= 0xff;
   await refused(t, requestBody(cmd, damaged), ['unpack the pack checksum does not match its content', 'ng refs/heads/main unpacker error', '0000'], 'wrong trailer');
   await refused(t, requestBody(cmd, Buffer.concat([good, Buffer.from('more')])), ['unpack data follows the pack checksum', 'ng refs/heads/main unpacker error', '0000'], 'trailing data');
   await refused(t, requestBody(cmd, null), ['unpack the pack is truncated', 'ng refs/heads/main unpacker error', '0000'], 'no pack at all');
@@ -206,7 +206,7 @@ t.test('git push bad input - a pack refused after its first batches were stored 
   const built = commitEntries(files, tip.commit);
   const good = pack(built.objects);
   const damaged = Buffer.from(good);
-  damaged[damaged.length - 1] ^= 0xff;
+  damaged[damaged.length - 1]! ^= 0xff;
   await refused(t, requestBody([`${tip.commit} ${built.commit} refs/heads/main`], damaged), ['unpack the pack checksum does not match its content', 'ng refs/heads/main unpacker error', '0000'], 'large pack, bad trailer');
   const res = await postReceivePack(s, 'bad', token, requestBody([`${tip.commit} ${built.commit} refs/heads/big`], good));
   t.same(reportLines(res.body), ['unpack ok', 'ng refs/heads/big stale info', '0000'], 'refused by its ref alone');

@@ -14,8 +14,6 @@
  */
 import { ServiceError } from '../../errors.js';
 import { bookmarkNameProblem } from '../../protocol/names.js';
-import { arr, nullable, obj, str } from '../../protocol/schemas/common.js';
-import { registerResponseSchemas } from '../../protocol/serializers.js';
 import type { PushCommandInput } from '../../git/receive-pack.js';
 import { ZERO_OID } from '../../git/receive-request.js';
 import type { RefStatus } from '../../git/receive-report.js';
@@ -32,8 +30,6 @@ import { defineCommand, type CommandContext } from '../command.js';
 import { deleteBookmark } from './bookmarks.js';
 import { CommitImporter } from './commit-import.js';
 import { RepoWrite } from './repo-writes.js';
-
-registerResponseSchemas({ gitPush: obj({ refs: arr(obj({ ref: str(), error: nullable(str()) })) }) });
 
 const HEADS = 'refs/heads/';
 const TAGS = 'refs/tags/';

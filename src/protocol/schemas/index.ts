@@ -4,6 +4,7 @@ import * as changes from './changes.js';
 import * as common from './common.js';
 import * as content from './content.js';
 import * as diff from './diff.js';
+import * as git from './git.js';
 import * as repos from './repos.js';
 import * as syncs from './syncs.js';
 import * as webhooks from './webhooks.js';
@@ -41,6 +42,7 @@ export const RESPONSE_SCHEMAS = responseRegistry(
   diff.responses,
   analytics.responses,
   webhooks.responses,
+  git.responses,
 );
 
 export type SchemaName = keyof typeof RESPONSE_SCHEMAS;
