@@ -15,6 +15,13 @@ function statusLine(status: number): string {
   return line;
 }
 
+/** Resumes reading where it was paused for this response, then writes its status and headers (corked). */
+function writeHead(res: HttpResponse, state: RequestState, status: number, headers: Record<string, string>): void {
+  state.resumeReading(res);
+  res.writeStatus(statusLine(status));
+  for (const name in headers) res.writeHeader(name, headers[name]!);
+}
+
 /** `headers`, then `contentType` and `extra` when given (written as they are: no merged copy). */
 export function send(
   res: HttpResponse,
@@ -31,9 +38,7 @@ export function send(
   res.cork(() => {
     // Before the end: uWS forbids touching a response after it, and it reads nothing until this
     // callback returns.
-    state.resumeReading(res);
-    res.writeStatus(statusLine(status));
-    for (const name in headers) res.writeHeader(name, headers[name]!);
+    writeHead(res, state, status, headers);
     if (contentType !== null) res.writeHeader('Content-Type', contentType);
     if (extra) for (const name in extra) res.writeHeader(name, extra[name]!);
     res.end(body, closeConnection);
@@ -90,9 +95,7 @@ export async function sendStream(
     res.cork(() => {
       // A paused socket gets no writable events either, which the stream below needs. A pipelined
       // request read meanwhile makes uWS close the connection: only a read is lost then.
-      state.resumeReading(res);
-      res.writeStatus(statusLine(status));
-      for (const name in headers) res.writeHeader(name, headers[name]!);
+      writeHead(res, state, status, headers);
     });
     if (length === 0) {
       res.cork(() => res.end());
