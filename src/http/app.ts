@@ -8,7 +8,7 @@ import { LARGE_BODY_BYTES, assertDiskRoom } from '../storage/disk-room.js';
 import { fingerprintStream, requestFingerprint } from '../actors/mailbox.js';
 import { loadOutcome } from '../storage/idempotency-store.js';
 import { checkRepoName } from '../protocol/names.js';
-import { canAccessRepo, mayNameRepo } from './auth/principal.js';
+import { canAccessRepo, mayNameRepo, type Principal } from './auth/principal.js';
 import { compileBodyCheck, type BodyCheck } from './body-validator.js';
 import { closesAfterTooLarge, DEFAULT_BODY_LIMIT, readBody, streamBody } from './body-reader.js';
 import { ambiguousLength, unreadableLength } from './content-length.js';
@@ -18,7 +18,7 @@ import { RequestState } from './request-state.js';
 import { send, sendError, sendErrorAndClose, sendStream } from './responder.js';
 import { serialize } from '../protocol/serializers.js';
 import type { Reply, RequestContext, RouteDef } from './route.js';
-import { Router } from './router.js';
+import { Router, type Match } from './router.js';
 import type { Services } from './services.js';
 import { KeyRateLimiter } from './key-rate-limiter.js';
 
@@ -52,9 +52,12 @@ const TRACE_PREFIX = randomBytes(8).toString('hex');
 let traceCounter = 0;
 const nextTraceId = (): string => TRACE_PREFIX + (++traceCounter).toString(16).padStart(16, '0');
 
-interface Prepared {
-  route: RouteDef;
-  check: BodyCheck<unknown> | null;
+/** uWS's `LIBUS_LISTEN_EXCLUSIVE_PORT` (its typings declare the options only for a port alone). */
+const EXCLUSIVE_PORT = 1;
+type ListenCallback = (socket: us_listen_socket | false) => void;
+
+function listenExclusive(app: TemplatedApp, host: string, port: number, cb: ListenCallback): void {
+  (app.listen as unknown as (host: string, port: number, options: number, cb: ListenCallback) => TemplatedApp).call(app, host, port, EXCLUSIVE_PORT, cb);
 }
 
 export interface HttpFrontEnd {
@@ -66,316 +69,402 @@ export interface HttpFrontEnd {
 }
 
 /**
- * The uWS front end: one handler for every path. It matches the route table, authenticates,
- * checks scope and repository restriction, parses the query, reads and validates the body, and
- * hands a typed context to the route's handler. Every failure becomes the error envelope through
- * `sendError`, the single place where codes meet HTTP statuses.
+ * One request on its way through the front end: what uWS gave (read inside its callback, the only
+ * time it can be), what the steps found out, and how it is answered.
  */
-/** uWS's `LIBUS_LISTEN_EXCLUSIVE_PORT` (its typings declare the options only for a port alone). */
-const EXCLUSIVE_PORT = 1;
-type ListenCallback = (socket: us_listen_socket | false) => void;
+class Exchange {
+  readonly started = performance.now();
+  readonly state = new RequestState();
+  readonly url: string;
+  readonly method: string;
+  readonly requestId: string;
+  readonly baseHeaders: Record<string, string>;
+  readonly contentLength: string;
+  traceId = '';
+  /** The matched route's pattern (the metrics label), `unmatched` until then. */
+  routeLabel = 'unmatched';
+  /** A 401 on a git route names the Basic scheme, so git asks its credential helper (API §14). */
+  gitRoute = false;
+  private watching = false;
 
-function listenExclusive(app: TemplatedApp, host: string, port: number, cb: ListenCallback): void {
-  (app.listen as unknown as (host: string, port: number, options: number, cb: ListenCallback) => TemplatedApp).call(app, host, port, EXCLUSIVE_PORT, cb);
+  constructor(
+    readonly res: HttpResponse,
+    req: HttpRequest,
+  ) {
+    this.url = req.getUrl();
+    this.method = req.getMethod().toUpperCase();
+    const incomingId = req.getHeader('x-request-id');
+    this.requestId = REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    this.baseHeaders = { 'X-Request-Id': this.requestId };
+    this.contentLength = req.getHeader('content-length');
+  }
+
+  /**
+   * uWS needs `onAborted` only for a response that outlives its request callback; a read answered
+   * synchronously (the common case) skips it.
+   */
+  watch(): void {
+    if (this.watching) return;
+    this.watching = true;
+    this.res.onAborted(() => this.state.abort());
+  }
 }
 
-export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFrontEnd {
-  const router = new Router(routes.filter((r) => !r.git));
-  // git's smart HTTP lives at the root, beside the API prefixes (API §14).
-  const gitRouter = new Router(routes.filter((r) => r.git));
-  const prepared = new Map<RouteDef, Prepared>(routes.map((r) => [r, { route: r, check: r.body ? compileBodyCheck(r.body) : null }]));
-  const limiter = new KeyRateLimiter(services.config.keyRateLimit);
-  const inFlightIdempotent = new Map<string, Promise<void>>();
-  let listenSocket: us_listen_socket | null = null;
-  let draining = false;
-  let inFlight = 0;
-  let idleWaiters: Array<() => void> = [];
+/** The headers a route may read; the ones every request has are always there (possibly empty). */
+type RequestHeaders = Record<string, string> & { authorization: string; 'content-type': string; 'idempotency-key': string };
+
+/** The request as the route's steps see it: its route, headers, query and body, subscribed to in the callback. */
+interface Routed {
+  match: Match;
+  /** The API path (after the prefix); null on git's routes. */
+  path: string | null;
+  headers: RequestHeaders;
+  rawQuery: string;
+  declared: number;
+  /** The route's body limit. */
+  limit: number;
+  /** A whole body, being read (routes with a JSON or raw body). */
+  body: Promise<Buffer> | null;
+  /** A body the handler reads as it arrives (`streamBody` routes). */
+  bodyStream: AsyncIterable<Uint8Array> | null;
+}
+
+/** What authorization found: the repository of `{repo}`, or why it is missing; the idempotency key. */
+interface Authorized {
+  principal: Principal;
+  repo: RequestContext['repo'];
+  /** A missing repository, answered unless a stored response for the Idempotency-Key comes first. */
+  missing: ServiceError | null;
+  idemKey: string;
+}
+
+/**
+ * The uWS front end, one handler for every path, in named steps: framing → route → subscribe to
+ * the body → authenticate → authorize → query → body → idempotency → handler → respond. A step
+ * that fails ends in `fail`: the error envelope through `sendError`, the single place where codes
+ * meet HTTP statuses. Everything up to the handler runs inside uWS's callback when it can: a read
+ * with a cached token is answered before the callback returns.
+ */
+class FrontEnd implements HttpFrontEnd {
+  private readonly router: Router;
+  /** git's smart HTTP lives at the root, beside the API prefixes (API §14). */
+  private readonly gitRouter: Router;
+  private readonly bodyChecks: Map<RouteDef, BodyCheck<unknown>>;
+  private readonly limiter: KeyRateLimiter;
+  private readonly inFlightIdempotent = new Map<string, Promise<void>>();
+  private readonly app: TemplatedApp = uWS.App();
+  private listenSocket: us_listen_socket | null = null;
+  private draining = false;
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly services: Services,
+    routes: RouteDef[],
+  ) {
+    this.router = new Router(routes.filter((r) => !r.git));
+    this.gitRouter = new Router(routes.filter((r) => r.git));
+    this.bodyChecks = new Map(routes.filter((r) => r.body).map((r) => [r, compileBodyCheck(r.body!)]));
+    this.limiter = new KeyRateLimiter(services.config.keyRateLimit);
+    this.app.any('/*', (res, req) => this.onRequest(new Exchange(res, req), req));
+  }
+
+  private onRequest(x: Exchange, req: HttpRequest): void {
+    if (!this.framed(x, req)) return;
+    if (x.url === '/healthz') return this.health(x);
+    x.traceId = nextTraceId();
+    if (this.draining) return this.fail(x, new ServiceError('UNAVAILABLE', 'server is shutting down', undefined, { retryAfter: 1 }), true);
+    let routed: Routed;
+    try {
+      routed = this.route(x, req);
+    } catch (err) {
+      return this.fail(x, err);
+    }
+    this.authenticate(x, routed);
+  }
+
+  /**
+   * Framing comes first, whatever the path: uWS acts on a bad length as soon as the callback
+   * returns. A read without a length (the hot path) skips the walk over its headers.
+   */
+  private framed(x: Exchange, req: HttpRequest): boolean {
+    if (x.contentLength === '' && (x.method === 'GET' || x.method === 'HEAD')) return true;
+    const refused = unreadableLength(x.contentLength, () => this.bodyLimitOf(x.method, x.url)) ?? ambiguousLength(req);
+    if (!refused) return true;
+    sendErrorAndClose(x.res, x.state, refused, x.baseHeaders, nextTraceId());
+    this.services.metrics.requests.observe('unmatched', x.method, refused.status, (performance.now() - x.started) / 1000);
+    return false;
+  }
 
   /** The body limit of the route a request names; the default one where it names none. */
-  const bodyLimitOf = (method: string, url: string): number => {
+  private bodyLimitOf(method: string, url: string): number {
     const prefix = API_PREFIXES.find((p) => url.startsWith(p));
     if (!prefix) return DEFAULT_BODY_LIMIT;
     try {
-      return router.match(method, url.slice(prefix.length - 1)).route.bodyLimit ?? DEFAULT_BODY_LIMIT;
+      return this.router.match(method, url.slice(prefix.length - 1)).route.bodyLimit ?? DEFAULT_BODY_LIMIT;
     } catch {
       return DEFAULT_BODY_LIMIT;
     }
-  };
+  }
 
-  const app: TemplatedApp = uWS.App();
+  private health(x: Exchange): void {
+    if (x.method === 'GET' || x.method === 'HEAD') send(x.res, x.state, 200, { ...x.baseHeaders, 'Content-Type': 'text/plain' }, this.draining ? 'draining' : 'ok');
+    else sendError(x.res, x.state, new ServiceError('METHOD_NOT_ALLOWED', `method ${x.method} is not allowed here`, { allow: ['GET'] }), x.baseHeaders, '');
+  }
 
-  app.any('/*', (res: HttpResponse, req: HttpRequest) => {
-    const started = performance.now();
-    const state = new RequestState();
-    // uWS needs onAborted only for a response that outlives this callback; a read answered
-    // synchronously (the common case) skips it.
-    let watching = false;
-    const watch = (): void => {
-      if (watching) return;
-      watching = true;
-      res.onAborted(() => state.abort());
-    };
-    const url = req.getUrl();
-    const method = req.getMethod().toUpperCase();
-
-    const incomingId = req.getHeader('x-request-id');
-    const requestId = REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
-    const contentLength = req.getHeader('content-length');
-    // Framing comes first, whatever the path: uWS acts on a bad length as soon as this returns.
-    // A read without a length (the hot path) skips the walk over its headers.
-    if (contentLength !== '' || (method !== 'GET' && method !== 'HEAD')) {
-      const refused = unreadableLength(contentLength, () => bodyLimitOf(method, url)) ?? ambiguousLength(req);
-      if (refused) {
-        sendErrorAndClose(res, state, refused, { 'X-Request-Id': requestId }, nextTraceId());
-        services.metrics.requests.observe('unmatched', method, refused.status, (performance.now() - started) / 1000);
-        return;
-      }
-    }
-    if (url === '/healthz') {
-      if (method === 'GET' || method === 'HEAD') send(res, state, 200, { 'X-Request-Id': requestId, 'Content-Type': 'text/plain' }, draining ? 'draining' : 'ok');
-      else sendError(res, state, new ServiceError('METHOD_NOT_ALLOWED', `method ${method} is not allowed here`, { allow: ['GET'] }), { 'X-Request-Id': requestId }, '');
-      return;
-    }
-
-    const traceId = nextTraceId();
-    const headers: Record<string, string> & { authorization: string; 'content-type': string; 'idempotency-key': string } = {
+  /**
+   * Matches the route, reads the headers it needs and subscribes to its body: uWS hands over the
+   * request's headers and body only inside its callback.
+   */
+  private route(x: Exchange, req: HttpRequest): Routed {
+    const prefix = API_PREFIXES.find((p) => x.url.startsWith(p));
+    const path = prefix ? x.url.slice(prefix.length - 1) : null;
+    const match = path !== null ? this.router.match(x.method, path) : this.gitRouter.match(x.method, x.url);
+    const { route } = match;
+    x.routeLabel = route.path;
+    const headers: RequestHeaders = {
       authorization: req.getHeader('authorization'),
       'content-type': req.getHeader('content-type'),
-      'content-length': contentLength,
+      'content-length': x.contentLength,
       accept: req.getHeader('accept'),
       'idempotency-key': req.getHeader('idempotency-key'),
     };
-    const rawQuery = req.getQuery() ?? '';
-    const baseHeaders = { 'X-Request-Id': requestId };
-    let routeLabel = 'unmatched';
-    let gitRoute = false;
-
-    const finish = (status: number): void => {
-      services.metrics.requests.observe(routeLabel, method, status, (performance.now() - started) / 1000);
-    };
-    const fail = (err: unknown, close = false): void => {
-      const known = asServiceError(err);
-      const e = known ?? new ServiceError('INTERNAL_ERROR', 'internal error');
-      if (!known) log.error('request failed', { err, trace_id: traceId, request_id: requestId, route: routeLabel });
-      // Every 5xx is logged with the trace id its envelope carries, so a client's report can be found.
-      else if (e.status >= 500) log.warn('request unavailable', { code: e.code, message: e.message, trace_id: traceId, request_id: requestId, route: routeLabel });
-      // A 401 on a git route names the Basic scheme, so git asks its credential helper (API §14).
-      const headers = e.status === 401 && gitRoute ? { ...baseHeaders, 'WWW-Authenticate': GIT_AUTH_CHALLENGE } : baseHeaders;
-      sendError(res, state, e, headers, traceId, close);
-      finish(e.status);
-    };
-
-    if (draining) {
-      fail(new ServiceError('UNAVAILABLE', 'server is shutting down', undefined, { retryAfter: 1 }), true);
-      return;
-    }
-    const prefix = API_PREFIXES.find((p) => url.startsWith(p));
-    let match;
-    try {
-      match = prefix ? router.match(method, url.slice(prefix.length - 1)) : gitRouter.match(method, url);
-    } catch (err) {
-      fail(err);
-      return;
-    }
-    const { route, params } = match;
-    routeLabel = route.path;
     if (route.git) {
-      gitRoute = true;
+      x.gitRoute = true;
       headers.authorization = gitAuthorization(headers.authorization);
       headers['content-encoding'] = req.getHeader('content-encoding');
       headers['git-protocol'] = req.getHeader('git-protocol');
     }
-    const declared = headers['content-length'] ? Number(headers['content-length']) : 0;
+    const declared = x.contentLength ? Number(x.contentLength) : 0;
     const limit = route.bodyLimit ?? DEFAULT_BODY_LIMIT;
     const hasBody = route.body !== undefined || route.streamBody === true || route.rawBody === true;
-    if (hasBody) watch();
-    // The body must be subscribed to synchronously, before this callback returns.
-    const bodyPromise = hasBody && !route.streamBody ? readBody(res, state, limit, declared) : null;
-    bodyPromise?.catch(() => undefined);
-    const bodyStream = route.streamBody ? streamBody(res, state, limit, declared) : null;
-    const failAfter = (err: unknown): void => fail(err, isServiceError(err) && err.code === 'PAYLOAD_TOO_LARGE' && closesAfterTooLarge(limit, declared));
+    if (hasBody) x.watch();
+    const body = hasBody && !route.streamBody ? readBody(x.res, x.state, limit, declared) : null;
+    body?.catch(() => undefined);
+    const bodyStream = route.streamBody ? streamBody(x.res, x.state, limit, declared) : null;
+    return { match, path, headers, rawQuery: req.getQuery() ?? '', declared, limit, body, bodyStream };
+  }
 
-    let result: Reply | Promise<Reply>;
+  /** A token seen before is answered from the verifier's cache, without leaving uWS's callback. */
+  private authenticate(x: Exchange, r: Routed): void {
+    let reply: Reply | Promise<Reply>;
     try {
-      // A token seen before is answered from the verifier's cache without leaving this callback.
-      const principal = services.verifier.authenticate(headers.authorization);
-      result = principal instanceof Promise ? principal.then(authorized) : authorized(principal);
+      const principal = this.services.verifier.authenticate(r.headers.authorization);
+      reply = principal instanceof Promise ? principal.then((p) => this.handle(x, r, p)) : this.handle(x, r, principal);
     } catch (err) {
-      failAfter(err);
-      return;
+      return this.failAfterRouting(x, r, err);
     }
-    if (!(result instanceof Promise)) {
-      try {
-        write(result);
-      } catch (err) {
-        failAfter(err);
+    if (reply instanceof Promise) return this.respondLater(x, r, reply);
+    try {
+      this.respond(x, reply);
+    } catch (err) {
+      this.failAfterRouting(x, r, err);
+    }
+  }
+
+  /** Everything after authentication; synchronous unless a body, an idempotency key or the handler needs to wait. */
+  private handle(x: Exchange, r: Routed, principal: Principal): Reply | Promise<Reply> {
+    const access = this.authorize(x, r, principal);
+    const query = parseQuery(r.rawQuery, r.match.route.query);
+    if (r.bodyStream && (r.declared === 0 || r.declared >= LARGE_BODY_BYTES)) assertDiskRoom(this.services.config.dataDir, r.declared, this.services.config.minFreeBytes);
+    if (!r.body && !access.idemKey) return r.match.route.handler(this.context(x, r, access, query, undefined, null, r.bodyStream));
+    return this.withBody(x, r, access, query);
+  }
+
+  /** The token's rate, org, permission and repository restriction; the repository the path names. */
+  private authorize(x: Exchange, r: Routed, principal: Principal): Authorized {
+    const { route, params } = r.match;
+    this.limiter.take(principal.key.id);
+    if (params.org !== undefined && params.org !== principal.org.slug) throw new ServiceError('FORBIDDEN', 'this token is not valid for that organization');
+    if (!principal.permissions.has(route.permission)) throw new ServiceError('FORBIDDEN', `this token lacks the permission ${route.permission}`);
+    const idemKey = x.method === 'POST' || x.method === 'PATCH' ? r.headers['idempotency-key'] : '';
+    if (idemKey.length > 255) throw new ServiceError('INVALID_REQUEST', 'Idempotency-Key must be at most 255 characters');
+    if (params.repo === undefined) return { principal, repo: null, missing: null, idemKey };
+    // A name no repository can have (`a/b`, `x.git`, `..`) is a bad path, not a missing repository.
+    checkRepoName(params.repo);
+    const repo = getRepoByName(this.services.records, principal.org.id, params.repo) ?? null;
+    if (repo) {
+      if (!canAccessRepo(principal, repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
+      return { principal, repo, missing: null, idemKey };
+    }
+    if (!mayNameRepo(principal, params.repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
+    const missing = new ServiceError('REPO_NOT_FOUND', `repository "${params.repo}" not found`);
+    // With an Idempotency-Key the repository may be missing because the first request renamed or
+    // removed it: its stored response is still the answer (`idempotent`).
+    if (!idemKey || route.streamBody) throw missing;
+    return { principal, repo: null, missing, idemKey };
+  }
+
+  /** Waits for the whole body, then parses and checks it; then the idempotency step. */
+  private async withBody(x: Exchange, r: Routed, access: Authorized, query: ReturnType<typeof parseQuery>): Promise<Reply> {
+    const raw = r.body ? await r.body : null;
+    const body = raw ? this.parsedBody(r, raw) : undefined;
+    // Idempotency keys belong to the API; git's smart HTTP only reads, so a key there is ignored.
+    if (!access.idemKey || r.match.route.git) return r.match.route.handler(this.context(x, r, access, query, body, null, r.bodyStream));
+    return this.idempotent(x, r, access, query, body, raw);
+  }
+
+  /**
+   * A raw body goes to the handler as received. Otherwise an empty body means `{}` whatever its
+   * type, and a non-empty one must be declared JSON and fit the route's schema.
+   */
+  private parsedBody(r: Routed, raw: Buffer): unknown {
+    const { route } = r.match;
+    if (route.rawBody) return raw;
+    let body: unknown = {};
+    if (raw.length > 0) {
+      if (!JSON_TYPE.test(r.headers['content-type'])) throw new ServiceError('INVALID_REQUEST', 'request body must be JSON with Content-Type: application/json');
+      body = parseJsonBody(raw);
+    }
+    const check = this.bodyChecks.get(route);
+    return check ? check(body) : body;
+  }
+
+  /**
+   * An Idempotency-Key (API §1): a repeat that arrives while the first is still running waits for
+   * it; a repeat of a finished one replays its stored response (a streamed body is compared by the
+   * actor, inside its transaction, once the body has been read).
+   */
+  private async idempotent(x: Exchange, r: Routed, access: Authorized, query: ReturnType<typeof parseQuery>, body: unknown, raw: Buffer | null): Promise<Reply> {
+    const { principal, idemKey: key } = access;
+    let stream = r.bodyStream;
+    let idempotency: NonNullable<RequestContext['idempotency']>;
+    if (stream) {
+      const hashed = fingerprintStream(x.method, r.path!, stream);
+      stream = hashed.stream;
+      idempotency = { key, get fingerprint() { return hashed.fingerprint(); } };
+    } else {
+      idempotency = { key, fingerprint: requestFingerprint(x.method, r.path!, raw ?? '') };
+    }
+    const slot = `${principal.key.id}\0${key}`;
+    while (this.inFlightIdempotent.has(slot)) await this.inFlightIdempotent.get(slot);
+    if (!stream) {
+      const prior = loadOutcome(this.services.storage, this.services.secrets, principal.key.id, key, Date.now());
+      if (prior) {
+        if (prior.fingerprint !== idempotency.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
+        return { status: prior.status, json: prior.body };
       }
-      return;
     }
-    watch();
+    if (access.missing) throw access.missing;
+    let release!: () => void;
+    this.inFlightIdempotent.set(slot, new Promise<void>((resolve) => (release = resolve)));
+    try {
+      return await r.match.route.handler(this.context(x, r, access, query, body, idempotency, stream));
+    } finally {
+      this.inFlightIdempotent.delete(slot);
+      release();
+    }
+  }
+
+  private context(
+    x: Exchange,
+    r: Routed,
+    access: Authorized,
+    query: ReturnType<typeof parseQuery>,
+    body: unknown,
+    idempotency: RequestContext['idempotency'],
+    bodyStream: AsyncIterable<Uint8Array> | null,
+  ): RequestContext {
+    return {
+      method: x.method as RequestContext['method'],
+      path: x.url,
+      params: r.match.params,
+      query: query.values,
+      queryPairs: query.pairs,
+      headers: r.headers,
+      body,
+      bodyStream,
+      principal: access.principal,
+      org: access.principal.org,
+      repo: access.repo,
+      traceId: x.traceId,
+      requestId: x.requestId,
+      idempotency,
+      services: this.services,
+      connection: x.state,
+    };
+  }
+
+  /** A reply that needs to wait: counted in flight (for `idle`), answered when it settles. */
+  private respondLater(x: Exchange, r: Routed, reply: Promise<Reply>): void {
+    x.watch();
     // A body route pauses once its body is read (body-reader.ts); this request is read already.
-    if (!hasBody) state.pauseReading(res);
-    inFlight++;
-    result
-      .then(write)
-      .catch(failAfter)
+    if (!r.body && !r.bodyStream) x.state.pauseReading(x.res);
+    this.inFlight++;
+    reply
+      .then((value) => this.respond(x, value))
+      .catch((err: unknown) => this.failAfterRouting(x, r, err))
       .finally(() => {
-        if (--inFlight === 0 && idleWaiters.length) {
-          const waiters = idleWaiters;
-          idleWaiters = [];
+        if (--this.inFlight === 0 && this.idleWaiters.length) {
+          const waiters = this.idleWaiters;
+          this.idleWaiters = [];
           for (const w of waiters) w();
         }
       });
+  }
 
-    /** Everything after authentication; synchronous unless a body, an idempotency key or the handler needs to wait. */
-    function authorized(principal: RequestContext['principal']): Reply | Promise<Reply> {
-      limiter.take(principal.key.id);
-      const org = principal.org;
-      if (params.org !== undefined && params.org !== org.slug) throw new ServiceError('FORBIDDEN', 'this token is not valid for that organization');
-      if (!principal.permissions.has(route.permission)) throw new ServiceError('FORBIDDEN', `this token lacks the permission ${route.permission}`);
-      const idemKey = method === 'POST' || method === 'PATCH' ? headers['idempotency-key'] : '';
-      if (idemKey && idemKey.length > 255) throw new ServiceError('INVALID_REQUEST', 'Idempotency-Key must be at most 255 characters');
-      let repo = null;
-      let missing: ServiceError | null = null;
-      if (params.repo !== undefined) {
-        // A name no repository can have (`a/b`, `x.git`, `..`) is a bad path, not a missing repository.
-        checkRepoName(params.repo);
-        repo = getRepoByName(services.records, org.id, params.repo) ?? null;
-        if (!repo) {
-          if (!mayNameRepo(principal, params.repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
-          missing = new ServiceError('REPO_NOT_FOUND', `repository "${params.repo}" not found`);
-          // With an Idempotency-Key the repository may be missing because the first request
-          // renamed or removed it: its stored response is still the answer (below).
-          if (!idemKey || route.streamBody) throw missing;
-        } else if (!canAccessRepo(principal, repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
-      }
-      const query = parseQuery(rawQuery, route.query);
-      if (bodyStream && (declared === 0 || declared >= LARGE_BODY_BYTES)) assertDiskRoom(services.config.dataDir, declared, services.config.minFreeBytes);
-      if (!bodyPromise && !idemKey) return route.handler(context(principal, repo, query, undefined, null, bodyStream));
-      return withBody(principal, repo, query, idemKey, missing);
-    }
-
-    async function withBody(
-      principal: RequestContext['principal'],
-      repo: RequestContext['repo'],
-      query: ReturnType<typeof parseQuery>,
-      idemKey: string,
-      missing: ServiceError | null,
-    ): Promise<Reply> {
-      let body: unknown = undefined;
-      let rawBody: Buffer | null = null;
-      if (bodyPromise) {
-        rawBody = await bodyPromise;
-        const type = headers['content-type'];
-        // A raw body goes to the handler as received. Otherwise an empty body means `{}` whatever
-        // its type, and a non-empty one must be declared JSON.
-        if (route.rawBody) body = rawBody;
-        else if (rawBody.length === 0) body = {};
-        else {
-          if (!JSON_TYPE.test(type)) throw new ServiceError('INVALID_REQUEST', 'request body must be JSON with Content-Type: application/json');
-          body = parseJsonBody(rawBody);
-        }
-        body = prepared.get(route)!.check?.(body) ?? body;
-      }
-      // Idempotency keys belong to the API; git's smart HTTP only reads, so a key there is ignored.
-      if (!idemKey || route.git) return route.handler(context(principal, repo, query, body, null, bodyStream));
-
-      const path = url.slice(prefix!.length - 1);
-      let stream = bodyStream;
-      let idempotency: RequestContext['idempotency'];
-      if (stream) {
-        // A streamed body is fingerprinted as the handler reads it; the actor compares the
-        // fingerprint with the stored one inside its transaction, so a replay or a conflict is
-        // still decided there, after the body has been read.
-        const hashed = fingerprintStream(method, path, stream);
-        stream = hashed.stream;
-        idempotency = { key: idemKey, get fingerprint() { return hashed.fingerprint(); } };
-      } else {
-        idempotency = { key: idemKey, fingerprint: requestFingerprint(method, path, rawBody ?? '') };
-      }
-      const slot = `${principal.key.id}\0${idemKey}`;
-      // A repeat that arrives while the first is still running waits for it, then replays.
-      while (inFlightIdempotent.has(slot)) await inFlightIdempotent.get(slot);
-      if (!bodyStream) {
-        const prior = loadOutcome(services.storage, services.secrets, principal.key.id, idemKey, Date.now());
-        if (prior) {
-          if (prior.fingerprint !== idempotency.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
-          return { status: prior.status, json: prior.body };
-        }
-      }
-      if (missing) throw missing;
-      let release!: () => void;
-      inFlightIdempotent.set(slot, new Promise<void>((r) => (release = r)));
-      try {
-        return await route.handler(context(principal, repo, query, body, idempotency, stream));
-      } finally {
-        inFlightIdempotent.delete(slot);
-        release();
-      }
-    }
-
-    function context(
-      principal: RequestContext['principal'],
-      repo: RequestContext['repo'],
-      query: ReturnType<typeof parseQuery>,
-      body: unknown,
-      idempotency: RequestContext['idempotency'],
-      stream: AsyncIterable<Uint8Array> | null,
-    ): RequestContext {
-      return {
-        method: method as RequestContext['method'],
-        path: url,
-        params,
-        query: query.values,
-        queryPairs: query.pairs,
-        headers,
-        body,
-        bodyStream: stream,
-        principal,
-        org: principal.org,
-        repo,
-        traceId,
-        requestId,
-        idempotency,
-        services,
-        connection: state,
-      };
-    }
-
-    function write(reply: Reply): void {
-      if ('schema' in reply) send(res, state, reply.status, baseHeaders, serialize(reply.schema, reply.value), false, JSON_MEDIA_TYPE, reply.headers);
-      else if ('json' in reply) send(res, state, reply.status, baseHeaders, reply.json, false, JSON_MEDIA_TYPE, reply.headers);
-      else if ('text' in reply) send(res, state, reply.status, baseHeaders, reply.text, false, null, reply.headers);
-      else {
-        watch();
-        void sendStream(res, state, reply.status, { ...baseHeaders, ...reply.headers }, reply.stream, reply.length).catch((err) => {
-          log.error('stream failed', { err, trace_id: traceId });
-          if (!state.aborted) res.close();
-        });
-      }
-      finish(reply.status);
-    }
-  });
-
-  return {
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
-        // Exclusively: by default uWS sets SO_REUSEPORT, and a second server started on the same
-        // port would silently take a share of the connections.
-        listenExclusive(app, host, port, (socket) => {
-          if (!socket) return reject(new Error(`cannot listen on ${host}:${port}: the port is in use or not allowed`));
-          listenSocket = socket;
-          resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
-        });
+  private respond(x: Exchange, reply: Reply): void {
+    const { res, state, baseHeaders } = x;
+    if ('schema' in reply) send(res, state, reply.status, baseHeaders, serialize(reply.schema, reply.value), false, JSON_MEDIA_TYPE, reply.headers);
+    else if ('json' in reply) send(res, state, reply.status, baseHeaders, reply.json, false, JSON_MEDIA_TYPE, reply.headers);
+    else if ('text' in reply) send(res, state, reply.status, baseHeaders, reply.text, false, null, reply.headers);
+    else {
+      x.watch();
+      void sendStream(res, state, reply.status, { ...baseHeaders, ...reply.headers }, reply.stream, reply.length).catch((err) => {
+        log.error('stream failed', { err, trace_id: x.traceId });
+        if (!state.aborted) res.close();
       });
-    },
-    stopListening() {
-      draining = true;
-      if (listenSocket) uWS.us_listen_socket_close(listenSocket);
-      listenSocket = null;
-    },
-    idle() {
-      return inFlight === 0 ? Promise.resolve() : new Promise((r) => idleWaiters.push(r));
-    },
-  };
+    }
+    this.observe(x, reply.status);
+  }
+
+  /**
+   * Once a body may be on its way, a refusal for its size also closes the connection unless what
+   * is left of the body is small enough to read and drop (body-reader.ts).
+   */
+  private failAfterRouting(x: Exchange, r: Routed, err: unknown): void {
+    this.fail(x, err, isServiceError(err) && err.code === 'PAYLOAD_TOO_LARGE' && closesAfterTooLarge(r.limit, r.declared));
+  }
+
+  private fail(x: Exchange, err: unknown, close = false): void {
+    const known = asServiceError(err);
+    const e = known ?? new ServiceError('INTERNAL_ERROR', 'internal error');
+    const where = { trace_id: x.traceId, request_id: x.requestId, route: x.routeLabel };
+    if (!known) log.error('request failed', { err, ...where });
+    // Every 5xx is logged with the trace id its envelope carries, so a client's report can be found.
+    else if (e.status >= 500) log.warn('request unavailable', { code: e.code, message: e.message, ...where });
+    const headers = e.status === 401 && x.gitRoute ? { ...x.baseHeaders, 'WWW-Authenticate': GIT_AUTH_CHALLENGE } : x.baseHeaders;
+    sendError(x.res, x.state, e, headers, x.traceId, close);
+    this.observe(x, e.status);
+  }
+
+  private observe(x: Exchange, status: number): void {
+    this.services.metrics.requests.observe(x.routeLabel, x.method, status, (performance.now() - x.started) / 1000);
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      // Exclusively: by default uWS sets SO_REUSEPORT, and a second server started on the same
+      // port would silently take a share of the connections.
+      listenExclusive(this.app, host, port, (socket) => {
+        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}: the port is in use or not allowed`));
+        this.listenSocket = socket;
+        resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
+      });
+    });
+  }
+
+  stopListening(): void {
+    this.draining = true;
+    if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = null;
+  }
+
+  idle(): Promise<void> {
+    return this.inFlight === 0 ? Promise.resolve() : new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+}
+
+export function createFrontEnd(services: Services, routes: RouteDef[]): HttpFrontEnd {
+  return new FrontEnd(services, routes);
 }
