@@ -66,7 +66,7 @@ export function assertNotRebasedWhileWaiting(ctx: CommandContext, repoId: string
 export interface PersonInput {
   name: string;
   email?: string | null;
-  /** ISO-8601; sets the author time. */
+  /** Sets the author time; an RFC 3339 date-time (the body's schema checks it, src/protocol/schemas/people.ts). */
   date?: string | null;
 }
 
@@ -74,12 +74,6 @@ export interface AuthorsInput {
   author?: PersonInput | null;
   committer?: PersonInput | null;
   authors?: Array<{ name: string; email?: string | null }> | null;
-}
-
-function parseDate(value: string, field: string): Date {
-  const date = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(date.getTime())) throw invalid(`${field} must be an ISO-8601 date-time`);
-  return date;
 }
 
 const person = (p: { name: string; email?: string | null }): Person => ({ name: p.name, email: p.email ? p.email : null });
@@ -193,14 +187,14 @@ export class RepoWrite {
   newChangeAuthors(input: AuthorsInput): { authors: Person[]; authoredAt: Date } {
     const claim = this.ctx.principal.authors;
     const authors = claim.length > 0 ? claim.map((a) => ({ name: a.name, email: a.hasEmail ? a.email : null })) : bodyAuthors(input) ?? [{ name: this.ctx.principal.keyName, email: null }];
-    return { authors, authoredAt: input.author?.date ? parseDate(input.author.date, 'author.date') : this.ctx.now };
+    return { authors, authoredAt: input.author?.date ? new Date(input.author.date) : this.ctx.now };
   }
 
   /** Authors replacing a change's on evolve (a body `authors`/`author`), or undefined to keep them. */
   replacementAuthors(input: AuthorsInput): { authors: Person[]; authoredAt?: Date } | undefined {
     const authors = bodyAuthors(input);
     if (!authors) return undefined;
-    return { authors, authoredAt: input.author?.date ? parseDate(input.author.date, 'author.date') : undefined };
+    return { authors, authoredAt: input.author?.date ? new Date(input.author.date) : undefined };
   }
 
   /** The committer a body asks for, else the writer. */
