@@ -37,19 +37,26 @@ export function zlibTrailer(checksum: number): Buffer {
   return out;
 }
 
-/** `content` as a zlib stream of stored (uncompressed) blocks, handed to `emit` piece by piece. */
+/** Reused by every call: a pack has a stored stream for most of its objects. */
+const blockHeader = Buffer.allocUnsafe(5);
+const trailer = Buffer.allocUnsafe(4);
+
+/**
+ * `content` as a zlib stream of stored (uncompressed) blocks, handed to `emit` piece by piece;
+ * each piece is valid only during its call (`emit` copies what it keeps).
+ */
 export function emitZlibStored(content: Uint8Array, emit: (bytes: Uint8Array) => void): void {
   emit(ZLIB_STORED_HEADER);
   let at = 0;
   do {
     const length = Math.min(STORED_BLOCK_MAX, content.length - at);
-    const header = Buffer.allocUnsafe(5);
-    header[0] = at + length === content.length ? 1 : 0;
-    header.writeUInt16LE(length, 1);
-    header.writeUInt16LE(~length & 0xffff, 3);
-    emit(header);
-    emit(content.subarray(at, at + length));
+    blockHeader[0] = at + length === content.length ? 1 : 0;
+    blockHeader.writeUInt16LE(length, 1);
+    blockHeader.writeUInt16LE(~length & 0xffff, 3);
+    emit(blockHeader);
+    emit(length === content.length ? content : content.subarray(at, at + length));
     at += length;
   } while (at < content.length);
-  emit(zlibTrailer(adler32(content)));
+  trailer.writeUInt32BE(adler32(content), 0);
+  emit(trailer);
 }

@@ -63,6 +63,12 @@ export const K = {
   fileMeta: (repoId: string, path: string): Key => ['r', repoId, 'fmeta', path],
   /** `objects` database: a git object of the repository (see git-object-store.ts). */
   object: (repoId: string, oid: string): Key => [repoId, oid],
+  /**
+   * The same key encoded (ordered-binary: the id's bytes, a 0 separator, the oid's 40 ASCII
+   * digits), room left for the oid: a reader that looks up thousands of objects writes each oid
+   * into it instead of having an array of strings encoded each time.
+   */
+  objectKeyPrefix: (repoId: string): Buffer => Buffer.concat([Buffer.from(repoId, 'latin1'), Buffer.from([0])]),
   /** `chunks` database: piece `index` of a large blob staged under `uploadId` (see blob-store.ts). */
   chunk: (repoId: string, uploadId: string, index: number): Key => [repoId, uploadId, index],
   /** The newest sync record of the repository (denormalized for the repository view). */

@@ -30,11 +30,16 @@ const KEPT_VALUE_BYTES = 64 * 1024;
 /** Kept values are copied side by side into slabs of this size: one allocation for thousands of trees. */
 const SLAB_BYTES = 1024 * 1024;
 
+const OID_HEX = 40;
+
 export class SnapshotObjects {
   private readonly kept = new Map<string, Buffer>();
   private budget: number;
   private slab: Buffer | null = null;
   private slabUsed = 0;
+  /** An object's key, reused: the repository's prefix, then the oid written in place. */
+  private readonly objectKey: Buffer;
+  private readonly oidAt: number;
 
   /**
    * `keepBytes`: how much of what is read may be kept for a second read (git reads every commit
@@ -47,6 +52,16 @@ export class SnapshotObjects {
     keepBytes = 0,
   ) {
     this.budget = keepBytes;
+    const prefix = K.objectKeyPrefix(repoId);
+    this.objectKey = Buffer.alloc(prefix.length + OID_HEX);
+    prefix.copy(this.objectKey);
+    this.oidAt = prefix.length;
+  }
+
+  private key(oid: string): Key {
+    if (oid.length !== OID_HEX) return K.object(this.repoId, oid);
+    this.objectKey.write(oid, this.oidAt, OID_HEX, 'latin1');
+    return this.objectKey;
   }
 
   /**
@@ -56,7 +71,7 @@ export class SnapshotObjects {
   view(oid: string, retain = false): Buffer | undefined {
     const kept = this.kept.get(oid);
     if (kept) return kept;
-    const view = viewIn(this.storage.objects, K.object(this.repoId, oid), this.txn);
+    const view = viewIn(this.storage.objects, this.key(oid), this.txn);
     if (!view) return oid === EMPTY_TREE_OID ? EMPTY_TREE_VALUE : undefined;
     return retain && view.length <= KEPT_VALUE_BYTES ? this.keep(oid, view) : view;
   }

@@ -11,19 +11,23 @@ import type { GitObject, ObjectType } from '../../../vcs/object-store.js';
 
 const CODE_BY_TYPE: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
 
-/** An entry's header: type in bits 4–6 of the first byte, then the size, 4 + 7·n bits, little end first. */
-export function packEntryHeader(type: ObjectType, size: number): Buffer {
-  const bytes: number[] = [];
+/**
+ * Writes an entry's header at `target[at]` and returns where it ends: type in bits 4–6 of the
+ * first byte, then the size, 4 + 7·n bits, little end first (at most 10 bytes for 2^64).
+ */
+function writePackEntryHeader(type: ObjectType, size: number, target: Uint8Array, at: number): number {
   let byte = (CODE_BY_TYPE[type] << 4) | (size & 0x0f);
   let rest = Math.floor(size / 16);
   while (rest > 0) {
-    bytes.push(byte | 0x80);
+    target[at++] = byte | 0x80;
     byte = rest & 0x7f;
     rest = Math.floor(rest / 128);
   }
-  bytes.push(byte);
-  return Buffer.from(bytes);
+  target[at++] = byte;
+  return at;
 }
+
+const ENTRY_HEADER_MAX = 10;
 
 /** Pieces smaller than this are gathered before they are hashed and handed on. */
 const GATHER_BYTES = 64 * 1024;
@@ -68,7 +72,9 @@ export class PackWriter {
 
   /** Starts an entry: the object's zlib stream follows through `data`. */
   entry(type: ObjectType, size: number): void {
-    this.put(packEntryHeader(type, size));
+    // Written in place: a pack has one header per object, most of them small.
+    if (this.used + ENTRY_HEADER_MAX > GATHER_BYTES) this.release();
+    this.used = writePackEntryHeader(type, size, this.gathered, this.used);
   }
 
   data(zlibBytes: Uint8Array): void {
