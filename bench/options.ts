@@ -5,7 +5,7 @@ import type { ScenarioSettings } from './scenarios/types.js';
 
 export const HELP = `Usage: npm run bench -- [options]
 
-Scenarios (default: all): --scenarios hello,read,content,agent-fleet,hot-repo,mixed,webhooks,sync,git-clone,scale
+Scenarios (default: all): --scenarios hello,read,content,agent-fleet,hot-repo,mixed,webhooks,sync,git-clone,clone-isolation,scale
   A variant alone: --scenarios read:fresh-token,content:raw,scale:files
 
 Server:
@@ -26,6 +26,7 @@ Load:
   --webhook-targets N  webhook targets (default 10)
   --sync-commits N     commits in the upstream repository for sync and git-clone (default 2000)
   --clone-rounds N     git-clone: rounds, each timing every operation on both servers (default 5)
+  --isolation-rounds N clone-isolation: rounds of writes alone, then beside the clones (default 2)
   --smoke              tiny and short: 1 s phases, 4 agents, 8 connections (the tests use it)
 
 Scale (cost as the work grows; variants files, repos, write-bytes, history):
@@ -102,6 +103,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'scale-repos': { type: 'string' },
       'scale-changes': { type: 'string' },
       'scale-duration': { type: 'string' },
+      'isolation-rounds': { type: 'string' },
       'out-dir': { type: 'string' },
       'no-progress': { type: 'boolean' },
       'keep-data': { type: 'boolean' },
@@ -112,8 +114,8 @@ export function parseOptions(argv: string[]): BenchOptions {
   const smoke = values.smoke === true;
   // The smoke preset exists so the bench cannot rot: every code path, about a second each.
   const d = smoke
-    ? { duration: 1, warmup: 0.2, connections: 8, agents: 4, targets: 2, syncCommits: 50, drainMs: 10_000, hookDrainMs: 30_000, syncTimeoutMs: 60_000, cloneRounds: 1 }
-    : { duration: 10, warmup: 2, connections: 64, agents: 200, targets: 10, syncCommits: 2000, drainMs: 15_000, hookDrainMs: 120_000, syncTimeoutMs: 600_000, cloneRounds: 5 };
+    ? { duration: 1, warmup: 0.2, connections: 8, agents: 4, targets: 2, syncCommits: 50, drainMs: 10_000, hookDrainMs: 30_000, syncTimeoutMs: 60_000, cloneRounds: 1, isolationRounds: 1 }
+    : { duration: 10, warmup: 2, connections: 64, agents: 200, targets: 10, syncCommits: 2000, drainMs: 15_000, hookDrainMs: 120_000, syncTimeoutMs: 600_000, cloneRounds: 5, isolationRounds: 2 };
 
   const openFraction = positiveNumber('open-fraction', values['open-fraction'], 0.8, false);
   if (openFraction <= 0 || openFraction > 1) throw new Error('--open-fraction must be in (0, 1]');
@@ -159,6 +161,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     scaleDurationMs: positiveNumber('scale-duration', values['scale-duration'], scale.duration, false) * 1000,
     scaleWarmupMs: scale.warmup * 1000,
     scaleAgents: scale.agents,
+    isolationRounds: Math.max(1, positiveNumber('isolation-rounds', values['isolation-rounds'], d.isolationRounds)),
   };
   return {
     scenarios: (values.scenarios ?? 'all').split(',').map((s) => s.trim()).filter(Boolean),

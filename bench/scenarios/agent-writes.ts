@@ -71,6 +71,22 @@ export interface WritePhasesOutcome {
   agents: AgentState[];
 }
 
+/** The generator's workload for `agents`, each continuing its chain. */
+export async function agentWorkload(ctx: ScenarioContext, agents: AgentState[], reads: Pick<WritePhasesOptions, 'readRatio' | 'readPaths'>): Promise<AgentWorkloadSpec> {
+  const { target } = requireTarget(ctx);
+  const s = ctx.settings;
+  return {
+    kind: 'agents',
+    org: target.org,
+    token: await ctx.token(),
+    agents,
+    files: s.writeFiles,
+    fileBytes: s.writeFileBytes,
+    readRatio: reads.readRatio,
+    readPaths: reads.readPaths,
+  };
+}
+
 /**
  * Closed loop (maximum throughput), then open loop at `openFraction` of it, continuing each
  * agent's chain from where the closed loop left it.
@@ -78,16 +94,7 @@ export interface WritePhasesOutcome {
 export async function runWritePhases(ctx: ScenarioContext, opts: WritePhasesOptions): Promise<WritePhasesOutcome> {
   const { target } = requireTarget(ctx);
   const s = ctx.settings;
-  const workload = async (agents: AgentState[]): Promise<AgentWorkloadSpec> => ({
-    kind: 'agents',
-    org: target.org,
-    token: await ctx.token(),
-    agents,
-    files: s.writeFiles,
-    fileBytes: s.writeFileBytes,
-    readRatio: opts.readRatio,
-    readPaths: opts.readPaths,
-  });
+  const workload = (agents: AgentState[]): Promise<AgentWorkloadSpec> => agentWorkload(ctx, agents, opts);
   const endpoint = { host: target.host, port: target.port };
   const closed = await runPhase(ctx, {
     label: `${opts.label} closed`,

@@ -10,13 +10,13 @@
  * `full/git`, …), so the report's histograms and latency table carry the distributions.
  */
 import { spawn } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { appendCommit, createLargeRepo, gitAvailable, startGitServer } from '../git-server.js';
+import { prepareCloneFixture } from '../clone-fixture.js';
+import { appendCommit, gitAvailable } from '../git-server.js';
 import { createHistogram, encodeHistogram, summarize } from '../histogram.js';
 import { round } from '../phases.js';
 import type { KindResult, PhaseResult } from '../report-types.js';
-import { waitForSync } from '../upstream-sync.js';
 import { finishResult, skippedResult } from './result.js';
 import type { Scenario } from './types.js';
 import { requireTarget } from './types.js';
@@ -49,7 +49,7 @@ export const gitClone: Scenario = {
   variants: [],
   needsServer: true,
   async run(ctx) {
-    const { target, api } = requireTarget(ctx);
+    const { target } = requireTarget(ctx);
     const s = ctx.settings;
     const base = {
       scenario: 'git-clone',
@@ -60,23 +60,8 @@ export const gitClone: Scenario = {
     if (!(await gitAvailable())) return skippedResult(base, 'not available: git is not installed');
 
     const work = join(ctx.workDir, 'git-clone');
-    const gitRoot = join(work, 'served');
-    await mkdir(gitRoot, { recursive: true });
-    ctx.progress.log(`git-clone: building the fixture (${s.syncCommits} commits)`);
-    const upstream = await createLargeRepo(gitRoot, 'fixture.git', { commits: s.syncCommits, filesPerCommit: s.syncFilesPerCommit });
-    const git = await startGitServer({ root: gitRoot });
+    const { upstream, gitRoot, git, repo, pull } = await prepareCloneFixture(ctx, 'clone', work);
     try {
-      const repo = `${ctx.prefix}-clone`;
-      await api.expect(201, 'POST', `/v1/${target.org}/repos`, { name: repo, upstream: { url: `${git.url}/${upstream.name}` } });
-      const pull = async (): Promise<void> => {
-        const created = await api.call<{ id: string }>('POST', api.repoPath(repo, '/upstream/syncs'), { direction: 'pull' });
-        if (created.status !== 201) throw new Error(`POST upstream/syncs → ${created.status} ${created.text.slice(0, 200)}`);
-        const outcome = await waitForSync(api, repo, created.body.id, s.syncTimeoutMs);
-        if (outcome.status !== 'completed') throw new Error(`pull ended ${outcome.status}: ${JSON.stringify(outcome.error)}`);
-      };
-      ctx.progress.log('git-clone: pulling the fixture into repohost');
-      await pull();
-
       const token = await ctx.token();
       const urls: Record<Server, string> = {
         repohost: `${target.url.replace('://', `://x:${token}@`)}/${target.org}/${repo}.git`,

@@ -1,5 +1,6 @@
 /** Every scenario, in the order a full run executes them (baseline first). */
 import { agentFleet } from './agent-fleet.js';
+import { cloneIsolation } from './clone-isolation.js';
 import { content } from './content.js';
 import { gitClone } from './git-clone.js';
 import { hello } from './hello.js';
@@ -11,7 +12,7 @@ import { sync } from './sync.js';
 import type { Scenario } from './types.js';
 import { webhooks } from './webhooks.js';
 
-export const SCENARIOS: readonly Scenario[] = [hello, read, content, agentFleet, hotRepo, mixed, webhooks, sync, gitClone, scale];
+export const SCENARIOS: readonly Scenario[] = [hello, read, content, agentFleet, hotRepo, mixed, webhooks, sync, gitClone, cloneIsolation, scale];
 
 export interface Selection {
   scenario: Scenario;

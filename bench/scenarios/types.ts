@@ -48,6 +48,8 @@ export interface ScenarioSettings {
   scaleWarmupMs: number;
   /** scale: agents (connections) of the latency curves, a few so that latency is not queueing. */
   scaleAgents: number;
+  /** Rounds of the clone-isolation scenario (each runs the writes alone, then beside the clones). */
+  isolationRounds: number;
 }
 
 /** The server under test. */

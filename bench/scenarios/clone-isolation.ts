@@ -1,0 +1,232 @@
+/**
+ * `clone-isolation`: what full clones cost the writers (issue target: "8 concurrent clones while
+ * agent-fleet writes at half its maximum leave the writes' p99 within 1.5× of the same writes
+ * alone"). The agent-fleet workload (one repository per agent, apply-ops of three 2 KiB files)
+ * runs closed-loop to find its maximum, then open-loop at half of it, alone and while 8 loops
+ * each clone the sync fixture (git-clone's repository) back to back, in turn for
+ * `--isolation-rounds` rounds. The figure is the ratio of the two p99s, each over its rounds.
+ *
+ * A clone here is what git sends for `git clone` of the fixture's branch (protocol v2 `fetch`,
+ * `want` the tip, `done`) on its own connection, the whole pack read and dropped: the server
+ * does all of a full clone's work, while the client does not run 8 `index-pack`s on the same
+ * 2 cores, which would measure the clients instead of the server.
+ */
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { prepareCloneFixture } from '../clone-fixture.js';
+import { gitAvailable } from '../git-server.js';
+import { createHistogram, decodeHistogram, encodeHistogram, summarize } from '../histogram.js';
+import { round, runPhase, startPhase } from '../phases.js';
+import type { PhaseResult } from '../report-types.js';
+import { agentWorkload, createAgents, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
+import { finishResult, skippedResult } from './result.js';
+import type { Scenario, ScenarioContext } from './types.js';
+import { requireTarget } from './types.js';
+
+const CLONE_LOOPS = 8;
+/** The writes' open-loop rate, as a fraction of their closed-loop maximum. */
+const WRITE_FRACTION = 0.5;
+const TARGET_P99_RATIO = 1.5;
+
+function pktLine(line: string): string {
+  return `${(Buffer.byteLength(line) + 5).toString(16).padStart(4, '0')}${line}\n`;
+}
+
+interface CloneOutcome {
+  bytes: number;
+  ms: number;
+  /** Why it is not a complete answer, or null. */
+  problem: string | null;
+}
+
+/** One clone's request and its whole answer, read and dropped (the last bytes kept: a complete answer ends with a flush). */
+function cloneOnce(url: URL, token: string, body: string): Promise<CloneOutcome> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/x-git-upload-pack-request',
+          accept: 'application/x-git-upload-pack-result',
+          'git-protocol': 'version=2',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        let bytes = 0;
+        let tail = '';
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          tail = (tail + chunk.toString('latin1', Math.max(0, chunk.length - 4))).slice(-4);
+        });
+        res.on('end', () => {
+          const problem = res.statusCode !== 200 ? `status ${res.statusCode}` : tail !== '0000' ? 'the answer does not end with a flush' : null;
+          resolve({ bytes, ms: performance.now() - started, problem });
+        });
+        res.on('error', (err) => resolve({ bytes, ms: performance.now() - started, problem: String(err) }));
+      },
+    );
+    req.on('error', (err) => resolve({ bytes: 0, ms: performance.now() - started, problem: String(err) }));
+    req.end(body);
+  });
+}
+
+/** What git sends for a clone of one branch at `tip`, without progress. */
+function cloneBody(tip: string): string {
+  return [pktLine('command=fetch'), pktLine('object-format=sha1'), '0001', pktLine('thin-pack'), pktLine('ofs-delta'), pktLine('no-progress'), pktLine(`want ${tip}`), pktLine('done'), '0000'].join('');
+}
+
+/** What the clone loops did, over every phase they ran in. */
+interface CloneStats {
+  clones: number;
+  bytes: number;
+  seconds: number;
+  failures: string[];
+  histogram: ReturnType<typeof createHistogram>;
+}
+
+/** `CLONE_LOOPS` loops cloning back to back until `stop`, counted into `stats`. */
+function startCloneLoops(url: URL, token: string, tip: string, stats: CloneStats): { stop(): Promise<void> } {
+  const body = cloneBody(tip);
+  const started = performance.now();
+  let running = true;
+  const loops = Promise.all(
+    Array.from({ length: CLONE_LOOPS }, async () => {
+      while (running) {
+        const outcome = await cloneOnce(url, token, body);
+        if (outcome.problem) {
+          stats.failures.push(outcome.problem);
+          if (stats.failures.length > 20) running = false;
+          continue;
+        }
+        stats.clones++;
+        stats.bytes += outcome.bytes;
+        stats.histogram.recordValue(Math.max(1, Math.round(outcome.ms * 1000)));
+      }
+    }),
+  );
+  return {
+    stop: async () => {
+      running = false;
+      await loops;
+      stats.seconds += (performance.now() - started) / 1000;
+    },
+  };
+}
+
+/** The p99 of several phases' latencies together. */
+function mergedP99(phases: PhaseResult[]): number {
+  const merged = createHistogram();
+  for (const phase of phases) merged.add(decodeHistogram(phase.histogram));
+  return summarize(merged).p99;
+}
+
+export const cloneIsolation: Scenario = {
+  name: 'clone-isolation',
+  description: `agent-fleet writes at ${WRITE_FRACTION} of their maximum, alone and beside ${CLONE_LOOPS} loops of full clones of the sync fixture`,
+  variants: [],
+  needsServer: true,
+  async run(ctx: ScenarioContext) {
+    const { target } = requireTarget(ctx);
+    const s = ctx.settings;
+    const base = {
+      scenario: 'clone-isolation',
+      variant: null,
+      description: this.description,
+      parameters: { ...writeParameters(ctx, s.agents), writeFraction: WRITE_FRACTION, cloneLoops: CLONE_LOOPS, rounds: s.isolationRounds, upstreamCommits: s.syncCommits },
+    };
+    if (!(await gitAvailable())) return skippedResult(base, 'not available: git is not installed');
+    const work = join(ctx.workDir, 'clone-isolation');
+    const fixture = await prepareCloneFixture(ctx, 'isolation', work);
+    try {
+      // One clone first: it starts the server's read pool, which the loops must not wait for.
+      const cloneUrl = new URL(`${target.url}/${target.org}/${fixture.repo}.git/git-upload-pack`);
+      const first = await cloneOnce(cloneUrl, await ctx.token(), cloneBody(fixture.upstream.head));
+      if (first.problem) throw new Error(`a clone of the fixture failed: ${first.problem}`);
+      const { agents: created } = await createAgents(ctx, { count: s.agents, sharedRepo: null, repoPrefix: `${ctx.prefix}-iso`, seedFile: null });
+      const endpoint = { host: target.host, port: target.port };
+      const reads = { readRatio: 0, readPaths: [] };
+      const closed = await runPhase(ctx, { label: 'clone-isolation writes closed', ...endpoint, mode: 'closed', workload: await agentWorkload(ctx, created, reads) });
+      let agents = closed.raw.agents ?? created;
+      const rate = closed.phase.throughput * WRITE_FRACTION;
+      const token = await ctx.token();
+      const stats: CloneStats = { clones: 0, bytes: 0, seconds: 0, failures: [], histogram: createHistogram() };
+      const alone: PhaseResult[] = [];
+      const beside: PhaseResult[] = [];
+      // Alone and beside the clones in turn, so that other load on the machine falls on both.
+      for (let r = 1; r <= s.isolationRounds; r++) {
+        const quiet = await runPhase(ctx, { label: `clone-isolation writes alone (${r})`, ...endpoint, mode: 'open', rate, workload: await agentWorkload(ctx, agents, reads) });
+        agents = quiet.raw.agents ?? agents;
+        alone.push(quiet.phase);
+        const running = startPhase(ctx, { label: `clone-isolation writes beside ${CLONE_LOOPS} clone loops (${r})`, ...endpoint, mode: 'open', rate, workload: await agentWorkload(ctx, agents, reads) });
+        // The clones start with the writers' warm-up, so the measured window sees them at full pace.
+        await running.started;
+        const loops = startCloneLoops(cloneUrl, token, fixture.upstream.head, stats);
+        let busy: Awaited<typeof running.outcome>;
+        try {
+          busy = await running.outcome;
+        } finally {
+          await loops.stop();
+        }
+        agents = busy.raw.agents ?? agents;
+        beside.push(busy.phase);
+      }
+
+      const aloneP99 = mergedP99(alone);
+      const besideP99 = mergedP99(beside);
+      const ratio = aloneP99 > 0 ? besideP99 / aloneP99 : 0;
+      const clonesPerSec = stats.seconds > 0 ? stats.clones / stats.seconds : 0;
+      ctx.progress.log(
+        `clone-isolation: write p99 ${aloneP99} ms alone, ${besideP99} ms beside ${stats.clones} clones (${round(clonesPerSec, 2)}/s): ×${round(ratio, 2)} (target ≤ ${TARGET_P99_RATIO})`,
+      );
+      const clonePhase: PhaseResult = {
+        phase: 'closed',
+        connections: CLONE_LOOPS,
+        durationSec: round(stats.seconds, 3),
+        warmupSec: 0,
+        targetRate: null,
+        requests: stats.clones,
+        throughput: round(clonesPerSec, 3),
+        errors: stats.failures.length,
+        errorsByStatus: {},
+        errorSamples: stats.failures.slice(0, 3),
+        unsent: 0,
+        latency: summarize(stats.histogram),
+        serviceTime: null,
+        byKind: {},
+        generatorCpu: 0,
+        histogram: encodeHistogram(stats.histogram),
+      };
+      const verification = await verifyAgents(ctx, agents);
+      const problems = stats.clones === 0 ? ['no clone completed beside the writes'] : [];
+      const roundRatios = Object.fromEntries(alone.map((quiet, i) => [`p99RatioRound${i + 1}`, round(quiet.latency.p99 > 0 ? beside[i]!.latency.p99 / quiet.latency.p99 : 0, 2)]));
+      return finishResult(
+        base,
+        [closed.phase, ...alone, ...beside, clonePhase],
+        verification,
+        {
+          writeMaxRate: round(closed.phase.throughput, 1),
+          writeRate: round(rate, 1),
+          aloneP99Ms: aloneP99,
+          besideClonesP99Ms: besideP99,
+          p99Ratio: round(ratio, 2),
+          ...roundRatios,
+          clones: stats.clones,
+          clonesPerSec: round(clonesPerSec, 2),
+          cloneMedianMs: round(summarize(stats.histogram).p50, 1),
+          cloneMiB: round(stats.clones > 0 ? stats.bytes / stats.clones / 2 ** 20 : 0, 2),
+          acknowledgedWrites: totalWrites(agents),
+        },
+        problems,
+      );
+    } finally {
+      await fixture.git.close();
+      await rm(work, { recursive: true, force: true });
+    }
+  },
+};
