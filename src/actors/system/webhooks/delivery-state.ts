@@ -2,7 +2,6 @@ import type { Key } from 'lmdb';
 import { log } from '../../../log.js';
 import type { Storage } from '../../../storage/database.js';
 import { K, under } from '../../../storage/keys.js';
-import type { LaneHead } from './lane-scheduler.js';
 import { getTarget, laneOf, type DeliveryRecord, type WebhookTargetRecord } from './records.js';
 
 /**
@@ -14,11 +13,22 @@ import { getTarget, laneOf, type DeliveryRecord, type WebhookTargetRecord } from
  * before its first attempt (the fan-out commits it); a crash before its outcome is written only
  * means it is sent again after the restart, under the same delivery id (API §11.3).
  */
+export interface PendingDelivery {
+  orgId: string;
+  targetId: string;
+  lane: string;
+  /** The record as it stands after the last attempt (written, or queued to be). */
+  record: DeliveryRecord;
+  /** When the next attempt is due. */
+  dueAt: number;
+}
+
 export class DeliveryState {
   /** Deliveries whose final state is queued or being written: done, although still in the index. */
   private readonly finishing = new Set<string>();
-  private queued: LaneHead[] = [];
+  private queued: PendingDelivery[] = [];
   private writing: Promise<void> | null = null;
+  private readonly targets = new Map<string, { bytes: Buffer; record: WebhookTargetRecord }>();
 
   constructor(private readonly storage: Storage) {}
 
@@ -40,13 +50,14 @@ export class DeliveryState {
   }
 
   /**
-   * The lane's first pending delivery, skipping one whose final state is being written. An index
-   * entry without a pending record is stale and is removed.
+   * Up to `limit` of the lane's pending deliveries from the index, in order, skipping those
+   * whose final state is being written. An index entry without a pending record is stale and
+   * is removed.
    */
-  firstPending(targetId: string, lane: string): LaneHead | null {
+  readLane(targetId: string, lane: string, limit: number): PendingDelivery[] {
     const { meta, root } = this.storage;
+    const found: PendingDelivery[] = [];
     const stale: Key[] = [];
-    let head: LaneHead | null = null;
     for (const { key, value } of meta.getRange(under(['whq', targetId, lane]))) {
       const id = (key as string[])[3]!;
       if (this.finishing.has(id)) continue;
@@ -56,22 +67,39 @@ export class DeliveryState {
         stale.push(key);
         continue;
       }
-      head = { orgId, targetId, lane, record, dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 };
-      break;
+      found.push({ orgId, targetId, lane, record, dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 });
+      if (found.length === limit) break;
     }
     if (stale.length) {
       root.transaction(() => stale.forEach((key) => meta.removeSync(key))).catch((err: unknown) => log.error('webhook index cleanup failed', { err }));
     }
-    return head;
+    return found;
   }
 
-  /** The target as it stands now, or undefined once it is deleted (its deliveries went with it). */
+  /**
+   * The target as it stands now, or undefined once it is deleted (its deliveries went with it).
+   * Decoded again only when its stored bytes change (a new URL or secret applies at once).
+   */
   target(orgId: string, targetId: string): WebhookTargetRecord | undefined {
-    return getTarget(this.storage.meta, orgId, targetId);
+    const { meta } = this.storage;
+    const key = K.webhookTarget(orgId, targetId);
+    const shared = meta.getBinaryFast(key);
+    if (!shared) {
+      this.targets.delete(targetId);
+      return undefined;
+    }
+    // lmdb-js's buffer, reused by the next read, with only its `length` set to this value's.
+    const bytes = shared.subarray(0, shared.length);
+    const cached = this.targets.get(targetId);
+    if (cached?.bytes.equals(bytes)) return cached.record;
+    const copy = Buffer.from(bytes);
+    const record = getTarget(meta, orgId, targetId);
+    if (record) this.targets.set(targetId, { bytes: copy, record });
+    return record;
   }
 
   /** Queues a delivery's record, as its last attempt left it, for the next batch. */
-  save(delivery: LaneHead): void {
+  save(delivery: PendingDelivery): void {
     if (delivery.record.status !== 'pending') this.finishing.add(delivery.record.id);
     this.queued.push(delivery);
     if (!this.writing) this.writing = this.write();

@@ -3,9 +3,9 @@ import { log } from '../../../log.js';
 import type { Storage } from '../../../storage/database.js';
 import type { SecretBox } from '../../../storage/secret-box.js';
 import { systemClock, type Clock } from './clock.js';
-import { DeliveryState } from './delivery-state.js';
+import { DeliveryState, type PendingDelivery } from './delivery-state.js';
 import { HttpDelivery } from './http-delivery.js';
-import { LaneScheduler, type LaneHead } from './lane-scheduler.js';
+import { LaneScheduler } from './lane-scheduler.js';
 import { pruneDeliveryLog } from './log-pruning.js';
 import { fanOutBatch } from './outbox-fan-out.js';
 import { afterAttempt } from './retry-policy.js';
@@ -14,9 +14,11 @@ import { afterAttempt } from './retry-policy.js';
  * The webhook actor (API §11.3). It runs in its own thread (`worker.ts`), never inside a
  * repository's mailbox, and wires its parts together:
  *
- *   outbox ──fan-out (outbox-fan-out.ts)──▶ delivery records and pending index (delivery-state.ts)
- *   pending index ──▶ one head per (target, lane) in memory (lane-scheduler.ts)
- *   lane head ──▶ signed POST (http-delivery.ts) ──▶ verdict, retry time (retry-policy.ts) ──▶ state
+ *   outbox ──fan-out (outbox-fan-out.ts)──▶ delivery records and pending index, durable
+ *          └──▶ the same deliveries, in memory, to their lanes (lane-scheduler.ts; the pending
+ *               index when a lane holds too many, after a restart, for a redelivery)
+ *   lane head ──▶ signed POST (http-delivery.ts) ──▶ verdict, retry time (retry-policy.ts)
+ *             ──▶ outcomes written in batches (delivery-state.ts)
  *
  * and prunes the delivery log (log-pruning.ts) once an hour.
  */
@@ -57,8 +59,8 @@ export class WebhookDispatcher {
     this.lanes = new LaneScheduler({
       clock: this.clock,
       concurrencyPerTarget: opts.concurrencyPerTarget,
-      firstPending: (targetId, lane) => this.state.firstPending(targetId, lane),
-      attempt: (head) => this.attempt(head),
+      readLane: (targetId, lane, limit) => this.state.readLane(targetId, lane, limit),
+      attempt: (delivery) => this.attempt(delivery),
     });
   }
 
@@ -82,7 +84,7 @@ export class WebhookDispatcher {
   /** Picks up a delivery another thread created (a redelivery) without waiting for a restart. */
   adopt(orgId: string, targetId: string, deliveryId: string): void {
     const lane = this.state.pendingLane(orgId, targetId, deliveryId);
-    if (lane !== null) this.lanes.offer(targetId, lane);
+    if (lane !== null) this.lanes.resume(targetId, lane);
   }
 
   async stop(): Promise<void> {
@@ -103,7 +105,7 @@ export class WebhookDispatcher {
     let lanes = 0;
     for (const { targetId, lane } of this.state.pendingLanes()) {
       lanes++;
-      this.lanes.offer(targetId, lane);
+      this.lanes.resume(targetId, lane);
     }
     if (lanes) log.info('webhook deliveries resumed', { lanes });
   }
@@ -121,29 +123,29 @@ export class WebhookDispatcher {
   private drainOnce(): boolean {
     const batch = fanOutBatch(this.opts.storage, this.clock.now());
     if (!batch) return false;
-    for (const d of batch.created) this.lanes.offer(d.targetId, d.lane);
+    for (const d of batch.created) this.lanes.add(d);
     return batch.more;
   }
 
   /** One attempt of a lane's head; resolves with when to try it again, or null when it is done. */
-  private async attempt(head: LaneHead): Promise<number | null> {
+  private async attempt(delivery: PendingDelivery): Promise<number | null> {
     try {
-      return await this.attemptOnce(head);
+      return await this.attemptOnce(delivery);
     } catch (err) {
-      log.error('webhook delivery attempt failed', { err, delivery_id: head.record.id });
+      log.error('webhook delivery attempt failed', { err, delivery_id: delivery.record.id });
       return this.clock.now() + this.opts.retryBaseMs;
     }
   }
 
-  private async attemptOnce(head: LaneHead): Promise<number | null> {
-    const target = this.state.target(head.orgId, head.targetId);
+  private async attemptOnce(delivery: PendingDelivery): Promise<number | null> {
+    const target = this.state.target(delivery.orgId, delivery.targetId);
     if (!target) return null;
-    const { record } = head;
+    const { record } = delivery;
     const result = await this.http.send(target, record);
     if (this.stopped) return null;
     const attempts = record.attempts + 1;
     const { status, nextAt } = afterAttempt(result.verdict, attempts, result.retryAfterMs, this.opts.retryBaseMs, this.clock.now());
-    head.record = {
+    delivery.record = {
       ...record,
       status,
       attempts,
@@ -151,7 +153,7 @@ export class WebhookDispatcher {
       last_error: result.error,
       next_attempt_at: nextAt === null ? null : new Date(nextAt).toISOString(),
     };
-    this.state.save(head);
+    this.state.save(delivery);
     return nextAt;
   }
 

@@ -1,86 +1,124 @@
 import type { Clock } from './clock.js';
-import type { DeliveryRecord } from './records.js';
+import type { PendingDelivery } from './delivery-state.js';
 
 /**
  * Lane scheduling (API §11.3 order). A lane is one target and one repository: it sends its head
- * delivery until it succeeds or fails for good, then takes the next (head of line, event order).
- * Only lane heads live in memory, so a dead receiver's backlog costs disk, not heap. Lanes of a
- * target interleave first-come first-served with at most `concurrencyPerTarget` attempts in
+ * delivery until it succeeds or fails for good, then the next (head of line, event order). Lanes
+ * of a target interleave first-come first-served with at most `concurrencyPerTarget` attempts in
  * flight, and targets never wait on each other: a slow or dead receiver only ever holds its own
- * lanes.
+ * lanes, and one repository's failing head never holds another repository's deliveries.
+ *
+ * A lane keeps its next deliveries in memory, handed over by the fan-out that created them, so
+ * that a delivery is not read back from LMDB before it is sent. Memory is bounded: past
+ * LANE_MEMORY deliveries in a lane, or TOTAL_MEMORY in all, a lane stops taking them from the
+ * fan-out and reads them from the pending index, in order, once those in memory are done. A dead
+ * receiver's backlog therefore costs disk, not heap. After a restart, or a delivery created by
+ * another thread (a redelivery), the lane reads from the index too.
  */
-export interface LaneHead {
-  orgId: string;
-  targetId: string;
-  lane: string;
-  /** The delivery as its last attempt left it (written, or queued to be). */
-  record: DeliveryRecord;
-  /** When its next attempt is due. */
-  dueAt: number;
-}
+const LANE_MEMORY = 64;
+const TOTAL_MEMORY = 65_536;
 
 export interface LaneSchedulerOptions {
   clock: Clock;
   concurrencyPerTarget: number;
-  /** The lane's first pending delivery, or null when it has none. */
-  firstPending(targetId: string, lane: string): LaneHead | null;
-  /** One attempt of the head; resolves with when to try it again, or null when the lane moves on. Never rejects. */
-  attempt(head: LaneHead): Promise<number | null>;
+  /** Up to `limit` of the lane's pending deliveries, in order, from the pending index. */
+  readLane(targetId: string, lane: string, limit: number): PendingDelivery[];
+  /** One attempt of the lane's head; resolves with when to try it again, or null when the lane moves on. Never rejects. */
+  attempt(delivery: PendingDelivery): Promise<number | null>;
+}
+
+class Lane {
+  /** The head (being sent or waiting for its retry) and the deliveries after it, in order. */
+  readonly queue: PendingDelivery[] = [];
+  /** Whether deliveries of this lane wait in the pending index beyond those in `queue`. */
+  onDisk = false;
+  /** Whether the head is ready, waiting, or being sent. */
+  scheduled = false;
+  constructor(readonly key: string) {}
 }
 
 class TargetQueue {
-  /** The delivery each lane is on (the first of its pending index entries). */
-  readonly heads = new Map<string, LaneHead>();
+  readonly lanes = new Map<string, Lane>();
   /** Lanes whose head is due and idle, served first come first served. */
-  readonly ready: string[] = [];
-  /** Lanes whose head waits for a retry time. */
-  readonly waiting = new Map<string, number>();
-  readonly busy = new Set<string>();
+  readonly ready: Lane[] = [];
+  /** Lanes whose head waits for its retry time. */
+  readonly waiting = new Map<Lane, number>();
+  busy = 0;
   cancelTimer: (() => void) | null = null;
   timerAt = Infinity;
   constructor(readonly targetId: string) {}
 }
 
 export class LaneScheduler {
-  private readonly queues = new Map<string, TargetQueue>();
+  private readonly targets = new Map<string, TargetQueue>();
   private readonly running = new Set<Promise<void>>();
+  /** Deliveries held in lane queues. */
+  private held = 0;
   private stopped = false;
 
   constructor(private readonly opts: LaneSchedulerOptions) {}
 
-  /** A lane may have work: unless it is already on a delivery, it takes its first pending one. */
-  offer(targetId: string, lane: string): void {
+  /** A delivery the fan-out has just made durable: appended to its lane, or left on disk. */
+  add(delivery: PendingDelivery): void {
     if (this.stopped) return;
-    let q = this.queues.get(targetId);
-    if (!q) this.queues.set(targetId, (q = new TargetQueue(targetId)));
-    if (q.heads.has(lane)) return;
-    this.advance(q, lane);
-    this.fill(q);
+    const lane = this.lane(delivery.targetId, delivery.lane);
+    if (lane.onDisk || lane.queue.length >= LANE_MEMORY || this.held >= TOTAL_MEMORY) lane.onDisk = true;
+    else {
+      lane.queue.push(delivery);
+      this.held++;
+    }
+    if (!lane.scheduled) this.next(this.targets.get(delivery.targetId)!, lane);
+  }
+
+  /** The lane has deliveries in the pending index this scheduler has not seen (a restart, a redelivery). */
+  resume(targetId: string, laneKey: string): void {
+    if (this.stopped) return;
+    const lane = this.lane(targetId, laneKey);
+    lane.onDisk = true;
+    if (!lane.scheduled) this.next(this.targets.get(targetId)!, lane);
   }
 
   /** No attempt starts from now on; resolves once those under way have settled. */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const q of this.queues.values()) q.cancelTimer?.();
+    for (const q of this.targets.values()) q.cancelTimer?.();
     await Promise.allSettled([...this.running]);
   }
 
-  /** Makes the lane's first pending delivery its head (or retires the lane when there is none). */
-  private advance(q: TargetQueue, lane: string): void {
-    q.heads.delete(lane);
-    const head = this.opts.firstPending(q.targetId, lane);
-    if (head) {
-      q.heads.set(lane, head);
-      if (head.dueAt <= this.opts.clock.now()) q.ready.push(lane);
-      else {
-        q.waiting.set(lane, head.dueAt);
-        this.armTimer(q);
+  private lane(targetId: string, key: string): Lane {
+    let q = this.targets.get(targetId);
+    if (!q) this.targets.set(targetId, (q = new TargetQueue(targetId)));
+    let lane = q.lanes.get(key);
+    if (!lane) q.lanes.set(key, (lane = new Lane(key)));
+    return lane;
+  }
+
+  /** Schedules the lane's head, reading on from the index when memory has none; retires an empty lane. */
+  private next(q: TargetQueue, lane: Lane): void {
+    if (!lane.queue.length && lane.onDisk) {
+      const limit = Math.max(1, Math.min(LANE_MEMORY, TOTAL_MEMORY - this.held));
+      const read = this.opts.readLane(q.targetId, lane.key, limit);
+      lane.queue.push(...read);
+      this.held += read.length;
+      if (read.length < limit) lane.onDisk = false;
+    }
+    const head = lane.queue[0];
+    if (!head) {
+      lane.scheduled = false;
+      q.lanes.delete(lane.key);
+      if (!q.lanes.size) {
+        q.cancelTimer?.();
+        this.targets.delete(q.targetId);
       }
+      return;
     }
-    if (q.heads.size === 0 && q.busy.size === 0) {
-      q.cancelTimer?.();
-      this.queues.delete(q.targetId);
+    lane.scheduled = true;
+    if (head.dueAt <= this.opts.clock.now()) q.ready.push(lane);
+    else {
+      q.waiting.set(lane, head.dueAt);
+      this.armTimer(q);
     }
+    this.fill(q);
   }
 
   private armTimer(q: TargetQueue): void {
@@ -107,10 +145,10 @@ export class LaneScheduler {
   }
 
   private fill(q: TargetQueue): void {
-    while (!this.stopped && q.busy.size < this.opts.concurrencyPerTarget && q.ready.length) {
+    while (!this.stopped && q.busy < this.opts.concurrencyPerTarget && q.ready.length) {
       const lane = q.ready.shift()!;
-      const head = q.heads.get(lane)!;
-      q.busy.add(lane);
+      const head = lane.queue[0]!;
+      q.busy++;
       const run = this.opts.attempt(head).then((nextAt) => this.settle(q, lane, head, nextAt));
       this.running.add(run);
       void run.finally(() => this.running.delete(run));
@@ -118,11 +156,14 @@ export class LaneScheduler {
   }
 
   /** After an attempt: the lane moves on (nextAt null) or retries its head at `nextAt`. */
-  private settle(q: TargetQueue, lane: string, head: LaneHead, nextAt: number | null): void {
-    q.busy.delete(lane);
+  private settle(q: TargetQueue, lane: Lane, head: PendingDelivery, nextAt: number | null): void {
+    q.busy--;
     if (this.stopped) return;
-    if (nextAt === null) this.advance(q, lane);
-    else {
+    if (nextAt === null) {
+      lane.queue.shift();
+      this.held--;
+      this.next(q, lane);
+    } else {
       head.dueAt = nextAt;
       q.waiting.set(lane, nextAt);
       this.armTimer(q);

@@ -2,6 +2,7 @@ import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
 import { K, under } from '../../../storage/keys.js';
 import { newId } from '../../../storage/ids.js';
 import type { EventEnvelope } from '../../../storage/records.js';
+import type { PendingDelivery } from './delivery-state.js';
 import { laneOf, orgTargets, type DeliveryRecord, type WebhookTargetRecord } from './records.js';
 
 /**
@@ -12,14 +13,9 @@ import { laneOf, orgTargets, type DeliveryRecord, type WebhookTargetRecord } fro
 /** Events taken from the outbox per transaction: keeps the write lock short. */
 const DRAIN_BATCH = 500;
 
-/** A delivery just created, for the lane scheduler. */
-export interface CreatedDelivery {
-  targetId: string;
-  lane: string;
-}
-
 export interface FanOutBatch {
-  created: CreatedDelivery[];
+  /** The deliveries created, durable, in event order. */
+  created: PendingDelivery[];
   /** Whether more events may wait in the outbox. */
   more: boolean;
 }
@@ -39,11 +35,11 @@ export function fanOutBatch(storage: Storage, now: number): FanOutBatch | null {
 }
 
 /** Runs inside the drain's write transaction: every read here sees the latest commit. */
-function fanOut(storage: Storage, now: number): { created: CreatedDelivery[]; consumed: number } {
+function fanOut(storage: Storage, now: number): { created: PendingDelivery[]; consumed: number } {
   const { meta } = storage;
   const entries = [...meta.getRange({ ...under(['outbox']), limit: DRAIN_BATCH })];
   const targetsByOrg = new Map<string, Subscriber[]>();
-  const created: CreatedDelivery[] = [];
+  const created: PendingDelivery[] = [];
   const nowIso = new Date(now).toISOString();
   for (const { key, value } of entries) {
     meta.removeSync(key);
@@ -80,7 +76,7 @@ function fanOut(storage: Storage, now: number): { created: CreatedDelivery[]; co
       const lane = laneOf(record);
       meta.putSync(K.webhookDelivery(orgId, target.id, record.id), record);
       meta.putSync(K.webhookPending(target.id, lane, record.id), orgId);
-      created.push({ targetId: target.id, lane });
+      created.push({ orgId, targetId: target.id, lane, record, dueAt: now });
     }
   }
   return { created, consumed: entries.length };
