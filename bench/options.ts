@@ -36,7 +36,9 @@ Scale (cost as the work grows; variants files, repos, write-bytes, history):
                        (100,000 with --scale-max): one write there rewrites an n-entry directory
   --scale-repos L      repository counts (default 1000,10000)
   --scale-changes L    history lengths (default 100,10000)
-  --scale-duration S   measured seconds per point (default 5; warm-up 1)
+  --scale-duration S   measured seconds per phase (default 3; warm-up 1)
+  --scale-rounds N     rounds, each measuring every size once in turn; a point is the median
+                       of its rounds (default 3)
 
 Output:
   --out-dir DIR        where <timestamp>.json goes (default bench/results)
@@ -104,6 +106,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'scale-changes': { type: 'string' },
       'scale-duration': { type: 'string' },
       'isolation-rounds': { type: 'string' },
+      'scale-rounds': { type: 'string' },
       'out-dir': { type: 'string' },
       'no-progress': { type: 'boolean' },
       'keep-data': { type: 'boolean' },
@@ -128,10 +131,10 @@ export function parseOptions(argv: string[]): BenchOptions {
 
   const max = values['scale-max'] === true;
   const scale = smoke
-    ? { files: [50, 200], flatMax: 50, repos: [50, 200], changes: [10, 50], duration: 0.5, warmup: 0.2, agents: 2 }
+    ? { files: [50, 200], flatMax: 50, repos: [50, 200], changes: [10, 50], duration: 0.5, warmup: 0.2, agents: 2, rounds: 1 }
     : max
-      ? { files: [1000, 10_000, 100_000, 1_000_000], flatMax: 100_000, repos: [1000, 100_000, 1_000_000], changes: [100, 100_000], duration: 5, warmup: 1, agents: 4 }
-      : { files: [1000, 10_000, 100_000], flatMax: 10_000, repos: [1000, 10_000], changes: [100, 10_000], duration: 5, warmup: 1, agents: 4 };
+      ? { files: [1000, 10_000, 100_000, 1_000_000], flatMax: 100_000, repos: [1000, 100_000, 1_000_000], changes: [100, 100_000], duration: 3, warmup: 1, agents: 4, rounds: 3 }
+      : { files: [1000, 10_000, 100_000], flatMax: 10_000, repos: [1000, 10_000], changes: [100, 10_000], duration: 3, warmup: 1, agents: 4, rounds: 3 };
 
   const settings: ScenarioSettings = {
     durationMs: positiveNumber('duration', values.duration, d.duration, false) * 1000,
@@ -162,6 +165,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     scaleWarmupMs: scale.warmup * 1000,
     scaleAgents: scale.agents,
     isolationRounds: Math.max(1, positiveNumber('isolation-rounds', values['isolation-rounds'], d.isolationRounds)),
+    scaleRounds: Math.max(1, positiveNumber('scale-rounds', values['scale-rounds'], scale.rounds)),
   };
   return {
     scenarios: (values.scenarios ?? 'all').split(',').map((s) => s.trim()).filter(Boolean),

@@ -1,5 +1,6 @@
 /**
- * What a server process wrote, for the write-bytes curve of the scale family.
+ * What a server process costs outside the requests the bench times: the CPU it uses while no
+ * request arrives (start-up work, background scans), and what it writes (the write-bytes curve).
  *
  * - `/proc/<pid>/io` counts every thread of the process: `write_bytes` is charged when a page of
  *   the page cache turns dirty, a whole folio at a time (so it can exceed what reaches the disk),
@@ -9,12 +10,13 @@
  *   requests they issued: the bytes that reached the device on the process's account (writeback
  *   run by the kernel's own threads, the file system's journal included, is not in it).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ProcessIo {
   writeBytes: number;
@@ -30,6 +32,48 @@ export async function readProcessIo(pid: number): Promise<ProcessIo | null> {
   } catch {
     return null;
   }
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times. */
+const CLOCK_TICKS = ((): number => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU seconds (user + system, every thread) the process has used so far; NaN once it is gone. */
+export async function processCpuSeconds(pid: number): Promise<number> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The process's CPU over the next `windowMs`, as a share of one core. */
+export async function cpuShare(pid: number, windowMs: number): Promise<number> {
+  const before = await processCpuSeconds(pid);
+  const started = performance.now();
+  await sleep(windowMs);
+  const after = await processCpuSeconds(pid);
+  return (after - before) / ((performance.now() - started) / 1000);
+}
+
+/**
+ * Waits until the process used less than `share` of one core over a second (its start-up work
+ * done); the seconds that took, or null when it was still busier at `timeoutMs`.
+ */
+export async function waitForQuiet(pid: number, share: number, timeoutMs: number): Promise<number | null> {
+  const started = performance.now();
+  while (performance.now() - started < timeoutMs) {
+    if ((await cpuShare(pid, 1000)) < share) return (performance.now() - started) / 1000;
+  }
+  return null;
 }
 
 export interface SyncTraceTotals {

@@ -29,10 +29,14 @@ export class CurveBuilder {
     this.points.set(series, list);
   }
 
-  /** p50 and p99 of a phase as the series `<label> p50` and `<label> p99`. */
-  addLatency(label: string, size: number, phase: PhaseResult): void {
-    this.add(`${label} p50`, size, phase.latency.p50);
-    this.add(`${label} p99`, size, phase.latency.p99);
+  /**
+   * p50 and p99 of a point measured in several rounds, as the series `<label> p50` and
+   * `<label> p99` (`p50`, `p99` without a label): the median over the rounds of each.
+   */
+  addLatency(label: string | null, size: number, rounds: readonly PhaseResult[]): void {
+    const series = (p: string): string => (label ? `${label} ${p}` : p);
+    this.add(series('p50'), size, median(rounds.map((p) => p.latency.p50)));
+    this.add(series('p99'), size, median(rounds.map((p) => p.latency.p99)));
   }
 
   build(target: TargetSpec | null = null): Curve {
@@ -72,6 +76,12 @@ export function targetMetrics(curves: readonly Curve[]): Record<string, number> 
   const out: Record<string, number> = {};
   for (const c of curves) for (const o of c.target?.outcomes ?? []) if (o.value !== null) out[`${c.id}.${o.series}`] = o.value;
   return out;
+}
+
+/** The middle value (the lower of the two middle ones for an even count); 0 for none. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] ?? 0;
 }
 
 /** Sizes as people say them: 1k, 100k, 1M. */

@@ -5,10 +5,11 @@
  *   on top of its previous change, starting from the repository's tip;
  * - GET …/content of one file at the deepest level (16 files spread over the tree, raw bytes);
  * - GET …/diff between the tip and a change that rewrote one file at the deepest level.
- * Every repository is built first, then every point is measured, so all points see the same data
- * directory.
+ * Every repository is built first, so all points see the same data directory; then every point
+ * is measured once per round, in turn, and a curve takes the median of its rounds.
  */
 import type { AgentState, StaticRequestSpec } from '../generator-protocol.js';
+import { waitForAnalytics } from '../analytics-settled.js';
 import { runPhase } from '../phases.js';
 import type { PhaseResult, Verification } from '../report-types.js';
 import { CurveBuilder, sizeName } from '../scale-curves.js';
@@ -20,6 +21,7 @@ import type { ScenarioContext, ScenarioSettings } from './types.js';
 import { requireTarget } from './types.js';
 
 const READ_FILES = 16;
+const ANALYTICS_TIMEOUT_MS = 15 * 60_000;
 
 interface Fixture {
   layout: Layout;
@@ -47,7 +49,7 @@ function layoutsFor(s: ScenarioSettings, files: number): Layout[] {
   return files <= s.scaleFlatMaxFiles ? ['deep', 'flat'] : ['deep'];
 }
 
-async function build(ctx: ScenarioContext, layout: Layout, files: number): Promise<{ fixture: Fixture; seconds: number }> {
+async function build(ctx: ScenarioContext, layout: Layout, files: number): Promise<{ fixture: Fixture; seconds: number; analyticsSec: number | null }> {
   const { target, api } = requireTarget(ctx);
   const repo = `${ctx.prefix}-files-${layout}-${files}`;
   await api.expect(201, 'POST', `/v1/${target.org}/repos`, { name: repo });
@@ -66,7 +68,9 @@ async function build(ctx: ScenarioContext, layout: Layout, files: number): Promi
     await api.expect(201, 'POST', api.repoPath(repo, '/bookmarks'), { name: `agent-${i}`, change_id: tip });
   }
   const readPaths = Array.from({ length: Math.min(READ_FILES, files) }, (_, k) => Math.floor((k * files) / Math.min(READ_FILES, files)));
-  return { fixture: { layout, files, repo, chain: built.chain, probe: probe.change.id, probePath, readPaths }, seconds: built.seconds };
+  // The build moved the default bookmark: let its analytics finish before anything is timed.
+  const analyticsSec = await waitForAnalytics(api, repo, ANALYTICS_TIMEOUT_MS);
+  return { fixture: { layout, files, repo, chain: built.chain, probe: probe.change.id, probePath, readPaths }, seconds: built.seconds, analyticsSec };
 }
 
 /** The reads return what the fixture wrote before anything is timed (no fast 404 benchmarked). */
@@ -87,22 +91,20 @@ async function checkReads(ctx: ScenarioContext, f: Fixture): Promise<string[]> {
   return problems;
 }
 
-async function measure(ctx: ScenarioContext, f: Fixture): Promise<{ write: PhaseResult; content: PhaseResult; diff: PhaseResult; agents: AgentState[] }> {
+interface Measured {
+  write: PhaseResult;
+  content: PhaseResult;
+  diff: PhaseResult;
+}
+
+/** One round of a point: the three phases, the agents carrying on from where they stopped. */
+async function measure(ctx: ScenarioContext, f: Fixture, agents: AgentState[], round: number): Promise<Measured & { agents: AgentState[] }> {
   const { target, api } = requireTarget(ctx);
   const s = ctx.settings;
   const tip = f.chain[f.chain.length - 1]!;
-  const name = `scale files ${f.layout} ${sizeName(f.files)}`;
+  const name = `scale files ${f.layout} ${sizeName(f.files)}${s.scaleRounds > 1 ? ` round ${round + 1}` : ''}`;
   const timing = { host: target.host, port: target.port, mode: 'closed' as const, durationMs: s.scaleDurationMs, warmupMs: s.scaleWarmupMs };
   const token = await ctx.token();
-  const agents: AgentState[] = Array.from({ length: s.scaleAgents }, (_, index) => ({
-    index,
-    repo: f.repo,
-    bookmark: `agent-${index}`,
-    lastChangeId: tip,
-    writes: 0,
-    // The bookmark's history below the agent's own writes: the fixture's changes.
-    chain: [...f.chain],
-  }));
   const write = await runPhase(ctx, {
     label: `${name} apply-ops`,
     ...timing,
@@ -144,8 +146,10 @@ export async function runScaleFiles(ctx: ScenarioContext): Promise<ScaleOutcome>
   for (const files of s.scaleFiles) {
     for (const layout of layoutsFor(s, files)) {
       ctx.progress.log(`scale files: building ${layout} ${files.toLocaleString('en-US')} files`);
-      const { fixture, seconds } = await build(ctx, layout, files);
+      const { fixture, seconds, analyticsSec } = await build(ctx, layout, files);
       metrics[`buildSec.${layout}.${sizeName(files)}`] = Math.round(seconds * 10) / 10;
+      // How long the background analytics of the fresh fixture took (-1: not done in time).
+      metrics[`analyticsSec.${layout}.${sizeName(files)}`] = analyticsSec === null ? -1 : Math.round(analyticsSec * 10) / 10;
       fixtures.push(fixture);
     }
   }
@@ -158,14 +162,33 @@ export async function runScaleFiles(ctx: ScenarioContext): Promise<ScaleOutcome>
     diff: new CurveBuilder('files-diff', 'GET …/diff of a one-file change vs files in the repository', 'files', 'ms'),
   };
   const phases: PhaseResult[] = [];
+  const agents = fixtures.map((f) =>
+    Array.from({ length: s.scaleAgents }, (_, index): AgentState => ({
+      index,
+      repo: f.repo,
+      bookmark: `agent-${index}`,
+      lastChangeId: f.chain[f.chain.length - 1]!,
+      writes: 0,
+      // The bookmark's history below the agent's own writes: the fixture's changes.
+      chain: [...f.chain],
+    })),
+  );
+  const rounds: Measured[][] = fixtures.map(() => []);
+  for (let round = 0; round < s.scaleRounds; round++) {
+    for (const [i, f] of fixtures.entries()) {
+      const m = await measure(ctx, f, agents[i]!, round);
+      agents[i] = m.agents;
+      rounds[i]!.push(m);
+      phases.push(m.write, m.content, m.diff);
+    }
+  }
   const checks: Verification[] = [];
-  for (const f of fixtures) {
-    const m = await measure(ctx, f);
-    phases.push(m.write, m.content, m.diff);
-    curves.write.addLatency(f.layout, f.files, m.write);
-    curves.content.addLatency(f.layout, f.files, m.content);
-    curves.diff.addLatency(f.layout, f.files, m.diff);
-    checks.push(await verifyAgents(ctx, m.agents));
+  for (const [i, f] of fixtures.entries()) {
+    const ms = rounds[i]!;
+    curves.write.addLatency(f.layout, f.files, ms.map((m) => m.write));
+    curves.content.addLatency(f.layout, f.files, ms.map((m) => m.content));
+    curves.diff.addLatency(f.layout, f.files, ms.map((m) => m.diff));
+    checks.push(await verifyAgents(ctx, agents[i]!));
   }
   const sizes = `${sizeName(s.scaleFiles[s.scaleFiles.length - 1]!)} ÷ ${sizeName(s.scaleFiles[0]!)} files`;
   const target = (what: string) => ({

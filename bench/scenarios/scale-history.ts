@@ -1,13 +1,15 @@
 /**
  * `scale:history`: reads at the tip of a long history. For each length, a linear history of that
  * many commits (one new file each) is built with `git fast-import` and pulled into a repository
- * from the local `git http-backend` (the sync scenario's fixture); then closed loops with a few
- * connections time `GET …/changes?bookmark=main` (first page, default limit) and `GET …/diff`
- * between the tip and its parent. Skipped as "not available" when the server answers 404/405 on
- * the upstream routes.
+ * from the local `git http-backend` (the sync scenario's fixture); then, in rounds over the
+ * lengths, closed loops with a few connections time `GET …/changes?bookmark=main` (first page,
+ * default limit) and `GET …/diff` between the tip and its parent. The fixture's tree grows with
+ * its history (n files in 160 directories), so the diff also reads larger directories at larger
+ * n. Skipped as "not available" when the server answers 404/405 on the upstream routes.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { waitForAnalytics } from '../analytics-settled.js';
 import { createLargeRepo, gitAvailable, startGitServer } from '../git-server.js';
 import type { StaticRequestSpec } from '../generator-protocol.js';
 import { round, runPhase } from '../phases.js';
@@ -21,6 +23,7 @@ import { requireTarget } from './types.js';
 const NOT_AVAILABLE = new Set([404, 405]);
 /** A pull of n commits may take this long per commit on a loaded machine before it counts as stuck. */
 const PULL_MS_PER_COMMIT = 20;
+const ANALYTICS_TIMEOUT_MS = 15 * 60_000;
 
 export function historyParameters(s: ScenarioSettings): Record<string, string | number> {
   return { changes: s.scaleChanges.join(','), connections: s.scaleAgents, durationSec: s.scaleDurationMs / 1000, warmupSec: s.scaleWarmupMs / 1000 };
@@ -64,6 +67,9 @@ async function pull(ctx: ScenarioContext, gitRoot: string, gitUrl: string, chang
   if (outcome.status !== 'completed') throw new Error(`pull of ${changes} commits ended ${outcome.status}: ${JSON.stringify(outcome.error)}`);
   metrics[`pullSec.${size}`] = round((performance.now() - started) / 1000, 1);
 
+  // The pull moved the default bookmark: let its analytics finish before anything is timed.
+  const analyticsSec = await waitForAnalytics(api, repo, Math.max(ANALYTICS_TIMEOUT_MS, changes * PULL_MS_PER_COMMIT));
+  metrics[`analyticsSec.${size}`] = analyticsSec === null ? -1 : round(analyticsSec, 1);
   const page = await api.expect<{ changes: ChangeView[] }>(200, 'GET', api.repoPath(repo, `/changes?bookmark=${upstream.branch}`));
   const tip = page.changes[0];
   if (!tip || tip.current_commit_oid !== upstream.head || !tip.parents[0]) {
@@ -94,26 +100,31 @@ export async function runScaleHistory(ctx: ScenarioContext): Promise<ScaleOutcom
   const list = new CurveBuilder('history-changes', 'GET …/changes?bookmark= (first page) vs changes on the bookmark', 'changes', 'ms');
   const diff = new CurveBuilder('history-diff', 'GET …/diff between the tip and its parent vs changes on the bookmark', 'changes', 'ms');
   const phases: PhaseResult[] = [];
-  for (const h of histories) {
-    const token = await ctx.token();
-    const one = async (what: string, path: string, curve: CurveBuilder): Promise<void> => {
-      const label = `scale history ${sizeName(h.changes)} ${what}`;
-      const request: StaticRequestSpec = { method: 'GET', path: api.repoPath(h.repo, path), headers: { Authorization: `Bearer ${token}` }, kind: what };
-      const out = await runPhase(ctx, {
-        label,
-        host: target.host,
-        port: target.port,
-        mode: 'closed',
-        durationMs: s.scaleDurationMs,
-        warmupMs: s.scaleWarmupMs,
-        workload: { kind: 'static', slots: s.scaleAgents, requests: [request], expectStatus: 200 },
-      });
-      phases.push({ ...out.phase, label });
-      curve.add('p50', h.changes, out.phase.latency.p50);
-      curve.add('p99', h.changes, out.phase.latency.p99);
-    };
-    await one('changes', `/changes?bookmark=${encodeURIComponent(h.bookmark)}`, list);
-    await one('diff', `/diff?base_change_id=${h.parent}&head_change_id=${h.tip}`, diff);
+  const rounds = histories.map(() => ({ list: [] as PhaseResult[], diff: [] as PhaseResult[] }));
+  const one = async (h: History, label: string, path: string): Promise<PhaseResult> => {
+    const request: StaticRequestSpec = { method: 'GET', path: api.repoPath(h.repo, path), headers: { Authorization: `Bearer ${await ctx.token()}` }, kind: 'read' };
+    const out = await runPhase(ctx, {
+      label,
+      host: target.host,
+      port: target.port,
+      mode: 'closed',
+      durationMs: s.scaleDurationMs,
+      warmupMs: s.scaleWarmupMs,
+      workload: { kind: 'static', slots: s.scaleAgents, requests: [request], expectStatus: 200 },
+    });
+    phases.push({ ...out.phase, label });
+    return out.phase;
+  };
+  for (let r = 0; r < s.scaleRounds; r++) {
+    for (const [i, h] of histories.entries()) {
+      const name = `scale history ${sizeName(h.changes)}${s.scaleRounds > 1 ? ` round ${r + 1}` : ''}`;
+      rounds[i]!.list.push(await one(h, `${name} changes`, `/changes?bookmark=${encodeURIComponent(h.bookmark)}`));
+      rounds[i]!.diff.push(await one(h, `${name} diff`, `/diff?base_change_id=${h.parent}&head_change_id=${h.tip}`));
+    }
+  }
+  for (const [i, h] of histories.entries()) {
+    list.addLatency(null, h.changes, rounds[i]!.list);
+    diff.addLatency(null, h.changes, rounds[i]!.diff);
   }
   const sizes = `${sizeName(s.scaleChanges[s.scaleChanges.length - 1]!)} ÷ ${sizeName(s.scaleChanges[0]!)} changes`;
   const target2x = (what: string) => ({ text: `${what}: p50 at 100k changes within 2× of p50 at 100; measured ${sizes}`, kind: 'growth' as const, limit: 2, series: ['p50'] });

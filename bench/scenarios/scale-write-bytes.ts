@@ -2,7 +2,9 @@
  * `scale:write-bytes`: what one write costs the disk, on agent-fleet's workload (N agents, one
  * repository and bookmark each, apply-ops of 3 × 2 KiB on top of the previous change), closed loop
  * then open loop at the configured fraction of it, on a server of its own so that its process's
- * counters hold nothing else. Around each phase:
+ * counters hold nothing else. Each repository gets its first write (a seed file on its default
+ * bookmark) before anything is counted, and the server is left to finish the analytics that
+ * starts; the agents then write their own bookmarks. Around each phase:
  * - `/proc/<pid>/io` write_bytes (charged at page-dirtying time, a whole page-cache folio at a
  *   time) and wchar;
  * - with perf: the server threads' sync calls and block-layer write requests (bytes that reached
@@ -12,7 +14,7 @@
  * Every figure is divided by the writes acknowledged between the two snapshots (warm-up and drain
  * included, as the counters are).
  */
-import { readProcessIo, startSyncTrace } from '../process-io.js';
+import { readProcessIo, startSyncTrace, waitForQuiet } from '../process-io.js';
 import type { SyncTrace, SyncTraceTotals } from '../process-io.js';
 import type { AgentState } from '../generator-protocol.js';
 import { round, runPhase } from '../phases.js';
@@ -27,6 +29,10 @@ import { requireTarget } from './types.js';
 
 const PAGE_BYTES = 4096;
 const TARGET_BYTES = 32 * 1024;
+const SEED_FILE = 'seed.txt';
+const QUIET_SHARE = 0.1;
+/** How long the seed's analytics may keep the server busy, in phases' worth of time (120 s by default). */
+const QUIET_TIMEOUT_PHASES = 40;
 
 export function writeBytesParameters(s: ScenarioSettings): Record<string, string | number> {
   return {
@@ -82,17 +88,24 @@ function perWrite(writes: number, before: Counters, after: Counters, trace: Sync
 
 export async function runScaleWriteBytes(base: ScenarioContext): Promise<ScaleOutcome> {
   const s = base.settings;
-  const own = await OwnServer.start(base, 'scale-write-bytes');
+  const own = await OwnServer.create(base, 'scale-write-bytes');
   const bytes = new CurveBuilder('write-bytes', 'Bytes written per apply-ops (agent-fleet: 3 × 2 KiB) vs write rate', 'writes/s', 'bytes/write');
   const syncs = new CurveBuilder('write-syncs', 'Syncs per apply-ops (agent-fleet) vs write rate', 'writes/s', 'per write');
   const metrics: Record<string, number> = {};
   const phases: PhaseResult[] = [];
   let traceNote = 'perf: sync calls and block requests of the server threads';
+  let settleNote = '';
   let traced = false;
   try {
     const ctx = own.context();
     const { target } = requireTarget(ctx);
-    let agents: AgentState[] = (await createAgents(ctx, { count: s.agents, sharedRepo: null, repoPrefix: `${base.prefix}-wb`, seedFile: null })).agents;
+    // Seeded: each repository's first write (which moves its default bookmark and so starts an
+    // analytics computation) happens before the counters; the agents then write their own
+    // bookmarks, and the phases count what writes cost in the steady state.
+    let agents: AgentState[] = (await createAgents(ctx, { count: s.agents, sharedRepo: null, repoPrefix: `${base.prefix}-wb`, seedFile: SEED_FILE })).agents;
+    const timeoutMs = QUIET_TIMEOUT_PHASES * s.scaleDurationMs;
+    const settled = await waitForQuiet(own.pid, QUIET_SHARE, timeoutMs);
+    settleNote = settled === null ? `still busy ${timeoutMs / 1000} s after the seed` : `quiet ${round(settled, 1)} s after the seed`;
     for (const mode of ['closed', 'open'] as const) {
       const closed = phases[0];
       if (mode === 'open' && !(closed && closed.throughput > 0)) break;
@@ -147,7 +160,7 @@ export async function runScaleWriteBytes(base: ScenarioContext): Promise<ScaleOu
       metrics,
       verification,
       problems: [],
-      parameters: { syncTrace: traceNote },
+      parameters: { syncTrace: traceNote, seed: settleNote },
     };
   } finally {
     await own.stop();

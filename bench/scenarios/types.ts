@@ -43,13 +43,18 @@ export interface ScenarioSettings {
   scaleRepos: number[];
   /** scale: history lengths (changes on one bookmark) of the history curve. */
   scaleChanges: number[];
-  /** scale: measured and warm-up time of the phase behind each point. */
+  /** scale: measured and warm-up time of each phase behind a point. */
   scaleDurationMs: number;
   scaleWarmupMs: number;
   /** scale: agents (connections) of the latency curves, a few so that latency is not queueing. */
   scaleAgents: number;
   /** Rounds of the clone-isolation scenario (each runs the writes alone, then beside the clones). */
   isolationRounds: number;
+  /**
+   * scale: rounds per curve, each measuring every size once in turn; a point is the median of its
+   * rounds, so a load that drifts during the run (other work on the machine) hits every size alike.
+   */
+  scaleRounds: number;
 }
 
 /** The server under test. */

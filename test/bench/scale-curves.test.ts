@@ -1,5 +1,6 @@
 import t from 'tap';
-import { CurveBuilder, judge, sizeName, targetMetrics } from '../../bench/scale-curves.js';
+import { CurveBuilder, judge, median, sizeName, targetMetrics } from '../../bench/scale-curves.js';
+import type { PhaseResult } from '../../bench/report-types.js';
 
 const points = (...values: Array<[number, number]>) => values.map(([size, value]) => ({ size, value }));
 
@@ -39,4 +40,15 @@ t.test('scale curves - the builder sorts points, keeps unjudged series and repor
 
 t.test('scale curves - sizes read as people say them', async (t) => {
   t.same([1000, 100_000, 1_000_000, 1500, 50].map(sizeName), ['1k', '100k', '1M', '1500', '50']);
+});
+
+t.test('scale curves - a point measured in rounds is the median of its rounds', async (t) => {
+  t.same([median([3, 1, 2]), median([4, 1, 3, 2]), median([])], [2, 2, 0], 'odd, even (lower middle), none');
+  const round = (p50: number, p99: number) => ({ latency: { p50, p99 } }) as PhaseResult;
+  const b = new CurveBuilder('c', 'title', 'changes', 'ms');
+  b.addLatency(null, 100, [round(2, 20), round(9, 90), round(3, 30)]);
+  t.same(b.build().series, [
+    { label: 'p50', points: [{ size: 100, value: 3 }] },
+    { label: 'p99', points: [{ size: 100, value: 30 }] },
+  ]);
 });
