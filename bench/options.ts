@@ -2,6 +2,7 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { ScenarioSettings } from './scenarios/types.js';
+import { wrkInstalled } from './wrk-generator.js';
 
 export const HELP = `Usage: npm run bench -- [options]
 
@@ -20,6 +21,8 @@ Load:
   --warmup S           unmeasured seconds before each phase (default 2)
   --connections N      connections for hello/read/content (default 64)
   --generators N       load-generator processes per phase (default 1; more on big machines)
+  --generator G        node (default) or wrk: wrk (when installed) drives the closed-loop GET
+                       phases (hello, read, content), so the generator is not their bottleneck
   --agents N           agents for the write scenarios, one connection each (default 200)
   --open-fraction F    open-loop rate as a fraction of the closed-loop max (default 0.8)
   --read-open-loop     also run an open-loop phase for hello/read/content
@@ -94,6 +97,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       warmup: { type: 'string' },
       connections: { type: 'string' },
       generators: { type: 'string' },
+      generator: { type: 'string' },
       agents: { type: 'string' },
       'open-fraction': { type: 'string' },
       'read-open-loop': { type: 'boolean' },
@@ -142,6 +146,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     drainMs: d.drainMs,
     requestTimeoutMs: 30_000,
     generators: Math.max(1, positiveNumber('generators', values.generators, 1)),
+    generator: generatorOption(values.generator),
     connections: Math.max(1, positiveNumber('connections', values.connections, d.connections)),
     agents: Math.max(1, positiveNumber('agents', values.agents, d.agents)),
     openFraction,
@@ -181,6 +186,13 @@ export function parseOptions(argv: string[]): BenchOptions {
     help: values.help === true,
     settings,
   };
+}
+
+function generatorOption(value: string | undefined): 'node' | 'wrk' {
+  if (value === undefined || value === 'node') return 'node';
+  if (value !== 'wrk') throw new Error(`--generator must be node or wrk, not ${value}`);
+  if (!wrkInstalled()) throw new Error('--generator wrk: wrk is not installed (apt-get install wrk)');
+  return 'wrk';
 }
 
 /** The options as recorded in the report (flat, JSON-friendly). */

@@ -6,9 +6,10 @@ import type { GeneratorJob, GeneratorResult, WorkloadSpec } from './generator-pr
 import { mergeResults, splitJob } from './generator-split.js';
 import { summarizeEncoded } from './histogram.js';
 import { startGenerator } from './load-client.js';
-import type { GeneratorRun } from './load-client.js';
+import type { GeneratorRun, ProgressUpdate } from './load-client.js';
 import type { KindResult, PhaseMode, PhaseResult } from './report-types.js';
 import type { ScenarioContext } from './scenarios/types.js';
+import { startWrk, wrkCanRun } from './wrk-generator.js';
 
 export interface PhaseRequest {
   label: string;
@@ -49,10 +50,10 @@ export function startPhase(ctx: ScenarioContext, req: PhaseRequest): RunningPhas
     workload: req.workload,
   };
   const bar = ctx.progress.phase(req.label);
-  const jobs = splitJob(job, s.generators);
+  const jobs = s.generator === 'wrk' && wrkCanRun(job) ? [job] : splitJob(job, s.generators);
   const latest = jobs.map(() => ({ elapsedMs: 0, totalMs: 0, completed: 0, rate: 0 }));
-  const runs: GeneratorRun[] = jobs.map((j, k) =>
-    startGenerator(j, (p) => {
+  const runs: GeneratorRun[] = jobs.map((j, k) => {
+    const onProgress = (p: ProgressUpdate): void => {
       latest[k] = p;
       bar.update({
         elapsedMs: Math.max(...latest.map((l) => l.elapsedMs)),
@@ -60,8 +61,10 @@ export function startPhase(ctx: ScenarioContext, req: PhaseRequest): RunningPhas
         completed: latest.reduce((a, l) => a + l.completed, 0),
         rate: latest.reduce((a, l) => a + l.rate, 0),
       });
-    }),
-  );
+    };
+    // wrk's threads take the place of generator processes.
+    return s.generator === 'wrk' && wrkCanRun(j) ? startWrk(j, s.generators, onProgress) : startGenerator(j, onProgress);
+  });
   const merged = Promise.all(runs.map((r) => r.result)).then(mergeResults, (err: unknown) => {
     // One generator failed: the phase is lost, do not let the others load the server on.
     for (const r of runs) r.stop();

@@ -26,10 +26,13 @@ import type { SigningKey } from './tokens.js';
 
 const BENCH_ORG = 'bench';
 
-const methodInfo = (generators: number): MethodInfo => ({
+const methodInfo = (generators: number, generator: 'node' | 'wrk'): MethodInfo => ({
   generator:
     `bench/load-generator.ts in ${generators} Node.js process(es) of its own per phase (child_process.fork; slots dealt round-robin, histograms merged); ` +
-    'a minimal HTTP/1.1 client on net.Socket (bench/http-connection.ts), no pipelining',
+    'a minimal HTTP/1.1 client on net.Socket (bench/http-connection.ts), no pipelining' +
+    (generator === 'wrk'
+      ? `; closed-loop GET phases (hello, read, content) by wrk instead, ${generators} thread(s), a discarded warm-up run first, latency rebuilt from its 0.1 % percentiles (bench/wrk-generator.ts)`
+      : ''),
   connectionReuse: 'keep-alive; one connection per slot (write scenarios: one per agent), opened before the clock starts',
   closedLoop:
     'each connection sends its next request as soon as the previous response is read; requests started after the warm-up and before the end are measured; req/s = measured / window',
@@ -176,7 +179,7 @@ async function main(): Promise<number> {
     },
     node: { version: process.version, v8: process.versions.v8 },
     gitCommit: gitCommit(),
-    method: methodInfo(opts.settings.generators),
+    method: methodInfo(opts.settings.generators, opts.settings.generator),
     target: { kind: opts.url ? 'external' : 'spawned', url: opts.url },
     options: optionsForReport(opts),
     baseline,

@@ -14,8 +14,10 @@ export interface ScenarioSettings {
   warmupMs: number;
   drainMs: number;
   requestTimeoutMs: number;
-  /** Generator processes per phase (slots dealt round-robin between them). */
+  /** Generator processes per phase (slots dealt round-robin between them); wrk threads with `wrk`. */
   generators: number;
+  /** Who drives closed-loop GET phases: the Node generator, or wrk (`--generator wrk`). */
+  generator: 'node' | 'wrk';
   /** Connections for read scenarios and the hello baseline. */
   connections: number;
   /** Agents for the write scenarios (one connection each). */

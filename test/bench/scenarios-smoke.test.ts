@@ -104,3 +104,18 @@ t.test('bench smoke - --sweep-workers restarts the server per worker count and c
   t.ok(row && row.throughput['1'] !== undefined && row.throughput['2'] !== undefined, 'comparison has both worker counts');
   t.match(run.stdout, /by worker count/, 'prints the comparison');
 });
+
+t.test('bench smoke - --generator wrk drives the closed-loop reads and reports them like the rest', async (t) => {
+  const run = await bench(['--scenarios', 'hello,read:reused-token,content:raw,agent-fleet', '--generator', 'wrk']);
+  t.equal(run.code, 0, `bench exits 0 (stderr tail: ${run.stderr.slice(-2000)})`);
+  t.match(run.report.method.generator, /wrk/, 'the method names wrk');
+  for (const [scenario, variant] of [['hello', null], ['read', 'reused-token'], ['content', 'raw']] as const) {
+    const found = results(run.report).find((r) => r.scenario === scenario && r.variant === variant);
+    const closed = found?.phases.find((p) => p.phase === 'closed');
+    t.equal(found?.status, 'ok', `${scenario}: ok`);
+    t.ok(closed && closed.throughput > 0 && closed.errors === 0, `${scenario}: wrk measured a rate without errors`);
+    t.equal(closed?.latency.count, closed?.requests, `${scenario}: the rebuilt histogram holds every request`);
+  }
+  const fleet = results(run.report).find((r) => r.scenario === 'agent-fleet');
+  t.equal(fleet?.verification?.ok, true, 'agent-fleet: writes still driven and verified by the Node generator');
+});
