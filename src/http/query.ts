@@ -1,5 +1,5 @@
 import { invalid } from '../errors.js';
-import type { QuerySpec } from './route.js';
+import type { QueryParam, QuerySpec } from './route.js';
 
 /** A query component: `+` is a space, then percent-decoding (skipped when there is nothing to decode). */
 function decodeComponent(raw: string): string {
@@ -11,45 +11,64 @@ function decodeComponent(raw: string): string {
   }
 }
 
+export interface ParsedQuery {
+  values: Record<string, string | number | undefined>;
+  pairs: Array<[string, string]>;
+}
+
+/** A spec's defaults, listed once: most requests leave them out. */
+const defaultsOf = new WeakMap<QuerySpec, Array<[string, string | number]>>();
+const NO_DEFAULTS: Array<[string, string | number]> = [];
+
+function defaults(spec: QuerySpec): Array<[string, string | number]> {
+  let list = defaultsOf.get(spec);
+  if (!list) {
+    list = Object.entries(spec.keys).flatMap(([k, p]): Array<[string, string | number]> => (p.default === undefined ? [] : [[k, p.default]]));
+    defaultsOf.set(spec, list);
+  }
+  return list;
+}
+
 /**
  * Parses and checks a query string against a route's declared keys (API §1: unknown keys are
  * 400, except on routes whose spec is `open`). Returns typed values plus every pair in order.
  */
-export function parseQuery(raw: string, spec: QuerySpec | undefined): { values: Record<string, string | number | undefined>; pairs: Array<[string, string]> } {
+export function parseQuery(raw: string, spec: QuerySpec | undefined): ParsedQuery {
   const pairs: Array<[string, string]> = [];
-  if (raw) {
-    for (const part of raw.split('&')) {
-      if (!part) continue;
-      const eq = part.indexOf('=');
-      const k = eq < 0 ? part : part.slice(0, eq);
-      const v = eq < 0 ? '' : part.slice(eq + 1);
-      pairs.push([decodeComponent(k), decodeComponent(v)]);
+  // Only declared keys (own entries of the spec) are stored, so a plain object is safe here; one
+  // without a prototype would be a dictionary-mode object, many times slower to fill and read.
+  const values: Record<string, string | number | undefined> = {};
+  const keys = spec?.keys;
+  let from = 0;
+  while (from < raw.length) {
+    let end = raw.indexOf('&', from);
+    if (end < 0) end = raw.length;
+    if (end > from) {
+      const eq = raw.indexOf('=', from);
+      const split = eq >= 0 && eq < end;
+      const k = decodeComponent(raw.slice(from, split ? eq : end));
+      const v = split ? decodeComponent(raw.slice(eq + 1, end)) : '';
+      pairs.push([k, v]);
+      const param = keys && Object.hasOwn(keys, k) ? keys[k] : undefined;
+      if (param) values[k] = checked(k, v, param, values[k]);
+      else if (!spec?.open) throw invalid(`unknown query parameter "${k}"`);
     }
+    from = end + 1;
   }
-  // Keys are the client's: looked up as own entries only, into an object without a prototype.
-  const values: Record<string, string | number | undefined> = Object.create(null);
-  const keys = spec?.keys ?? {};
-  for (const [k, v] of pairs) {
-    const param = Object.hasOwn(keys, k) ? keys[k] : undefined;
-    if (!param) {
-      if (spec?.open) continue;
-      throw invalid(`unknown query parameter "${k}"`);
-    }
-    if (values[k] !== undefined) throw invalid(`query parameter "${k}" is given more than once`);
-    if (param.type === 'int') {
-      if (!/^-?\d{1,15}$/.test(v)) throw invalid(`query parameter "${k}" must be an integer`);
-      const n = Number(v);
-      if (n < param.min || n > param.max) throw invalid(`query parameter "${k}" must be between ${param.min} and ${param.max}`);
-      values[k] = n;
-    } else {
-      if (param.enum && !param.enum.includes(v)) throw invalid(`query parameter "${k}" must be one of ${param.enum.join(', ')}`);
-      if (param.minLength !== undefined && v.length < param.minLength) throw invalid(`query parameter "${k}" must not be empty`);
-      if (param.maxLength !== undefined && v.length > param.maxLength) throw invalid(`query parameter "${k}" is too long`);
-      values[k] = v;
-    }
-  }
-  for (const [k, param] of Object.entries(keys)) {
-    if (values[k] === undefined && param.default !== undefined) values[k] = param.default;
-  }
+  for (const [k, value] of spec ? defaults(spec) : NO_DEFAULTS) if (values[k] === undefined) values[k] = value;
   return { values, pairs };
+}
+
+function checked(k: string, v: string, param: QueryParam, previous: string | number | undefined): string | number {
+  if (previous !== undefined) throw invalid(`query parameter "${k}" is given more than once`);
+  if (param.type === 'int') {
+    if (!/^-?\d{1,15}$/.test(v)) throw invalid(`query parameter "${k}" must be an integer`);
+    const n = Number(v);
+    if (n < param.min || n > param.max) throw invalid(`query parameter "${k}" must be between ${param.min} and ${param.max}`);
+    return n;
+  }
+  if (param.enum && !param.enum.includes(v)) throw invalid(`query parameter "${k}" must be one of ${param.enum.join(', ')}`);
+  if (param.minLength !== undefined && v.length < param.minLength) throw invalid(`query parameter "${k}" must not be empty`);
+  if (param.maxLength !== undefined && v.length > param.maxLength) throw invalid(`query parameter "${k}" is too long`);
+  return v;
 }
