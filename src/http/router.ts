@@ -27,8 +27,16 @@ export interface Match {
   params: Record<string, string>;
 }
 
+/**
+ * Recent matches kept per method: clients read the same few paths again and again, and a hit
+ * skips splitting, decoding and walking the patterns. Bounded by the paths' total length.
+ */
+const RECENT_PATH_CHARS = 1024 * 1024;
+
 export class Router {
   private readonly bySize = new Map<number, Pattern[]>();
+  private readonly recent = new Map<string, Map<string, Match>>();
+  private recentChars = 0;
 
   constructor(routes: RouteDef[]) {
     const patterns = new Map<string, Pattern>();
@@ -54,8 +62,28 @@ export class Router {
     for (const list of this.bySize.values()) list.sort((a, b) => b.score - a.score);
   }
 
-  /** Throws NOT_FOUND / METHOD_NOT_ALLOWED / INVALID_REQUEST (bad percent-encoding, an over-long segment). */
+  /**
+   * Throws NOT_FOUND / METHOD_NOT_ALLOWED / INVALID_REQUEST (bad percent-encoding, an over-long
+   * segment). A match is shared by every request for the same path: it is frozen.
+   */
   match(method: string, path: string): Match {
+    let byPath = this.recent.get(method);
+    const hit = byPath?.get(path);
+    if (hit) return hit;
+    const found = this.find(method, path);
+    Object.freeze(found.params);
+    if (this.recentChars + path.length > RECENT_PATH_CHARS) {
+      this.recent.clear();
+      this.recentChars = 0;
+      byPath = undefined;
+    }
+    if (!byPath) this.recent.set(method, (byPath = new Map()));
+    byPath.set(path, Object.freeze(found));
+    this.recentChars += path.length;
+    return found;
+  }
+
+  private find(method: string, path: string): Match {
     const raw = path.split('/').slice(1);
     if (raw.length && raw[raw.length - 1] === '') raw.pop(); // tolerate one trailing slash
     const candidates = this.bySize.get(raw.length);
