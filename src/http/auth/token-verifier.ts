@@ -63,8 +63,8 @@ function bearerToken(authorization: string | undefined): string {
 
 /**
  * Verifies EdDSA access tokens against the signing-key table (API §2). The table is held in
- * memory and reloaded whenever the key-version counter in LMDB moves — a ~1 µs read on every
- * request — so a key disabled, revoked or narrowed by the CLI in another process takes effect on
+ * memory and reloaded whenever the key-version counter in LMDB moves — read once per turn of the
+ * event loop, the freshest snapshot this thread can have — so a key disabled, revoked or narrowed by the CLI in another process takes effect on
  * the very next request. Verified tokens are cached until `exp`, within a byte budget; the cache is
  * dropped with the table, so a cached token never outlives a change to its key.
  *
@@ -83,6 +83,10 @@ export class TokenVerifier {
   private readonly inFlight = new Map<string, Promise<Principal>>();
   /** Requests now waiting for a signature check, those that joined another's check included. */
   waiting = 0;
+  private versionRead = false;
+  private readonly forgetVersion = (): void => {
+    this.versionRead = false;
+  };
 
   constructor(
     private readonly storage: Storage,
@@ -90,7 +94,18 @@ export class TokenVerifier {
     private readonly signatures: SignaturePool,
   ) {}
 
+  /**
+   * Reads the key-version once per turn of the event loop: lmdb-js serves this thread the same
+   * snapshot until its timer renews it, so a second read in the same turn cannot see more.
+   */
   private refresh(): void {
+    if (this.versionRead) return;
+    this.versionRead = true;
+    setImmediate(this.forgetVersion);
+    this.reload();
+  }
+
+  private reload(): void {
     const version = (this.storage.meta.get(K.keyVersion()) as number | undefined) ?? 0;
     if (version === this.version) return;
     const byId = new Map<string, LoadedKey>();
@@ -167,7 +182,7 @@ export class TokenVerifier {
     // lmdb-js keeps this thread's snapshot until a timer renews it, and the checks above may have
     // read the same one: a fresh snapshot sees a change the CLI committed during the check.
     this.storage.root.resetReadTxn();
-    this.refresh();
+    this.reload();
     if (this.version !== version) {
       // The table moved while the signature was checked (a key disabled, revoked or narrowed):
       // the signature still proves who signed, but what the key may do now is the new table's.
