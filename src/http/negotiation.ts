@@ -45,6 +45,9 @@ function specificity(range: MediaRange, type: string, subtype: string): number {
 /** The offered type the client prefers, or null when it accepts none of them. */
 export function negotiate<T extends string>(accept: string | undefined, offers: readonly T[]): T | null {
   if (!accept || !accept.trim()) return offers[0] ?? null;
+  // The common header names one offer and nothing else: it is chosen, with nothing to parse.
+  const named = offers.find((offer) => offer === accept);
+  if (named) return named;
   const ranges = parseAccept(accept);
   let best: { offer: T; q: number; spec: number } | null = null;
   for (const offer of offers) {
