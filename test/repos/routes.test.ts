@@ -475,6 +475,33 @@ t.test('PATCH /{org}/{repo} - rename, tags merge, default bookmark, errors', asy
   t.equal(noop.json.name, 'PATCHED');
 });
 
+t.test('GET /{org}/{repo} - a repository read again after each kind of change shows that change', async (t) => {
+  t.equal((await create({ name: 'reread', tags: { a: '1' } })).status, 201);
+  const read = async (name = 'reread') => {
+    const first = await s.api('GET', `/acme/${name}`);
+    const again = await s.api('GET', `/acme/${name}`);
+    t.same(again.json, first.json, 'two reads in a row agree');
+    return first.json;
+  };
+  t.equal((await read()).head_change_id, ROOT);
+  const write = await s.api('POST', '/acme/reread/apply-ops', {
+    body: { base_change_id: ROOT, bookmarks: [{ name: 'main', create: true }], ops: [{ op: 'write', path: 'a.txt', content: 'a' }] },
+  });
+  t.equal(write.status, 201);
+  t.equal((await read()).head_change_id, write.json.change.id, 'moving the default bookmark moves the head');
+  t.equal((await s.api('PATCH', '/acme/reread', { body: { tags: { b: '2' } } })).status, 200);
+  t.same((await read()).tags, { a: '1', b: '2' }, 'new tags');
+  const side = await s.api('POST', '/acme/reread/apply-ops', {
+    body: { base_change_id: ROOT, bookmarks: [{ name: 'side', create: true }], ops: [{ op: 'write', path: 'b.txt', content: 'b' }] },
+  });
+  t.equal((await s.api('PATCH', '/acme/reread', { body: { default_bookmark: 'side' } })).status, 200);
+  const moved = await read();
+  t.equal(moved.default_bookmark, 'side');
+  t.equal(moved.head_change_id, side.json.change.id, 'another default bookmark, its head');
+  t.equal((await s.api('PATCH', '/acme/reread', { body: { name: 'reread-2' } })).status, 200);
+  t.equal((await read('reread-2')).clone_url.endsWith('/acme/reread-2.git'), true, 'renamed: the clone URL follows');
+});
+
 t.test('upstream - validated, credential sealed at rest and never returned or logged', async (t) => {
   const refused: Array<[string, RegExp]> = [
     ['https://user:pass@93.184.215.14/r.git', /credentials/],

@@ -1,6 +1,6 @@
 import { checkBookmarkName, checkRepoName, checkTagKeys } from '../../protocol/names.js';
 import { createRepoBody, patchRepoBody, type UpstreamInput } from '../../protocol/schemas/repos.js';
-import { repositoryListItem, repositoryView } from '../../protocol/views/repository.js';
+import { repositoryJson, repositoryListItem, repositoryView } from '../../protocol/views/repository.js';
 import { getRepo, orgRepoIds } from '../../storage/repo-store.js';
 import type { RepoRecord } from '../../storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../actors/commands/repos.js';
@@ -126,7 +126,7 @@ export const repoRoutes: RouteDef[] = [
     method: 'GET',
     path: '/{org}/{repo}',
     permission: 'repo:read',
-    handler: (ctx) => ({ status: 200, schema: 'repository', value: repositoryView(ctx.services.records, ctx.repo!, ctx.org, ctx.services.config.publicUrl) }),
+    handler: (ctx) => ({ status: 200, json: repositoryJson(ctx.services.records, ctx.repo!, ctx.org, ctx.services.config.publicUrl) }),
   },
   withBody(patchRepoBody, {
     method: 'PATCH',

@@ -1,7 +1,8 @@
 import { K } from '../../storage/keys.js';
 import type { OrgRecord, RepoRecord } from '../../storage/records.js';
-import { headChangeId } from '../../storage/repo-store.js';
+import { getBookmark, headChangeId } from '../../storage/repo-store.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
+import { serialize } from '../serializers.js';
 
 /** Repository records as the API shows them (API §4.1, §11.2). Credentials never appear here. */
 type Meta = RecordReader;
@@ -27,6 +28,33 @@ export function repositoryView(meta: Meta, repo: RepoRecord, org: OrgRecord, pub
     tags: repo.tags,
     clone_url: cloneUrl(publicUrl, org, repo),
   };
+}
+
+interface KeptJson {
+  org: OrgRecord;
+  head: unknown;
+  latestSync: unknown;
+  publicUrl: string;
+  json: string;
+}
+
+/**
+ * Serialized views kept with the records they were built from. The front end's record cache
+ * hands out the same frozen objects until a write may have changed them, so a view whose inputs
+ * are the same objects is the same document; a record read afresh (a write in flight, another
+ * reader) is a new object, and its view is built again.
+ */
+const keptJson = new WeakMap<RepoRecord, KeptJson>();
+
+/** `repositoryView` serialized, built once per version of its records. */
+export function repositoryJson(meta: Meta, repo: RepoRecord, org: OrgRecord, publicUrl: string): string {
+  const head = getBookmark(meta, repo.id, repo.default_bookmark);
+  const latestSync = repo.upstream ? meta.get(K.latestSync(repo.id)) : undefined;
+  const kept = keptJson.get(repo);
+  if (kept && kept.org === org && kept.head === head && kept.latestSync === latestSync && kept.publicUrl === publicUrl) return kept.json;
+  const json = serialize('repository', repositoryView(meta, repo, org, publicUrl));
+  keptJson.set(repo, { org, head, latestSync, publicUrl, json });
+  return json;
 }
 
 /** The `repo` object of repository events. */
