@@ -12,7 +12,7 @@ import { waitForSync } from '../upstream-sync.js';
 import { round, startPhase } from '../phases.js';
 import type { RunningPhase } from '../phases.js';
 import type { Verification } from '../report-types.js';
-import { createAgents, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
+import { agentWorkload, createAgents, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
 import { finishResult, skippedResult } from './result.js';
 import type { Scenario } from './types.js';
 import { requireTarget } from './types.js';
@@ -66,16 +66,7 @@ export const sync: Scenario = {
         port: target.port,
         mode: 'closed',
         durationMs: s.syncTimeoutMs,
-        workload: {
-          kind: 'agents',
-          org: target.org,
-          token: await ctx.token(),
-          agents,
-          files: s.writeFiles,
-          fileBytes: s.writeFileBytes,
-          readRatio: 0,
-          readPaths: [],
-        },
+        workload: await agentWorkload(ctx, agents, { readRatio: 0, readPaths: [] }),
       });
       // Let the writers reach steady state (the warm-up) before the pull starts. On a loaded
       // machine forking the generator alone can take seconds: wait for its clock, not ours.

@@ -23,11 +23,8 @@ export interface Attribution {
   model?: string | null;
 }
 
-export interface NewChangeCommit {
-  /** A tree oid, or a tree set (written in jj's conflict layout when it has several trees). */
-  trees: TreeSet | string;
-  /** Parent commit oids; empty for a change on the virtual root. */
-  parents: readonly string[];
+/** Who wrote a change's commit, when, and what it says: the same for every kind of commit. */
+export interface CommitAuthorship {
   changeId: string;
   /** The first is the git author, the others become `Co-authored-by:` trailers (1–100). */
   authors: readonly Person[];
@@ -37,6 +34,13 @@ export interface NewChangeCommit {
   /** The description without managed trailers; `""` = none. */
   description: string;
   attribution?: Attribution | null;
+}
+
+export interface NewChangeCommit extends CommitAuthorship {
+  /** A tree oid, or a tree set (written in jj's conflict layout when it has several trees). */
+  trees: TreeSet | string;
+  /** Parent commit oids; empty for a change on the virtual root. */
+  parents: readonly string[];
   /** Time zone written for both times (minutes east of UTC); default UTC. */
   tzOffsetMinutes?: number;
 }

@@ -7,23 +7,16 @@
 import { VcsError } from './errors.js';
 import type { ObjectStore } from './object-store.js';
 import { writeChangeCommit } from './commit.js';
-import type { Attribution, Person } from './commit.js';
+import type { CommitAuthorship } from './commit.js';
 import type { TreeSet } from './conflict-layout.js';
 import { mergeConflictDetails, resolveConflicts } from './conflict.js';
 import type { ConflictResolution } from './conflict.js';
 import { mergeCommitTrees } from './rebase.js';
 import type { PathConflict } from './tree-merge.js';
 
-export interface MergeCommitInput {
+export interface MergeCommitInput extends CommitAuthorship {
   targetCommitOid: string;
   sourceCommitOid: string;
-  changeId: string;
-  authors: readonly Person[];
-  authoredAt: Date;
-  committer: Person;
-  committedAt: Date;
-  description: string;
-  attribution?: Attribution | null;
   /** Applied to the merge's conflicts before deciding whether it is conflicted. */
   resolutions?: readonly ConflictResolution[];
   /** Save a conflicted merge instead of refusing it with a `conflict` error. */
