@@ -222,12 +222,14 @@ class FrontEnd implements HttpFrontEnd {
     const match = path !== null ? this.router.match(x.method, path) : this.gitRouter.match(x.method, x.url);
     const { route } = match;
     x.routeLabel = route.path;
+    const hasBody = route.body !== undefined || route.streamBody === true || route.rawBody === true;
+    // Each header read is a call into uWS: a read skips the ones only writes use.
     const headers: RequestHeaders = {
       authorization: req.getHeader('authorization'),
-      'content-type': req.getHeader('content-type'),
+      'content-type': hasBody ? req.getHeader('content-type') : '',
       'content-length': x.contentLength,
       accept: req.getHeader('accept'),
-      'idempotency-key': req.getHeader('idempotency-key'),
+      'idempotency-key': x.method === 'POST' || x.method === 'PATCH' ? req.getHeader('idempotency-key') : '',
     };
     if (route.git) {
       x.gitRoute = true;
@@ -237,7 +239,6 @@ class FrontEnd implements HttpFrontEnd {
     }
     const declared = x.contentLength ? Number(x.contentLength) : 0;
     const limit = route.bodyLimit ?? DEFAULT_BODY_LIMIT;
-    const hasBody = route.body !== undefined || route.streamBody === true || route.rawBody === true;
     if (hasBody) x.watch();
     const body = hasBody && !route.streamBody ? readBody(x.res, x.state, limit, declared) : null;
     body?.catch(() => undefined);

@@ -24,7 +24,8 @@ interface Sample {
 }
 
 export class RequestMetrics {
-  private readonly series = new Map<string, Series>();
+  /** By route, then method: looked up without building a key string per request. */
+  private readonly series = new Map<string, Map<string, Series>>();
 
   constructor(registry: Registry) {
     const metric = (name: string, help: string, type: 'counter' | 'histogram', values: () => Sample[]) => ({
@@ -41,9 +42,10 @@ export class RequestMetrics {
   }
 
   observe(route: string, method: string, status: number, seconds: number): void {
-    const key = `${method} ${route}`;
-    let s = this.series.get(key);
-    if (!s) this.series.set(key, (s = { labels: { route, method }, byStatus: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }));
+    let byMethod = this.series.get(route);
+    if (!byMethod) this.series.set(route, (byMethod = new Map()));
+    let s = byMethod.get(method);
+    if (!s) byMethod.set(method, (s = { labels: { route, method }, byStatus: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }));
     s.byStatus.set(status, (s.byStatus.get(status) ?? 0) + 1);
     let i = 0;
     while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++;
@@ -52,9 +54,13 @@ export class RequestMetrics {
     s.count++;
   }
 
+  private *all(): Generator<Series> {
+    for (const byMethod of this.series.values()) yield* byMethod.values();
+  }
+
   private counts(): Sample[] {
     const out: Sample[] = [];
-    for (const s of this.series.values()) {
+    for (const s of this.all()) {
       for (const [status, value] of s.byStatus) out.push({ labels: { ...s.labels, status: String(status) }, value });
     }
     return out;
@@ -63,7 +69,7 @@ export class RequestMetrics {
   private latencies(): Sample[] {
     const name = 'repohost_http_request_duration_seconds';
     const out: Sample[] = [];
-    for (const s of this.series.values()) {
+    for (const s of this.all()) {
       let cumulative = 0;
       BUCKETS.forEach((le, i) => {
         cumulative += s.buckets[i]!;
