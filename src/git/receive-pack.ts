@@ -59,6 +59,8 @@ export interface PushCommandInput {
   staged: StagedBlob[];
   /** Stored objects still pending (an upload, say) that the pack names: the push references them. */
   pending_refs: string[];
+  /** Whether the pack's earlier batches were stored, pending under the push. */
+  earlier_batches: boolean;
 }
 
 export type ReceiveOutcome =
@@ -127,7 +129,7 @@ export async function receivePack(storage: Storage, request: ReceivePackRequest,
     }
     if (!head) return { kind: 'nothing' };
     const { updates, capabilities } = head;
-    const command: PushCommandInput = { repo_id: request.repoId, push_id: request.pushId, atomic: capabilities.atomic, updates, objects: [], staged: [], pending_refs: [] };
+    const command: PushCommandInput = { repo_id: request.repoId, push_id: request.pushId, atomic: capabilities.atomic, updates, objects: [], staged: [], pending_refs: [], earlier_batches: false };
     const tips = updates.filter((u) => u.new !== ZERO_OID).map((u) => u.new);
     // Deletions alone come without a pack.
     if (tips.length === 0) return { kind: 'received', capabilities, command };
@@ -140,6 +142,7 @@ export async function receivePack(storage: Storage, request: ReceivePackRequest,
       command.objects = rest.objects.map((o) => ({ oid: o.oid, type: o.type, value: o.value.toString('base64') }));
       command.staged = rest.staged;
       command.pending_refs = rest.pendingRefs;
+      command.earlier_batches = rest.storedEarlier;
       return { kind: 'received', capabilities, command };
     } catch (err) {
       await sink?.discard();

@@ -118,7 +118,7 @@ export const pushCommand = defineCommand<PushCommandInput>(
       if (!w.store.has(oid)) throw new ServiceError('INVALID_REQUEST', `the pack names ${oid}, which was removed while the push was read`);
       w.accounting.existing(oid);
     }
-    dropPendingOwnedBy(meta, repoId, input.push_id);
+    if (input.earlier_batches) dropPendingOwnedBy(meta, repoId, input.push_id);
 
     // The commits: new changes, or the next commits of the changes their headers name.
     const rewritten = new Map<string, { old: string; new: string }>();
@@ -188,6 +188,7 @@ export const pushCommand = defineCommand<PushCommandInput>(
 /** Nothing of the push applies: what its pack stored is taken back. */
 function discardPush(ctx: CommandContext, repoId: string, input: PushCommandInput): void {
   for (const blob of input.staged) removeUploadSync(ctx.storage, repoId, blob.upload_id);
+  if (!input.earlier_batches) return;
   const mine: string[] = [];
   for (const { oid, mark } of pendingOf(ctx.storage.meta, repoId)) if (mark.sync === input.push_id) mine.push(oid);
   if (mine.length > 0) discardFetched(ctx.storage, repoId, input.push_id, mine);

@@ -58,6 +58,8 @@ export interface PackRest {
   objects: PreparedObject[];
   staged: StagedBlob[];
   pendingRefs: string[];
+  /** Whether earlier batches were stored (pending under the owner). */
+  storedEarlier: boolean;
 }
 
 const OID = /^[0-9a-f]{40}$/;
@@ -120,6 +122,7 @@ export class PackStoreSink implements PackSink {
   private batch = new Map<string, PreparedObject>();
   private staged = new Map<string, StagedBlob>();
   private bytes = 0;
+  private storedBatches = 0;
   /** Oids named by received objects, neither stored nor received yet. */
   private readonly expected = new Set<string>();
   /** Stored objects still pending under another owner that received objects name. */
@@ -249,7 +252,7 @@ export class PackStoreSink implements PackSink {
    */
   take(): PackRest {
     this.checkComplete();
-    const rest = { objects: [...this.batch.values()], staged: [...this.staged.values()], pendingRefs: [...this.pendingRefs] };
+    const rest = { objects: [...this.batch.values()], staged: [...this.staged.values()], pendingRefs: [...this.pendingRefs], storedEarlier: this.storedBatches > 0 };
     this.batch.clear();
     this.staged.clear();
     return rest;
@@ -265,6 +268,7 @@ export class PackStoreSink implements PackSink {
   /** The pack is refused: what it stored is taken back too (objects a write referenced meanwhile stay). */
   async discard(): Promise<void> {
     await this.abandon();
+    if (this.storedBatches === 0) return;
     const { repoId, owner } = this.target;
     const mine: string[] = [];
     for (const { oid, mark } of pendingOf(this.storage.meta, repoId)) if (mark.sync === owner) mine.push(oid);
@@ -304,6 +308,7 @@ export class PackStoreSink implements PackSink {
       await this.refuse(err);
     }
     for (const blob of staged) forgetStaging(blob.upload_id);
+    this.storedBatches++;
     this.batch.clear();
     this.staged.clear();
     this.bytes = 0;
