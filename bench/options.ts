@@ -6,7 +6,7 @@ import { wrkInstalled } from './wrk-generator.js';
 
 export const HELP = `Usage: npm run bench -- [options]
 
-Scenarios (default: all): --scenarios hello,read,content,agent-fleet,hot-repo,mixed,webhooks,sync,git-clone,clone-isolation,scale
+Scenarios (default: all): --scenarios hello,read,content,agent-fleet,hot-repo,mixed,webhooks,sync,git-clone,git-push,clone-isolation,scale
   A variant alone: --scenarios read:fresh-token,content:raw,scale:files
 
 Server:
@@ -30,6 +30,7 @@ Load:
   --sync-commits N     commits in the upstream repository for sync and git-clone (default 2000)
   --clone-rounds N     git-clone: rounds, each timing every operation on both servers (default 5)
   --isolation-rounds N clone-isolation: rounds of writes alone, then beside the clones (default 2)
+  --push-clients N     git-push: git clients pushing at once, each to its own branch (default 50)
   --smoke              tiny and short: 1 s phases, 4 agents, 8 connections (the tests use it)
 
 Scale (cost as the work grows; variants files, repos, write-bytes, history):
@@ -111,6 +112,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       'scale-duration': { type: 'string' },
       'isolation-rounds': { type: 'string' },
       'scale-rounds': { type: 'string' },
+      'push-clients': { type: 'string' },
       'out-dir': { type: 'string' },
       'no-progress': { type: 'boolean' },
       'keep-data': { type: 'boolean' },
@@ -121,8 +123,8 @@ export function parseOptions(argv: string[]): BenchOptions {
   const smoke = values.smoke === true;
   // The smoke preset exists so the bench cannot rot: every code path, about a second each.
   const d = smoke
-    ? { duration: 1, warmup: 0.2, connections: 8, agents: 4, targets: 2, syncCommits: 50, drainMs: 10_000, hookDrainMs: 30_000, syncTimeoutMs: 60_000, cloneRounds: 1, isolationRounds: 1 }
-    : { duration: 10, warmup: 2, connections: 64, agents: 200, targets: 10, syncCommits: 2000, drainMs: 15_000, hookDrainMs: 120_000, syncTimeoutMs: 600_000, cloneRounds: 5, isolationRounds: 2 };
+    ? { duration: 1, warmup: 0.2, connections: 8, agents: 4, targets: 2, syncCommits: 50, drainMs: 10_000, hookDrainMs: 30_000, syncTimeoutMs: 60_000, cloneRounds: 1, isolationRounds: 1, pushClients: 2 }
+    : { duration: 10, warmup: 2, connections: 64, agents: 200, targets: 10, syncCommits: 2000, drainMs: 15_000, hookDrainMs: 120_000, syncTimeoutMs: 600_000, cloneRounds: 5, isolationRounds: 2, pushClients: 50 };
 
   const openFraction = positiveNumber('open-fraction', values['open-fraction'], 0.8, false);
   if (openFraction <= 0 || openFraction > 1) throw new Error('--open-fraction must be in (0, 1]');
@@ -171,6 +173,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     scaleAgents: scale.agents,
     isolationRounds: Math.max(1, positiveNumber('isolation-rounds', values['isolation-rounds'], d.isolationRounds)),
     scaleRounds: Math.max(1, positiveNumber('scale-rounds', values['scale-rounds'], scale.rounds)),
+    pushClients: Math.max(1, positiveNumber('push-clients', values['push-clients'], d.pushClients)),
   };
   return {
     scenarios: (values.scenarios ?? 'all').split(',').map((s) => s.trim()).filter(Boolean),

@@ -3,6 +3,7 @@ import { agentFleet } from './agent-fleet.js';
 import { cloneIsolation } from './clone-isolation.js';
 import { content } from './content.js';
 import { gitClone } from './git-clone.js';
+import { gitPush } from './git-push.js';
 import { hello } from './hello.js';
 import { hotRepo } from './hot-repo.js';
 import { mixed } from './mixed.js';
@@ -12,7 +13,7 @@ import { sync } from './sync.js';
 import type { Scenario } from './types.js';
 import { webhooks } from './webhooks.js';
 
-export const SCENARIOS: readonly Scenario[] = [hello, read, content, agentFleet, hotRepo, mixed, webhooks, sync, gitClone, cloneIsolation, scale];
+export const SCENARIOS: readonly Scenario[] = [hello, read, content, agentFleet, hotRepo, mixed, webhooks, sync, gitClone, gitPush, cloneIsolation, scale];
 
 export interface Selection {
   scenario: Scenario;

@@ -57,6 +57,8 @@ export interface ScenarioSettings {
    * rounds, so a load that drifts during the run (other work on the machine) hits every size alike.
    */
   scaleRounds: number;
+  /** git clients of the git-push scenario, each pushing to its own branch. */
+  pushClients: number;
 }
 
 /** The server under test. */
