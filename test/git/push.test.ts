@@ -5,7 +5,7 @@ import { exportRepo } from '../changes/helpers.js';
 import { serverForFile } from '../helpers/server.js';
 import { startEventLog } from '../helpers/webhook-receiver.js';
 import { newChangeId } from '../../src/vcs/ids.js';
-import { cloneUrl, createRepo, gitClient, hashCommit, pushEvents, ROOT, write } from './helpers.js';
+import { cloneUrl, createRepo, gitClient, hashCommit, pushEvents, responseLines, ROOT, write } from './helpers.js';
 
 /**
  * git push against repohost (API §14), with git's own client: branches created, fast-forwarded,
@@ -280,4 +280,25 @@ t.test('git push - round trip: API writes, clone, commit, push, API reads, expor
   const objects = (out: string): string[] => out.split('\n').map((l) => l.slice(0, 40)).filter(Boolean).sort();
   t.same(objects(x.git('rev-list', '--objects', 'refs/heads/main').stdout), objects(await git.ok(['rev-list', '--objects', 'HEAD'], { cwd: dir })), 'export and the work tree hold the same objects');
   t.equal(x.fsckProblems(), null);
+});
+
+t.test('git push - a repository with many refs: 1,001 tags pushed at once, all advertised for the next push', async (t) => {
+  await createRepo(s, 'many');
+  const dir = await workTree('many', 'many');
+  const head = await commitFiles(dir, { 'a.txt': 'a\n' }, 'tagged');
+  const names = Array.from({ length: 1001 }, (_, i) => `t${String(i).padStart(4, '0')}`);
+  await git.ok(['update-ref', '--stdin'], { cwd: dir, input: names.map((n) => `create refs/tags/${n} ${head}\n`).join('') });
+  await git.ok(['push', '--quiet', 'origin', 'HEAD:main', '--tags'], { cwd: dir });
+  // More refs than the front end lists itself: the receive pool lists them.
+  const res = await fetch(`${s.url}/${s.org}/many.git/info/refs?service=git-receive-pack`, { headers: { authorization: `Bearer ${token}` } });
+  t.equal(res.status, 200);
+  t.equal(res.headers.get('content-type'), 'application/x-git-receive-pack-advertisement');
+  const refs = responseLines(Buffer.from(await res.arrayBuffer()))
+    .filter((l) => / refs\//.test(l))
+    .map((l) => l.split('\0')[0]!.split(' ')[1]!);
+  t.equal(refs.length, 1002, 'main and every tag');
+  t.ok(refs.includes('refs/tags/t1000') && refs.includes('refs/heads/main'));
+  const next = await commitFiles(dir, { 'b.txt': 'b\n' }, 'after the tags');
+  await git.ok(['push', '--quiet', 'origin', 'HEAD:main'], { cwd: dir });
+  t.equal((await bookmark('many', 'main')).commit, next);
 });

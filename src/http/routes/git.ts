@@ -3,6 +3,7 @@ import { readPool } from '../../actors/read-pool.js';
 import { receivePool } from '../../actors/receive-pool.js';
 import type { RefUpdate } from '../../git/receive-request.js';
 import { errorLine, reportStatus, type RefStatus } from '../../git/receive-report.js';
+import { advertiseReceivePack, refCountAtMost } from '../../git/receive-pack.js';
 import { MAX_REQUEST_BYTES, type UploadPackRequest } from '../../git/upload-pack.js';
 import { newId } from '../../storage/ids.js';
 import { callActor } from '../actor-call.js';
@@ -13,7 +14,8 @@ import type { Reply, RequestContext, RouteDef } from '../route.js';
  * Clone and fetch: the ref advertisement and upload-pack run on the read pool from one snapshot
  * and stream back. Push: the receive pool reads the commands and the pack as the body arrives
  * (receive-pack.ts), the repository's actor applies the push (commands/push.ts), and the report
- * git prints is written here. The front end only moves bytes.
+ * git prints is written here. The front end only moves bytes, and lists the refs of a push to a
+ * repository with few of them.
  */
 const UPLOAD_PACK = 'git-upload-pack';
 const RECEIVE_PACK = 'git-receive-pack';
@@ -31,13 +33,23 @@ async function serve(ctx: RequestContext, request: Omit<UploadPackRequest, 'repo
   return { status: 200, stream, length: null, headers: { 'Content-Type': contentType, 'Cache-Control': 'no-cache' } };
 }
 
+/**
+ * Up to this many branches and tags, the front end lists them for a push itself (a read like a
+ * page of bookmarks): each push starts with this request, and a hop to another thread costs more
+ * than the listing under load. Larger repositories are listed on the receive pool.
+ */
+const FRONT_END_REFS = 1000;
+
 const gitReply = (body: Uint8Array, contentType: string): Reply => ({ status: 200, text: body, headers: { 'Content-Type': contentType, 'Cache-Control': 'no-cache' } });
 
 async function advertise(ctx: RequestContext): Promise<Reply> {
   if (ctx.query.service === RECEIVE_PACK) {
     // One route serves both services: pushing needs more than the route's own permission.
     if (!ctx.principal.permissions.has('git:write')) throw new ServiceError('FORBIDDEN', 'this token lacks the permission git:write');
-    return gitReply(await receivePool(ctx.services.config.dataDir).advertise(ctx.repo!.id), `application/x-${RECEIVE_PACK}-advertisement`);
+    const { services } = ctx;
+    const repoId = ctx.repo!.id;
+    const refs = refCountAtMost(services.storage, repoId, FRONT_END_REFS) ? advertiseReceivePack(services.storage, repoId) : await receivePool(services.config.dataDir).advertise(repoId);
+    return gitReply(refs, `application/x-${RECEIVE_PACK}-advertisement`);
   }
   // The dumb protocol (no service) is not served.
   if (ctx.query.service !== UPLOAD_PACK) throw new ServiceError('NOT_FOUND', `the git service ${JSON.stringify(ctx.query.service ?? null)} is not served here`);
