@@ -1,10 +1,10 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { streamRequest } from '../changes/streaming-client.js';
 import { serverForFile } from '../helpers/server.js';
 import { cloneUrl, createRepo, gitClient, ROOT } from './helpers.js';
+import { sampleMemory } from './server-memory.js';
 
 /**
  * A clone of a repository holding a 512 MiB file streams it (API §14): the server's own memory —
@@ -17,13 +17,6 @@ const SIZE = 512 * MiB;
 
 const s = await serverForFile(t);
 const git = gitClient(t);
-
-/** /proc figures of the server process, in bytes. */
-const memory = (): { rss: number; anon: number; file: number } => {
-  const status = readFileSync(`/proc/${s.process.pid}/status`, 'utf8');
-  const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
-  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
-};
 
 t.test('git clone - a 512 MiB file streams out: the server\'s anonymous memory grows by less than 128 MiB', { timeout: 600_000 }, async (t) => {
   await createRepo(s, 'big');
@@ -50,27 +43,14 @@ t.test('git clone - a 512 MiB file streams out: the server\'s anonymous memory g
   // The read pool and the git code are loaded by a first request, before the baseline.
   const url = cloneUrl(s, 'big', await s.token({ scopes: ['read'] }));
   await git.ok(['ls-remote', url]);
-  const baseline = memory();
-  const peak = { ...baseline };
-  let sampling = true;
-  const sampler = (async () => {
-    while (sampling) {
-      const m = memory();
-      peak.rss = Math.max(peak.rss, m.rss);
-      peak.anon = Math.max(peak.anon, m.anon);
-      peak.file = Math.max(peak.file, m.file);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
+  const memory = sampleMemory(s.process.pid!);
   const started = Date.now();
   const dir = join(git.dir, 'big.git');
   const res = await git.run(['clone', '--bare', '--quiet', url, dir]);
-  sampling = false;
-  await sampler;
+  const growth = await memory.stop();
   t.equal(res.status, 0, res.stderr);
-  const grew = (k: 'rss' | 'anon' | 'file'): string => `${((peak[k] - baseline[k]) / MiB).toFixed(0)} MiB`;
-  t.comment(`512 MiB clone in ${((Date.now() - started) / 1000).toFixed(1)} s; server growth: anonymous ${grew('anon')}, file-backed ${grew('file')}, VmRSS ${grew('rss')} (baseline ${(baseline.rss / MiB).toFixed(0)} MiB)`);
-  t.ok(peak.anon - baseline.anon < 128 * MiB, `the server's anonymous memory grew by ${grew('anon')}`);
+  t.comment(`512 MiB clone in ${((Date.now() - started) / 1000).toFixed(1)} s; server growth: ${growth.describe()}`);
+  t.ok(growth.grew.anon < 128 * MiB, `the server's anonymous memory grew by ${(growth.grew.anon / MiB).toFixed(0)} MiB`);
   t.equal(await git.ok(['rev-parse', 'main:big.bin'], { cwd: dir }), oid, 'the clone holds the file, hashed by git on arrival');
   t.equal(await git.ok(['cat-file', '-s', oid], { cwd: dir }), String(SIZE));
 });
