@@ -4,6 +4,7 @@ import type { PrincipalMsg } from '../protocol/messages.js';
 import type { SchemaName } from '../protocol/schemas/index.js';
 import type { ActorSettings } from './settings.js';
 import type { Mutation } from './mutation.js';
+import type { Batch } from './batch.js';
 
 /**
  * A command is what an actor does with one message. Handlers are synchronous on purpose: they
@@ -19,6 +20,8 @@ export interface CommandContext {
   /** Arrival order of the message in this worker; later arrivals have larger numbers. */
   seq: number;
   now: Date;
+  /** State shared with the other commands of this mailbox batch. */
+  batch: Batch;
   /** Records the operation log entry and outbox events of this command's transaction. */
   mutation: Mutation;
 }
@@ -30,17 +33,20 @@ export interface CommandResult {
   schema: SchemaName;
 }
 
-export interface Command<I = unknown> {
+export interface Command<I = unknown, P = unknown> {
   name: string;
-  handle(input: I, ctx: CommandContext): CommandResult;
+  /** `prepared` is what `prepare` returned for this input (undefined without a `prepare`). */
+  handle(input: I, ctx: CommandContext, prepared: P): CommandResult;
   /**
    * Work that needs no database, done on the decoded input before its batch takes LMDB's write
    * lock (hashing and encoding contents): every writer of the environment waits while a batch
-   * holds that lock, so what can run outside it should.
+   * holds that lock, so what can run outside it should. Its result is handed to `handle`.
    */
-  prepare?(input: I): void;
+  prepare?(input: I): P;
 }
 
-export function defineCommand<I>(name: string, handle: (input: I, ctx: CommandContext) => CommandResult, prepare?: (input: I) => void): Command<I> {
+export function defineCommand<I>(name: string, handle: (input: I, ctx: CommandContext) => CommandResult): Command<I, void>;
+export function defineCommand<I, P>(name: string, handle: (input: I, ctx: CommandContext, prepared: P) => CommandResult, prepare: (input: I) => P): Command<I, P>;
+export function defineCommand<I, P>(name: string, handle: (input: I, ctx: CommandContext, prepared: P) => CommandResult, prepare?: (input: I) => P): Command<I, P> {
   return prepare ? { name, handle, prepare } : { name, handle };
 }

@@ -7,6 +7,7 @@ import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
 import { serialize } from '../protocol/serializers.js';
 import { errorData, type ActorReplyMsg, type ActorRequestMsg } from '../protocol/messages.js';
 import type { Command, CommandContext } from './command.js';
+import { Batch } from './batch.js';
 import { Mutation } from './mutation.js';
 import type { ActorSettings } from './settings.js';
 import { log } from '../log.js';
@@ -97,10 +98,10 @@ export class Mailboxes {
       this.storage.root.transactionSync(() => {
         this.inTransaction = true;
         try {
-          const now = new Date();
+          const context = new Batch(new Date());
           for (let i = 0; i < batch.length; i++) {
             const input = inputs[i]!;
-            outcomes[i] = 'error' in input ? input : this.apply(batch[i]!, input.value, now);
+            outcomes[i] = 'error' in input ? input : this.apply(batch[i]!, input, context);
           }
         } finally {
           this.inTransaction = false;
@@ -136,8 +137,9 @@ export class Mailboxes {
    * repeat replays it instead of applying the command again. The reply is serialized inside the
    * child transaction, so a result that cannot be written rolls its command back.
    */
-  private apply(p: Pending, input: unknown, now: Date): Outcome {
+  private apply(p: Pending, input: Decoded, batch: Batch): Outcome {
     const { req } = p;
+    const { now } = batch;
     const idem = req.idempotency;
     try {
       return this.storage.root.transactionSync((): Outcome => {
@@ -159,9 +161,10 @@ export class Mailboxes {
           traceId: req.traceId,
           seq: p.seq,
           now,
+          batch,
           mutation: new Mutation(this.storage, this.settings.publicUrl, principal.keyId || null, now),
         };
-        const result = command.handle(input, ctx);
+        const result = command.handle(input.value, ctx, input.prepared);
         const body = serialize(result.schema, result.body);
         if (idem) {
           saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());
@@ -184,11 +187,16 @@ export class Mailboxes {
 /** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */
 type Outcome = { status: number; body: string } | { error: ServiceError };
 
-function decodeInput(req: ActorRequestMsg, command: Command | undefined): { value: unknown } | { error: ServiceError } {
+/** A command's decoded input and what its `prepare` made of it. */
+interface Decoded {
+  value: unknown;
+  prepared: unknown;
+}
+
+function decodeInput(req: ActorRequestMsg, command: Command | undefined): Decoded | { error: ServiceError } {
   try {
     const value: unknown = req.payload.length ? JSON.parse(Buffer.from(req.payload).toString('utf8')) : {};
-    command?.prepare?.(value);
-    return { value };
+    return { value, prepared: command?.prepare?.(value) };
   } catch (err) {
     return { error: commandError(err, req) };
   }

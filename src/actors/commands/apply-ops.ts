@@ -75,7 +75,7 @@ function atOp(err: unknown, listKey: string, opIndexOfEdit: readonly number[]): 
   throw err;
 }
 
-function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where: string): string {
+function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where: string, ready: PreparedObject | undefined): string {
   if (op.staged) {
     commitStagedBlob(w.ctx.storage, w.repo.id, op.staged, w.accounting);
     return op.staged.oid;
@@ -87,7 +87,6 @@ function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where:
     w.accounting.existing(op.blob_oid);
     return op.blob_oid;
   }
-  const ready = preparedBlobs.get(op);
   return ready ? w.store.writePrepared(ready) : w.store.write('blob', inlineContent(op));
 }
 
@@ -95,16 +94,18 @@ function inlineContent(op: Extract<WriteOpInput, { op: 'write' }>): Buffer {
   return Buffer.from(op.content ?? '', op.encoding === 'base64' ? 'base64' : 'utf8');
 }
 
-/** Inline contents hashed and encoded before the write lock, by op (out of the client's reach). */
-const preparedBlobs = new WeakMap<object, PreparedObject>();
+/** Inline contents hashed and encoded before the write lock, by op index (none for other ops). */
+export type PreparedBlobs = ReadonlyArray<PreparedObject | undefined>;
 
 /** The `prepare` of every command that writes files into a change. */
-export function prepareWriteOps(input: ChangeWriteInput): void {
-  for (const op of input.ops) {
-    if (op.op !== 'write' || op.staged || op.blob_oid) continue;
+export function prepareWriteOps(input: ChangeWriteInput): PreparedBlobs {
+  const prepared: Array<PreparedObject | undefined> = [];
+  input.ops.forEach((op, index) => {
+    if (op.op !== 'write' || op.staged || op.blob_oid) return;
     const content = inlineContent(op);
-    if (content.length <= CHUNK_SIZE) preparedBlobs.set(op, prepareObject('blob', content));
-  }
+    if (content.length <= CHUNK_SIZE) prepared[index] = prepareObject('blob', content);
+  });
+  return prepared;
 }
 
 /**
@@ -127,7 +128,7 @@ function existingMode(w: RepoWrite, listings: Map<string, Map<string, TreeEntry>
 }
 
 /** Applies the ops' tree edits to `trees` (every term of a conflicted set) and their metadata. */
-function applyOps(w: RepoWrite, input: ChangeWriteInput, trees: TreeSet): TreeSet {
+function applyOps(w: RepoWrite, input: ChangeWriteInput, prepared: PreparedBlobs, trees: TreeSet): TreeSet {
   if (input.ops.length === 0) return trees;
   const listings = new Map<string, Map<string, TreeEntry>>();
   const edits: TreeEdit[] = [];
@@ -139,7 +140,7 @@ function applyOps(w: RepoWrite, input: ChangeWriteInput, trees: TreeSet): TreeSe
       case 'write': {
         // A rewrite without a mode keeps the file's executable bit.
         const mode: FileMode = op.mode ?? (existingMode(w, listings, trees[0]!, op.path) === '100755' ? '100755' : '100644');
-        edits.push({ op: 'write', path: op.path, blobOid: blobOf(w, op, where), mode });
+        edits.push({ op: 'write', path: op.path, blobOid: blobOf(w, op, where, prepared[index]), mode });
         break;
       }
       case 'delete':
@@ -195,7 +196,7 @@ function checkGuard(w: RepoWrite, record: ChangeRecord, expected: string | null 
   }
 }
 
-function evolve(w: RepoWrite, input: Extract<ChangeWriteInput, { change_id: string }>): { record: ChangeRecord } {
+function evolve(w: RepoWrite, input: Extract<ChangeWriteInput, { change_id: string }>, prepared: PreparedBlobs): { record: ChangeRecord } {
   if (input.change_id === ROOT_CHANGE_ID) throw invalid('the virtual root change cannot be evolved');
   const record = w.change(input.change_id);
   checkGuard(w, record, input.expected_commit_oid, input.list_key === 'ops' ? 'expected_commit_oid' : 'base_commit_oid');
@@ -211,7 +212,7 @@ function evolve(w: RepoWrite, input: Extract<ChangeWriteInput, { change_id: stri
       change_id: record.id,
     });
   }
-  trees = applyOps(w, input, trees);
+  trees = applyOps(w, input, prepared, trees);
   const replaced = w.replacementAuthors(input);
   const result = w.evolveChange(record, {
     trees,
@@ -224,10 +225,10 @@ function evolve(w: RepoWrite, input: Extract<ChangeWriteInput, { change_id: stri
   return { record: result.record };
 }
 
-function create(w: RepoWrite, input: ChangeWriteInput, baseId: string): { record: ChangeRecord; defaultMove: BookmarkMoveResult | null } {
+function create(w: RepoWrite, input: ChangeWriteInput, prepared: PreparedBlobs, baseId: string): { record: ChangeRecord; defaultMove: BookmarkMoveResult | null } {
   const base = w.changeOrRoot(baseId);
   const firstWrite = w.isFirstWrite(baseId);
-  const trees = applyOps(w, input, w.treesOf(base));
+  const trees = applyOps(w, input, prepared, w.treesOf(base));
   const { authors, authoredAt } = w.newChangeAuthors(input);
   const record = w.createChange({
     parents: [baseId],
@@ -243,16 +244,16 @@ function create(w: RepoWrite, input: ChangeWriteInput, baseId: string): { record
 }
 
 /** The shared write: create or evolve, then the bookmark moves, then the operation. */
-export function writeChange(ctx: CommandContext, input: ChangeWriteInput, kind: string): WriteResult {
+export function writeChange(ctx: CommandContext, input: ChangeWriteInput, prepared: PreparedBlobs, kind: string): WriteResult {
   const w = new RepoWrite(ctx, input.repo_id);
   let record: ChangeRecord;
   let created: boolean;
   const bookmarks: BookmarkMoveResult[] = [];
   if ('change_id' in input) {
-    record = evolve(w, input).record;
+    record = evolve(w, input, prepared).record;
     created = false;
   } else {
-    const made = create(w, input, input.base_change_id);
+    const made = create(w, input, prepared, input.base_change_id);
     record = made.record;
     created = true;
     if (made.defaultMove) bookmarks.push(made.defaultMove);
@@ -279,10 +280,10 @@ export function writeChange(ctx: CommandContext, input: ChangeWriteInput, kind: 
   return { w, record, created, bookmarks, operationId };
 }
 
-export const applyOpsCommand = defineCommand<ChangeWriteInput>(
+export const applyOpsCommand = defineCommand<ChangeWriteInput, PreparedBlobs>(
   'apply-ops',
-  (input, ctx) => {
-    const result = writeChange(ctx, input, 'apply-ops');
+  (input, ctx, prepared) => {
+    const result = writeChange(ctx, input, prepared, 'apply-ops');
     return {
       status: result.created ? 201 : 200,
       body: { change: result.w.view(result.record), bookmarks: result.bookmarks.map((b) => b.view), operation_id: result.operationId },

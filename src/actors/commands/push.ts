@@ -35,17 +35,12 @@ const HEADS = 'refs/heads/';
 const TAGS = 'refs/tags/';
 
 /** The pack's last batch, decoded before the batch takes the write lock. */
-const prepared = new WeakMap<PushCommandInput, PreparedObject[]>();
-
-function preparePush(input: PushCommandInput): void {
-  prepared.set(
-    input,
-    input.objects.map((o) => {
-      const value = Buffer.from(o.value, 'base64');
-      const info = decodeObjectValue(o.oid, value);
-      return { oid: o.oid, type: info.type, content: info.content!, value };
-    }),
-  );
+function preparePush(input: PushCommandInput): PreparedObject[] {
+  return input.objects.map((o) => {
+    const value = Buffer.from(o.value, 'base64');
+    const info = decodeObjectValue(o.oid, value);
+    return { oid: o.oid, type: info.type, content: info.content!, value };
+  });
 }
 
 type Target = { kind: 'branch'; name: string } | { kind: 'tag'; name: string };
@@ -68,13 +63,12 @@ interface Decision {
   error: string | null;
 }
 
-export const pushCommand = defineCommand<PushCommandInput>(
+export const pushCommand = defineCommand<PushCommandInput, PreparedObject[]>(
   'git.push',
-  (input, ctx) => {
+  (input, ctx, objects) => {
     const w = new RepoWrite(ctx, input.repo_id);
     const { meta } = ctx.storage;
     const repoId = w.repo.id;
-    const objects = prepared.get(input) ?? [];
     const incoming = new Map<string, ObjectType>(objects.map((o) => [o.oid, o.type]));
     for (const blob of input.staged) incoming.set(blob.oid, 'blob');
     const typeOf = (oid: string): ObjectType | undefined => incoming.get(oid) ?? w.store.info(oid)?.type;

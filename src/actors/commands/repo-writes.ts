@@ -33,26 +33,14 @@ import type { CommandContext } from '../command.js';
  * the objects it stores are charged to the org's quota, all or nothing (`finish`).
  */
 
-/** Commands of one mailbox batch share `ctx.now` (mailbox.ts); used to know what was waiting. */
-let batchNow: Date | null = null;
-const rebasedThisBatch = new Map<string, number>();
-
-function noteRebased(ctx: CommandContext, repoId: string, changeId: string): void {
-  if (batchNow !== ctx.now) {
-    batchNow = ctx.now;
-    rebasedThisBatch.clear();
-  }
-  rebasedThisBatch.set(`${repoId}\0${changeId}`, ctx.seq);
-}
-
 /**
  * API §5.3 pending writes: a write to a change that was already waiting in the mailbox when an
  * ancestor's evolve rebased that change (same batch, later arrival) is refused with ABORTED —
  * its author saw the change before the rebase. A write that arrived later applies normally.
  */
 export function assertNotRebasedWhileWaiting(ctx: CommandContext, repoId: string, change: ChangeRecord): void {
-  if (change.rebased_at_seq === null || batchNow !== ctx.now) return;
-  const seq = rebasedThisBatch.get(`${repoId}\0${change.id}`);
+  if (change.rebased_at_seq === null) return;
+  const seq = ctx.batch.rebasedBy(repoId, change.id);
   if (seq !== undefined && seq < ctx.seq) {
     throw new ServiceError('ABORTED', `change ${change.id} was rebased by an earlier write while this one was waiting; read it again and retry`, {
       change_id: change.id,
@@ -513,7 +501,7 @@ export class RepoWrite {
     this.pendingEvolution.length = 0;
     this.meta.putSync(K.repo(this.repo.id), this.repo);
     // Only now: a command that fails rolls back its rebases, which must then refuse nothing.
-    for (const id of this.rebasedIds.splice(0)) noteRebased(this.ctx, this.repo.id, id);
+    for (const id of this.rebasedIds.splice(0)) this.ctx.batch.noteRebased(this.repo.id, id, this.ctx.seq);
     return opId;
   }
 }
