@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks';
-import { createHash } from 'node:crypto';
 import { ServiceError, asServiceError, storageUnavailable } from '../errors.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
 import type { SecretBox } from '../storage/secret-box.js';
@@ -229,33 +228,5 @@ function errorReply(e: ServiceError, queueMs: number): ActorReplyMsg {
     commitMs: 0,
     flushMs: 0,
     queueMs,
-  };
-}
-
-/** Fingerprint of a request for idempotency: same route, same body. */
-export function requestFingerprint(method: string, path: string, body: Uint8Array | string): string {
-  return createHash('sha256').update(method).update('\0').update(path).update('\0').update(body).digest('base64url');
-}
-
-/**
- * The same fingerprint for a body that streams through: `stream` hashes each piece as its consumer
- * reads it; `fingerprint()` covers what has been read (the whole body once the consumer is done).
- */
-export function fingerprintStream(method: string, path: string, body: AsyncIterable<Uint8Array>): { stream: AsyncIterable<Uint8Array>; fingerprint(): string } {
-  const hash = createHash('sha256').update(method).update('\0').update(path).update('\0');
-  let digest: string | null = null;
-  return {
-    stream: {
-      async *[Symbol.asyncIterator]() {
-        for await (const piece of body) {
-          if (digest === null) hash.update(piece);
-          yield piece;
-        }
-      },
-    },
-    fingerprint() {
-      digest ??= hash.digest('base64url');
-      return digest;
-    },
   };
 }

@@ -5,8 +5,6 @@ import { ServiceError, asServiceError, isServiceError } from '../errors.js';
 import { log } from '../log.js';
 import { getRepoByName } from '../storage/repo-store.js';
 import { LARGE_BODY_BYTES, assertDiskRoom } from '../storage/disk-room.js';
-import { fingerprintStream, requestFingerprint } from '../actors/mailbox.js';
-import { loadOutcome } from '../storage/idempotency-store.js';
 import { checkRepoName } from '../protocol/names.js';
 import { canAccessRepo, mayNameRepo, type Principal } from './auth/principal.js';
 import { compileBodyCheck, type BodyCheck } from './body-validator.js';
@@ -21,6 +19,7 @@ import type { Reply, RequestContext, RouteDef } from './route.js';
 import { Router, type Match } from './router.js';
 import type { Services } from './services.js';
 import { KeyRateLimiter } from './key-rate-limiter.js';
+import { IdempotencyGate } from './idempotency-gate.js';
 
 if (!String(uWS.App).includes('[native code]')) {
   // A JS fallback would silently cost most of the throughput; refuse to run on it.
@@ -151,7 +150,7 @@ class FrontEnd implements HttpFrontEnd {
   private readonly gitRouter: Router;
   private readonly bodyChecks: Map<RouteDef, BodyCheck<unknown>>;
   private readonly limiter: KeyRateLimiter;
-  private readonly inFlightIdempotent = new Map<string, Promise<void>>();
+  private readonly idempotency: IdempotencyGate;
   private readonly app: TemplatedApp = uWS.App();
   private listenSocket: us_listen_socket | null = null;
   private draining = false;
@@ -166,6 +165,7 @@ class FrontEnd implements HttpFrontEnd {
     this.gitRouter = new Router(routes.filter((r) => r.git));
     this.bodyChecks = new Map(routes.filter((r) => r.body).map((r) => [r, compileBodyCheck(r.body!)]));
     this.limiter = new KeyRateLimiter(services.config.keyRateLimit);
+    this.idempotency = new IdempotencyGate(services.storage, services.secrets);
     this.app.any('/*', (res, req) => this.onRequest(new Exchange(res, req), req));
   }
 
@@ -321,40 +321,12 @@ class FrontEnd implements HttpFrontEnd {
     return check ? check(body) : body;
   }
 
-  /**
-   * An Idempotency-Key (API §1): a repeat that arrives while the first is still running waits for
-   * it; a repeat of a finished one replays its stored response (a streamed body is compared by the
-   * actor, inside its transaction, once the body has been read).
-   */
-  private async idempotent(x: Exchange, r: Routed, access: Authorized, query: ReturnType<typeof parseQuery>, body: unknown, raw: Buffer | null): Promise<Reply> {
-    const { principal, idemKey: key } = access;
-    let stream = r.bodyStream;
-    let idempotency: NonNullable<RequestContext['idempotency']>;
-    if (stream) {
-      const hashed = fingerprintStream(x.method, r.path!, stream);
-      stream = hashed.stream;
-      idempotency = { key, get fingerprint() { return hashed.fingerprint(); } };
-    } else {
-      idempotency = { key, fingerprint: requestFingerprint(x.method, r.path!, raw ?? '') };
-    }
-    const slot = `${principal.key.id}\0${key}`;
-    while (this.inFlightIdempotent.has(slot)) await this.inFlightIdempotent.get(slot);
-    if (!stream) {
-      const prior = loadOutcome(this.services.storage, this.services.secrets, principal.key.id, key, Date.now());
-      if (prior) {
-        if (prior.fingerprint !== idempotency.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
-        return { status: prior.status, json: prior.body };
-      }
-    }
-    if (access.missing) throw access.missing;
-    let release!: () => void;
-    this.inFlightIdempotent.set(slot, new Promise<void>((resolve) => (release = resolve)));
-    try {
-      return await r.match.route.handler(this.context(x, r, access, query, body, idempotency, stream));
-    } finally {
-      this.inFlightIdempotent.delete(slot);
-      release();
-    }
+  /** An Idempotency-Key (API §1): the handler runs behind the gate (idempotency-gate.ts). */
+  private idempotent(x: Exchange, r: Routed, access: Authorized, query: ReturnType<typeof parseQuery>, body: unknown, raw: Buffer | null): Promise<Reply> {
+    const request = { method: x.method, path: r.path!, raw, stream: r.bodyStream };
+    return this.idempotency.run(access.principal.key.id, access.idemKey, request, access.missing, (idempotency, stream) =>
+      r.match.route.handler(this.context(x, r, access, query, body, idempotency, stream)),
+    );
   }
 
   private context(
