@@ -97,6 +97,12 @@ const VCS_ERROR_CODES: Record<VcsErrorKind, ErrorCode> = {
   'invalid-resolution': 'INVALID_REQUEST',
   conflict: 'MERGE_CONFLICT',
   corrupt: 'INTERNAL_ERROR',
+  'invalid-request': 'INVALID_REQUEST',
+  'change-not-found': 'CHANGE_NOT_FOUND',
+  'bookmark-not-found': 'BRANCH_NOT_FOUND',
+  'bookmark-exists': 'BRANCH_EXISTS',
+  stale: 'ABORTED',
+  'history-rewrite': 'BOOKMARK_MOVE_HISTORY_REWRITE',
 };
 
 /**

@@ -1,5 +1,8 @@
 /** The records stored in LMDB (see `keys.ts` for where each lives). Timestamps are ISO-8601 UTC. */
 
+// The change graph's records belong to the model, which defines them beside its store interface.
+export type { BookmarkRecord, ChangeRecord, EvolutionRecord, OperationRecord } from '../vcs/repo-store.js';
+
 export interface OrgRecord {
   id: string;
   slug: string;
@@ -50,24 +53,6 @@ export interface RepoRecord {
   last_op_id: string | null;
 }
 
-export interface BookmarkRecord {
-  name: string;
-  change_id: string;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface OperationRecord {
-  id: string;
-  repo_id: string;
-  parent: string | null;
-  kind: string;
-  key_id: string | null;
-  at: string;
-  /** A short machine-readable account of what changed (ids, names), never secrets. */
-  summary: Record<string, unknown>;
-}
-
 export interface EventEnvelope {
   id: string;
   type: string;
@@ -75,33 +60,6 @@ export interface EventEnvelope {
   organization: { id: string; slug: string; name: string };
   repository: { id: string; name: string; url: string } | null;
   data: Record<string, unknown>;
-}
-
-/**
- * A change (API §5): a stable id whose current commit moves as it evolves. Parents are change ids
- * (the virtual root is `'z' × 32`) and never change after creation: rebases move the commits
- * under them, not the graph. Written only through `change-store.ts` `putNewChange`/`putChange`,
- * which keep the commit, children and evolution records beside it.
- */
-export interface ChangeRecord {
-  id: string;
-  commit_oid: string;
-  parents: string[];
-  created_at: string;
-  updated_at: string;
-  /** Worker seq of the command whose ancestor evolve last rebased this change (pending-write rule). */
-  rebased_at_seq: number | null;
-  is_conflicted: boolean;
-  /** 1 + the largest parent generation (the root is 0): orders change lists topologically. */
-  generation: number;
-}
-
-/** One commit a change has had (`GET …/changes/{id}/evolution`). */
-export interface EvolutionRecord {
-  commit_oid: string;
-  predecessor_oid: string | null;
-  operation_id: string;
-  created_at: string;
 }
 
 /** File metadata of `set_metadata` (API §5.4): current values only, outside git history. */

@@ -34,6 +34,11 @@ export function getRepoByName(meta: RecordReader, orgId: string, name: string): 
   return id ? getRepo(meta, id) : undefined;
 }
 
+/** Stores the repository record (in the caller's write transaction). */
+export function putRepo(meta: Meta, repo: RepoRecord): void {
+  meta.putSync(K.repo(repo.id), repo);
+}
+
 export function getBookmark(meta: RecordReader, repoId: string, name: string): BookmarkRecord | undefined {
   return meta.get(K.bookmark(repoId, name)) as BookmarkRecord | undefined;
 }

@@ -15,7 +15,16 @@ export type VcsErrorKind =
   /** What was asked leaves conflicts; the details list them. */
   | 'conflict'
   /** Stored objects or the change graph break an invariant of the model. */
-  | 'corrupt';
+  | 'corrupt'
+  /** A request the model cannot take as it is (a malformed change id, a name given twice). */
+  | 'invalid-request'
+  | 'change-not-found'
+  | 'bookmark-not-found'
+  | 'bookmark-exists'
+  /** A guard lost: what the writer expected is no longer the state. */
+  | 'stale'
+  /** Bookmark moves that would not advance history; the details name them. */
+  | 'history-rewrite';
 
 export class VcsError extends Error {
   constructor(

@@ -227,7 +227,7 @@ function evolve(w: RepoWrite, input: Extract<ChangeWriteInput, { change_id: stri
 
 function create(w: RepoWrite, input: ChangeWriteInput, prepared: PreparedBlobs, baseId: string): { record: ChangeRecord; defaultMove: BookmarkMoveResult | null } {
   const base = w.changeOrRoot(baseId);
-  const firstWrite = w.isFirstWrite(baseId);
+  const firstWrite = w.isFirstWrite(baseId, w.repo.default_bookmark);
   const trees = applyOps(w, input, prepared, w.treesOf(base));
   const { authors, authoredAt } = w.newChangeAuthors(input);
   const record = w.createChange({

@@ -10,7 +10,6 @@ import { bookmarkNameProblem } from '../../../protocol/names.js';
 import { repoEventView } from '../../../protocol/views/repository.js';
 import { changeIdOfCommitOid, getChange, isRepositoryEmpty, objectStore, putEvolution, putNewChange } from '../../../storage/change-store.js';
 import { K } from '../../../storage/keys.js';
-import { ulid } from '../../../storage/ids.js';
 import { dropPendingOwnedBy } from '../../../storage/pending-objects.js';
 import type { BookmarkRecord, SyncRecord, SyncRefStat, TagRecord } from '../../../storage/records.js';
 import { getBookmark, getTag, putTag } from '../../../storage/repo-store.js';
@@ -223,7 +222,7 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
     },
     recordEvolution(operationId) {
       for (const { changeId, oid } of created) {
-        putEvolution(meta, repo.id, changeId, ulid(), { commit_oid: oid, predecessor_oid: null, operation_id: operationId, created_at: now });
+        putEvolution(meta, repo.id, changeId, { commit_oid: oid, predecessor_oid: null, operation_id: operationId, created_at: now }, Date.now());
       }
     },
   };
