@@ -1,7 +1,8 @@
 import type { Storage } from '../storage/database.js';
-import { K } from '../storage/keys.js';
+import { appendOperation } from '../storage/lmdb-repo-store.js';
+import { putOutboxEvent } from '../storage/outbox.js';
 import { newId } from '../storage/ids.js';
-import { orgHasTargets } from './system/webhooks/records.js';
+import { orgHasTargets } from '../storage/webhook-store.js';
 import type { EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../storage/records.js';
 
 /**
@@ -32,7 +33,7 @@ export class Mutation {
       at: this.now.toISOString(),
       summary,
     };
-    this.storage.meta.putSync(K.operation(repo.id, op.id), op);
+    appendOperation(this.storage.meta, op);
     repo.last_op_id = op.id;
     return op.id;
   }
@@ -52,7 +53,7 @@ export class Mutation {
     };
     // The outbox feeds webhook targets only, and a target hears of events from its creation on:
     // an org without targets has nobody to tell, now or later, so nothing is stored.
-    if (this.hasTargets(org.id)) this.storage.meta.putSync(K.outbox(event.id), event);
+    if (this.hasTargets(org.id)) putOutboxEvent(this.storage.meta, event);
     this.events.push(event);
     return event;
   }

@@ -14,7 +14,7 @@ import { invalid, isServiceError, ServiceError } from '../errors.js';
 import { log } from '../log.js';
 import type { Storage } from '../storage/database.js';
 import { listGitRefs, type RepoRefs } from '../storage/git-refs.js';
-import { K } from '../storage/keys.js';
+import { getRepoAt } from '../storage/repo-store.js';
 import type { RepoRecord } from '../storage/records.js';
 import { SnapshotObjects } from '../storage/read/snapshot-objects.js';
 import { parseV0Fetch, parseV2Command, type FetchRequest } from './fetch-request.js';
@@ -64,7 +64,7 @@ export async function uploadPack(storage: Storage, request: UploadPackRequest, s
   const body = request.phase === 'command' ? decodeBody(request.body ?? new Uint8Array(0), request.gzip) : null;
   const txn = storage.root.useReadTransaction();
   try {
-    const repo = storage.meta.get(K.repo(request.repoId), { transaction: txn }) as RepoRecord | undefined;
+    const repo = getRepoAt(storage.meta, request.repoId, txn);
     if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
     const objects = new SnapshotObjects(storage, txn, repo.id, request.phase === 'command' ? KEEP_READ_BYTES : 0);
     const session: Session = {

@@ -6,7 +6,7 @@ import type { Storage } from './database.js';
 import { newId } from './ids.js';
 import { K } from './keys.js';
 import type { KeyStatus, OrgRecord, PublicJwk, SigningKeyRecord } from './records.js';
-import { getOrgBySlug, getRepoByName, getSigningKey } from './repo-store.js';
+import { getOrgBySlug, getRepoByName, getSigningKey, signingKeyVersion } from './repo-store.js';
 
 /**
  * Operator writes made by the CLI (orgs and signing keys). They run in the CLI's own process,
@@ -31,7 +31,7 @@ export interface CreatedKey {
 }
 
 function bumpKeyVersion(storage: Storage): void {
-  const v = (storage.meta.get(K.keyVersion()) as number | undefined) ?? 0;
+  const v = signingKeyVersion(storage.meta);
   storage.meta.putSync(K.keyVersion(), v + 1);
 }
 

@@ -60,6 +60,11 @@ export function lastStagingActivity(uploadId: string): number | undefined {
   return activity.get(uploadId);
 }
 
+/** Whether an upload is still announced as staging (its blob neither committed nor discarded). */
+export function isUploadStaged(storage: Storage, uploadId: string): boolean {
+  return storage.meta.doesExist(K.stagedUpload(uploadId));
+}
+
 export function forgetStaging(uploadId: string): void {
   activity.delete(uploadId);
 }

@@ -120,6 +120,16 @@ export function storedObjectSize(value: Buffer): number {
   return value.length - 1;
 }
 
+/** An object's stored value (its encoding, see above), or undefined when the repository lacks it. */
+export function storedObjectValue(storage: Storage, repoId: string, oid: string): Buffer | undefined {
+  return storage.objects.get(K.object(repoId, oid));
+}
+
+/** Whether the repository stores the object (a key lookup; nothing is read). */
+export function isObjectStored(storage: Storage, repoId: string, oid: string): boolean {
+  return storage.objects.doesExist(K.object(repoId, oid));
+}
+
 /** Writes `content` as chunks under `uploadId` (synchronously, in the caller's transaction). */
 export function putChunksSync(storage: Storage, repoId: string, uploadId: string, content: Uint8Array): number {
   let index = 0;

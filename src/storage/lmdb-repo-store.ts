@@ -2,6 +2,7 @@ import type { Database, Key } from 'lmdb';
 import type { BookmarkRecord, ChangeRecord, EvolutionRecord, OperationRecord, RepoStore } from '../vcs/repo-store.js';
 import { ulid } from './ids.js';
 import { K, under } from './keys.js';
+import { getBookmark, putBookmark, removeBookmark } from './repo-store.js';
 
 /**
  * A repository's change graph in the `meta` database (keys.ts: `chg`, `commit`, `kid`, `bm`, `evo`,
@@ -47,15 +48,15 @@ export class LmdbRepoStore implements RepoStore {
   }
 
   bookmark(name: string): BookmarkRecord | undefined {
-    return this.meta.get(K.bookmark(this.repoId, name)) as BookmarkRecord | undefined;
+    return getBookmark(this.meta, this.repoId, name);
   }
 
   putBookmark(record: BookmarkRecord): void {
-    this.meta.putSync(K.bookmark(this.repoId, record.name), record);
+    putBookmark(this.meta, this.repoId, record);
   }
 
   removeBookmark(name: string): void {
-    this.meta.removeSync(K.bookmark(this.repoId, name));
+    removeBookmark(this.meta, this.repoId, name);
   }
 
   appendEvolution(changeId: string, record: EvolutionRecord, at: number): void {

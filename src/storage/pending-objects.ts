@@ -35,6 +35,12 @@ export function dropPending(meta: Meta, repoId: string, oid: string): void {
 }
 
 /** Every pending mark of a repository, in oid order. */
+/** Drops every pending mark of the repository (it is being deleted). */
+export function dropAllPending(meta: Meta, repoId: string): void {
+  // Keys are collected before removing: a cursor is not walked while its range is being deleted.
+  for (const key of [...meta.getKeys(under(['pend', repoId]))]) meta.removeSync(key);
+}
+
 export function* pendingOf(meta: Meta, repoId: string): Generator<{ oid: string; mark: PendingObject }> {
   for (const { key, value } of meta.getRange(under(['pend', repoId]))) yield { oid: (key as string[])[2]!, mark: value as PendingObject };
 }

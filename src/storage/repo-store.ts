@@ -1,11 +1,13 @@
-import type { Database, Key } from 'lmdb';
+import type { Database, Key, Transaction } from 'lmdb';
 import { K, under } from './keys.js';
+import type { Storage } from './database.js';
 import type { RecordReader } from './read/record-cache.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord, SigningKeyRecord, TagRecord } from './records.js';
 
 /**
- * Reads of org, key and repository records. They work on any thread, inside a write transaction
- * (actors) or on a read snapshot (the front end's fast path), because LMDB reads are synchronous.
+ * Org, key and repository records, and a repository's refs (bookmarks, tags, notes). Reads work
+ * on any thread, inside a write transaction (actors) or on a read snapshot (the front end's fast
+ * path), because LMDB reads are synchronous; writes run in the caller's write transaction.
  */
 export const ROOT_CHANGE_ID = 'z'.repeat(32);
 
@@ -24,8 +26,27 @@ export function getSigningKey(meta: RecordReader, keyId: string): SigningKeyReco
   return meta.get(K.key(keyId)) as SigningKeyRecord | undefined;
 }
 
+/** Bumped on every signing-key change (admin-store.ts), so a verifier knows when to reload. */
+export function signingKeyVersion(meta: RecordReader): number {
+  return (meta.get(K.keyVersion()) as number | undefined) ?? 0;
+}
+
+/** Every signing key of every org. */
+export function* allSigningKeys(meta: Meta): Generator<SigningKeyRecord> {
+  for (const { value } of meta.getRange(under(['key']))) yield value as SigningKeyRecord;
+}
+
 export function getRepo(meta: RecordReader, repoId: string): RepoRecord | undefined {
   return meta.get(K.repo(repoId)) as RepoRecord | undefined;
+}
+
+/** The repository record as a read transaction (a reader's snapshot) sees it. */
+export function getRepoAt(meta: Meta, repoId: string, transaction: Transaction): RepoRecord | undefined {
+  return meta.get(K.repo(repoId), { transaction }) as RepoRecord | undefined;
+}
+
+export function repoExists(meta: Meta, repoId: string): boolean {
+  return meta.doesExist(K.repo(repoId));
 }
 
 /** Repository lookup by name, case-insensitively (API §4.2). */
@@ -39,8 +60,77 @@ export function putRepo(meta: Meta, repo: RepoRecord): void {
   meta.putSync(K.repo(repo.id), repo);
 }
 
+/** Makes a new repository findable: by name in its org, and in the org's list. */
+export function indexRepo(meta: Meta, repo: RepoRecord): void {
+  meta.putSync(K.repoName(repo.org_id, repo.name), repo.id);
+  meta.putSync(K.orgRepo(repo.org_id, repo.id), true);
+}
+
+/** Moves a repository's name index entry from its current name to `name`. */
+export function renameRepo(meta: Meta, repo: RepoRecord, name: string): void {
+  meta.removeSync(K.repoName(repo.org_id, repo.name));
+  meta.putSync(K.repoName(repo.org_id, name), repo.id);
+}
+
+/** Whether a repository of the org has this name (case-insensitively). */
+export function isRepoNameTaken(meta: RecordReader, orgId: string, name: string): boolean {
+  return meta.get(K.repoName(orgId, name)) !== undefined;
+}
+
+/**
+ * Removes everything the repository owns under `['r', repoId, …]` and its objects (not the
+ * repository record itself, nor its index entries: `unindexRepo`).
+ */
+export function clearRepository(storage: Storage, repoId: string): void {
+  const { meta, objects } = storage;
+  // Keys are collected before removing: a cursor is not walked while its range is being deleted.
+  for (const key of [...meta.getKeys(under(['r', repoId]))]) meta.removeSync(key);
+  for (const key of [...objects.getKeys(under([repoId]))]) objects.removeSync(key);
+}
+
+/** Removes the repository record and its index entries. */
+export function unindexRepo(meta: Meta, repo: RepoRecord): void {
+  meta.removeSync(K.repo(repo.id));
+  meta.removeSync(K.repoName(repo.org_id, repo.name));
+  meta.removeSync(K.orgRepo(repo.org_id, repo.id));
+}
+
 export function getBookmark(meta: RecordReader, repoId: string, name: string): BookmarkRecord | undefined {
   return meta.get(K.bookmark(repoId, name)) as BookmarkRecord | undefined;
+}
+
+export function putBookmark(meta: Meta, repoId: string, record: BookmarkRecord): void {
+  meta.putSync(K.bookmark(repoId, record.name), record);
+}
+
+export function removeBookmark(meta: Meta, repoId: string, name: string): void {
+  meta.removeSync(K.bookmark(repoId, name));
+}
+
+/** Every bookmark of the repository, by name. */
+export function* bookmarksOf(meta: Meta, repoId: string): Generator<BookmarkRecord> {
+  for (const { value } of meta.getRange(under(['r', repoId, 'bm']))) yield value as BookmarkRecord;
+}
+
+/** The repository's bookmarks by name (names sort as UTF-8 bytes), from the name `from` on (inclusive). */
+export function* bookmarksFrom(meta: Meta, repoId: string, from: string | null): Generator<BookmarkRecord> {
+  const range = under(['r', repoId, 'bm']);
+  const start = from === null ? range.start : K.bookmark(repoId, from);
+  for (const { value } of meta.getRange({ start, end: range.end })) yield value as BookmarkRecord;
+}
+
+/** Every tag of the repository, by name. */
+export function* tagsOf(meta: Meta, repoId: string): Generator<TagRecord> {
+  for (const { value } of meta.getRange(under(['r', repoId, 'tag']))) yield value as TagRecord;
+}
+
+/** The commit of `refs/notes/<name>` pulled from the upstream, if any. */
+export function getNotesRef(meta: RecordReader, repoId: string, name: string): string | undefined {
+  return meta.get(K.notes(repoId, name)) as string | undefined;
+}
+
+export function putNotesRef(meta: Meta, repoId: string, name: string, oid: string): void {
+  meta.putSync(K.notes(repoId, name), oid);
 }
 
 export function getTag(meta: RecordReader, repoId: string, name: string): TagRecord | undefined {
@@ -67,6 +157,16 @@ export function* orgRepoIds(meta: Meta, orgId: string, afterId?: string): Genera
     const id = (key as string[])[3]!;
     if (id !== afterId) yield id;
   }
+}
+
+/** Ids of every repository: org by org, each org's in creation order. */
+export function* allRepoIds(meta: Meta): Generator<string> {
+  for (const orgId of allOrgIds(meta)) for (const key of meta.getKeys(under(['o', orgId, 'repo']))) yield (key as string[])[3]!;
+}
+
+/** Ids of every org. */
+export function* allOrgIds(meta: Meta): Generator<string> {
+  for (const key of meta.getKeys(under(['org']))) yield (key as string[])[1]!;
 }
 
 export function countOrgRepos(meta: Meta, orgId: string): number {

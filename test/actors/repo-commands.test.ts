@@ -8,7 +8,7 @@ import { createOrg } from '../../src/storage/admin-store.js';
 import { K, under } from '../../src/storage/keys.js';
 import type { BookmarkRecord, EventEnvelope, OperationRecord, RepoRecord } from '../../src/storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../src/actors/commands/repos.js';
-import type { WebhookTargetRecord } from '../../src/actors/system/webhooks/records.js';
+import type { WebhookTargetRecord } from '../../src/storage/webhook-store.js';
 import { fixture, principal, startRuntime } from './runtime.js';
 
 /**

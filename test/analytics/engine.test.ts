@@ -1,6 +1,6 @@
 import t from 'tap';
 import { AnalyticsEngine } from '../../src/actors/system/analytics/engine.js';
-import type { AnalyticsState } from '../../src/actors/system/analytics/engine.js';
+import type { AnalyticsState } from '../../src/storage/analytics-store.js';
 import { AgentTable } from '../../src/actors/system/analytics/agent-table.js';
 import type { AnalyticsDocument } from '../../src/actors/system/analytics/document.js';
 import { K, under } from '../../src/storage/keys.js';

@@ -6,7 +6,7 @@ import { createTarget } from '../../src/actors/commands/webhooks.js';
 import type { CommandContext } from '../../src/actors/command.js';
 import { Mutation } from '../../src/actors/mutation.js';
 import { WebhookDispatcher } from '../../src/actors/system/webhooks/dispatcher.js';
-import type { DeliveryRecord } from '../../src/actors/system/webhooks/records.js';
+import type { DeliveryRecord } from '../../src/storage/webhook-store.js';
 import { createOrg } from '../../src/storage/admin-store.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { under } from '../../src/storage/keys.js';

@@ -10,9 +10,9 @@ import { applyTreeEdits, type TreeEdit } from '../../vcs/tree-edit.js';
 import { commitStagedBlob, type StagedBlob } from '../../storage/blob-store.js';
 import { CHUNK_SIZE, prepareObject, type PreparedObject } from '../../storage/git-object-store.js';
 import { changeIdOfCommitOid } from '../../storage/change-store.js';
-import { K, MAX_KEY_BYTES, keyBytes } from '../../storage/keys.js';
+import { metadataPathRoom, updateFileMetadata } from '../../storage/file-metadata.js';
 import { ObjectAccounting, UPLOAD } from '../../storage/object-accounting.js';
-import type { ChangeRecord, FileMetadataRecord } from '../../storage/records.js';
+import type { ChangeRecord } from '../../storage/records.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import { RepoWrite, assertNotRebasedWhileWaiting, type AuthorsInput, type BookmarkMoveResult } from './repo-writes.js';
 import type { BookmarkMoveInput } from '../../protocol/schemas/changes.js';
@@ -151,7 +151,7 @@ function applyOps(w: RepoWrite, input: ChangeWriteInput, prepared: PreparedBlobs
         break;
       case 'set_metadata': {
         // The path is part of the metadata's key, which LMDB bounds (the file's own path is not).
-        const room = MAX_KEY_BYTES - keyBytes(K.fileMeta(w.repo.id, '') as string[]);
+        const room = metadataPathRoom(w.repo.id);
         if (Buffer.byteLength(op.path) > room) throw invalid(`${where}: metadata can be set only on paths of at most ${room} bytes`, { op_index: index });
         // Ops apply in order: the path must exist where the op stands, whatever later ops do.
         edits.push({ op: 'require', path: op.path, what: 'set metadata of' });
@@ -169,16 +169,7 @@ function applyOps(w: RepoWrite, input: ChangeWriteInput, prepared: PreparedBlobs
   }
   // Edits made to every term of a conflict resolve the paths they touch (jj's semantics).
   if (result.length > 1) result = mergeTreeSet(w.store, result).trees;
-  for (const { path, values } of metadata) {
-    const key = K.fileMeta(w.repo.id, path);
-    const current = { ...((w.ctx.storage.meta.get(key) as FileMetadataRecord | undefined) ?? {}) };
-    for (const [k, v] of Object.entries(values)) {
-      if (v === null) delete current[k];
-      else current[k] = v;
-    }
-    if (Object.keys(current).length === 0) w.ctx.storage.meta.removeSync(key);
-    else w.ctx.storage.meta.putSync(key, current);
-  }
+  for (const { path, values } of metadata) updateFileMetadata(w.ctx.storage.meta, w.repo.id, path, values);
   return result;
 }
 

@@ -1,5 +1,5 @@
 import { collectRepository } from '../../storage/blob-collect.js';
-import { under } from '../../storage/keys.js';
+import { dropAllPending } from '../../storage/pending-objects.js';
 import { defineCommand } from '../command.js';
 import { onRepoDeleted } from './repos.js';
 
@@ -26,7 +26,4 @@ export const collectBlobsCommand = defineCommand<CollectBlobsInput>('blob.collec
 });
 
 // Pending marks live outside the repository's key range: they go with the repository.
-onRepoDeleted((ctx, repo) => {
-  const { meta } = ctx.storage;
-  for (const key of [...meta.getKeys(under(['pend', repo.id]))]) meta.removeSync(key);
-});
+onRepoDeleted((ctx, repo) => dropAllPending(ctx.storage.meta, repo.id));

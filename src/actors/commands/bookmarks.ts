@@ -1,9 +1,8 @@
 import { invalid, notFound } from '../../errors.js';
 import { bookmarkEventView } from '../../protocol/views/bookmark.js';
 import { commitOidOf } from '../../storage/change-store.js';
-import { K } from '../../storage/keys.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord } from '../../storage/records.js';
-import { getBookmark, getOrg, getRepo } from '../../storage/repo-store.js';
+import { getBookmark, getOrg, getRepo, removeBookmark as removeBookmarkRecord } from '../../storage/repo-store.js';
 import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import { RepoWrite, type BookmarkMove, type BookmarkMoveResult } from './repo-writes.js';
@@ -76,7 +75,7 @@ export function deleteBookmark(ctx: CommandContext, scope: RepoScope, name: stri
   if (name === repo.default_bookmark) {
     throw invalid(`"${name}" is the default bookmark; change the default bookmark first`);
   }
-  ctx.storage.meta.removeSync(K.bookmark(repo.id, name));
+  removeBookmarkRecord(ctx.storage.meta, repo.id, name);
   ctx.mutation.emit('bookmark.deleted', org, repo, {
     bookmark: bookmarkEventView(repo, record, commitOfTarget(ctx, repo.id, record.change_id)),
   });

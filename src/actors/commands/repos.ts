@@ -1,11 +1,10 @@
 import { randomInt } from 'node:crypto';
 import { ServiceError, invalid } from '../../errors.js';
-import { K, under } from '../../storage/keys.js';
 import { newId } from '../../storage/ids.js';
 import { NULL_OID } from '../../vcs/ids.js';
 import { releaseRepository } from '../../storage/quota.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
-import { getBookmark, getOrg, getRepo, getRepoByName, ROOT_CHANGE_ID } from '../../storage/repo-store.js';
+import { clearRepository, getBookmark, getOrg, getRepo, getRepoByName, indexRepo, isRepoNameTaken, putBookmark, putRepo, renameRepo, ROOT_CHANGE_ID, unindexRepo } from '../../storage/repo-store.js';
 import { repoEventView, repositoryView } from '../../protocol/views/repository.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import type { UpstreamInput } from '../../protocol/schemas/repos.js';
@@ -45,7 +44,7 @@ function generatedName(ctx: CommandContext, orgId: string): string {
   for (;;) {
     let name = 'repo-';
     for (let i = 0; i < 8; i++) name += String.fromCharCode(97 + randomInt(26));
-    if (!ctx.storage.meta.get(K.repoName(orgId, name))) return name;
+    if (!isRepoNameTaken(ctx.storage.meta, orgId, name)) return name;
   }
 }
 
@@ -80,11 +79,10 @@ export const createRepo = defineCommand<CreateRepoInput>('repo.create', (input, 
     last_op_id: null,
   };
   const bookmark: BookmarkRecord = { name: repo.default_bookmark, change_id: ROOT_CHANGE_ID, created_at: now, updated_at: now };
-  meta.putSync(K.bookmark(repo.id, bookmark.name), bookmark);
-  meta.putSync(K.repoName(org.id, name), repo.id);
-  meta.putSync(K.orgRepo(org.id, repo.id), true);
+  putBookmark(meta, repo.id, bookmark);
+  indexRepo(meta, repo);
   ctx.mutation.operation(repo, 'repo.create', { name, default_bookmark: repo.default_bookmark });
-  meta.putSync(K.repo(repo.id), repo);
+  putRepo(meta, repo);
   ctx.mutation.emit('repo.created', org, repo, { repo: repoEventView(meta, repo) });
   ctx.mutation.emit('bookmark.created', org, repo, {
     bookmark: { name: bookmark.name, is_default: true, change_id: ROOT_CHANGE_ID, commit_oid: NULL_OID },
@@ -102,8 +100,7 @@ export const updateRepo = defineCommand<UpdateRepoInput>('repo.update', (input, 
   if (input.name !== undefined && input.name !== repo.name) {
     const clash = getRepoByName(meta, org.id, input.name);
     if (clash && clash.id !== repo.id) throw new ServiceError('REPO_EXISTS', `a repository named "${clash.name}" already exists`);
-    meta.removeSync(K.repoName(org.id, repo.name));
-    meta.putSync(K.repoName(org.id, input.name), repo.id);
+    renameRepo(meta, repo, input.name);
     repo.name = input.name;
   }
   if (input.default_bookmark !== undefined && input.default_bookmark !== repo.default_bookmark) {
@@ -125,7 +122,7 @@ export const updateRepo = defineCommand<UpdateRepoInput>('repo.update', (input, 
   }
   repo.updated_at = ctx.now.toISOString();
   ctx.mutation.operation(repo, 'repo.update', { fields: Object.keys(input).filter((k) => k !== 'repo_id') });
-  meta.putSync(K.repo(repo.id), repo);
+  putRepo(meta, repo);
   const after = { name: repo.name, default_bookmark: repo.default_bookmark, tags: repo.tags };
   ctx.mutation.emit('repo.updated', org, repo, { repo: repoEventView(meta, repo), before, after });
   return { status: 200, body: repositoryView(meta, repo, org, ctx.settings.publicUrl), schema: 'repository' };
@@ -139,22 +136,18 @@ export function onRepoDeleted(hook: RepoDeletionHook): void {
 }
 
 export const deleteRepo = defineCommand<DeleteRepoInput>('repo.delete', (input, ctx) => {
-  const { meta, objects } = ctx.storage;
+  const { meta } = ctx.storage;
   const repo = getRepo(meta, input.repo_id);
   if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
   const org = orgOf(ctx, repo.org_id);
   const view = repoEventView(meta, repo);
   // Its objects go below: their bytes go back to the org's quota (the counter is in the range).
   releaseRepository(meta, org.id, repo.id);
-  // Keys are collected before removing: a cursor is not walked while its range is being deleted.
-  for (const key of [...meta.getKeys(under(['r', repo.id]))]) meta.removeSync(key);
-  for (const key of [...objects.getKeys(under([repo.id]))]) objects.removeSync(key);
+  clearRepository(ctx.storage, repo.id);
   // The deletion's own operation is the one entry left in the repository's range: the audit
   // record of who deleted it and when, chained to the last operation before it.
   ctx.mutation.operation(repo, 'repo.delete', { name: repo.name });
-  meta.removeSync(K.repo(repo.id));
-  meta.removeSync(K.repoName(org.id, repo.name));
-  meta.removeSync(K.orgRepo(org.id, repo.id));
+  unindexRepo(meta, repo);
   for (const hook of deletionHooks) hook(ctx, repo);
   ctx.mutation.emit('repo.deleted', org, repo, { repo: view });
   return { status: 200, body: { success: true }, schema: 'success' };

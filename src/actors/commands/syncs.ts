@@ -1,6 +1,7 @@
 import { aborted, invalid, notFound } from '../../errors.js';
 import { syncView, type SyncView } from '../../protocol/views/sync.js';
-import { K, under } from '../../storage/keys.js';
+import { putRepo } from '../../storage/repo-store.js';
+import { dequeueSync, getSync, indexNewSync, offerLatestSync, saveSyncRecord, unindexRepoSyncs } from '../../storage/sync-store.js';
 import { newId } from '../../storage/ids.js';
 import { assertRoom } from '../../storage/quota.js';
 import type { SyncDirection, SyncRecord, SyncRefStat, SyncStatus } from '../../storage/records.js';
@@ -52,7 +53,7 @@ export interface CompletePushInput extends RunningSyncInput {
 export interface ApplyPullInput extends RunningSyncInput, PulledRefs {}
 
 function loadSync(ctx: CommandContext, repoId: string, syncId: string): SyncRecord {
-  const record = ctx.storage.meta.get(K.sync(repoId, syncId)) as SyncRecord | undefined;
+  const record = getSync(ctx.storage.meta, repoId, syncId);
   if (!record) throw notFound('NOT_FOUND', `sync ${syncId} not found`);
   return record;
 }
@@ -69,18 +70,17 @@ function runningSync(ctx: CommandContext, input: RunningSyncInput): SyncRecord {
 function saveSync(ctx: CommandContext, scope: RepoScope, record: SyncRecord, status: SyncStatus): SyncView {
   const { meta } = ctx.storage;
   record.status = status;
-  meta.putSync(K.sync(record.repo_id, record.id), record);
+  saveSyncRecord(meta, record);
   const view = syncView(record);
-  const latest = meta.get(K.latestSync(record.repo_id)) as SyncView | undefined;
-  if (!latest || latest.id <= record.id) meta.putSync(K.latestSync(record.repo_id), view);
-  if (status === 'completed' || status === 'failed') meta.removeSync(K.syncQueue(record.id));
+  offerLatestSync(meta, record.repo_id, view);
+  if (status === 'completed' || status === 'failed') dequeueSync(meta, record.id);
   ctx.mutation.emit(`sync.${status}`, scope.org, scope.repo, { sync: view });
   return view;
 }
 
 function recordOperation(ctx: CommandContext, scope: RepoScope, kind: string, summary: Record<string, unknown>): string {
   const id = ctx.mutation.operation(scope.repo, kind, summary);
-  ctx.storage.meta.putSync(K.repo(scope.repo.id), scope.repo);
+  putRepo(ctx.storage.meta, scope.repo);
   return id;
 }
 
@@ -120,9 +120,7 @@ export const enqueueSync = defineCommand<EnqueueSyncInput>('sync.enqueue', (inpu
     finished_at: null,
     next_attempt_at: 0,
   };
-  meta.putSync(K.orgSync(repo.org_id, record.id), repo.id);
-  meta.putSync(K.syncQueue(record.id), repo.id);
-  meta.putSync(K.repoSyncIndex(repo.id, record.id), repo.org_id);
+  indexNewSync(meta, record);
   recordOperation(ctx, scope, 'sync.enqueue', { sync_id: record.id, direction: record.direction });
   return { status: 201, body: saveSync(ctx, scope, record, 'queued'), schema: 'sync' };
 });
@@ -186,14 +184,6 @@ export const applyPulledRefs = defineCommand<ApplyPullInput>('sync.apply-pull', 
 
 // A deleted repository takes its syncs along: its own range goes with the repository; the org's
 // sync-run index and the queue are cleaned here through the repository's cleanup index.
-onRepoDeleted((ctx, repo) => {
-  const { meta } = ctx.storage;
-  for (const key of meta.getKeys(under(['sync-repo', repo.id]))) {
-    const syncId = (key as string[])[2]!;
-    meta.removeSync(K.orgSync(repo.org_id, syncId));
-    meta.removeSync(K.syncQueue(syncId));
-    meta.removeSync(key);
-  }
-});
+onRepoDeleted((ctx, repo) => unindexRepoSyncs(ctx.storage.meta, repo.org_id, repo.id));
 
 export const syncCommands = [enqueueSync, startSync, retrySync, failSync, completePush, applyPulledRefs];

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { ServiceError, aborted, invalid, notFound } from '../../errors.js';
-import { K, under } from '../../storage/keys.js';
 import { newId } from '../../storage/ids.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
-import { getTarget, laneOf, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../system/webhooks/records.js';
+import { enqueueDelivery, getDelivery, getTarget, putTarget, removeTarget, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../storage/webhook-store.js';
 import { defineCommand, type CommandContext } from '../command.js';
 
 /**
@@ -91,7 +90,7 @@ export const createTarget = defineCommand<CreateTargetInput>('webhook.target.cre
     created_at: now,
     updated_at: now,
   };
-  ctx.storage.meta.putSync(K.webhookTarget(target.org_id, target.id), target);
+  putTarget(ctx.storage.meta, target);
   return { status: 201, body: { ...webhookTargetView(target), secret }, schema: 'webhookTargetCreated' };
 });
 
@@ -102,17 +101,14 @@ export const updateTarget = defineCommand<UpdateTargetInput>('webhook.target.upd
   if (input.events !== undefined) target.events = [...new Set(input.events)];
   if (input.repo_ids !== undefined) target.repo_ids = checkRepoIds(ctx, input, input.repo_ids, target.repo_ids ?? []);
   target.updated_at = ctx.now.toISOString();
-  ctx.storage.meta.putSync(K.webhookTarget(target.org_id, target.id), target);
+  putTarget(ctx.storage.meta, target);
   return { status: 200, body: webhookTargetView(target), schema: 'webhookTarget' };
 });
 
 /** Removes the target with its delivery log; the webhook actor drops its queued deliveries when it finds them gone. */
 export const deleteTarget = defineCommand<TargetInput>('webhook.target.delete', (input, ctx) => {
   const target = reachableTarget(ctx, input);
-  const { meta } = ctx.storage;
-  // Keys are collected first: a range is not iterated while it is being deleted.
-  for (const key of [...meta.getKeys(under(['o', target.org_id, 'whd', target.id])), ...meta.getKeys(under(['whq', target.id]))]) meta.removeSync(key);
-  meta.removeSync(K.webhookTarget(target.org_id, target.id));
+  removeTarget(ctx.storage.meta, target);
   return { status: 200, body: { success: true }, schema: 'success' };
 });
 
@@ -123,7 +119,7 @@ export const rotateTargetSecret = defineCommand<TargetInput>('webhook.target.rot
   const secret = newSecret();
   target.sealed_secret = ctx.secrets.seal(secret);
   target.updated_at = ctx.now.toISOString();
-  ctx.storage.meta.putSync(K.webhookTarget(target.org_id, target.id), target);
+  putTarget(ctx.storage.meta, target);
   return { status: 200, body: { secret }, schema: 'webhookSecret' };
 });
 
@@ -131,7 +127,7 @@ export const rotateTargetSecret = defineCommand<TargetInput>('webhook.target.rot
 export const redeliver = defineCommand<RedeliverInput>('webhook.redeliver', (input, ctx) => {
   const target = reachableTarget(ctx, input);
   const { meta } = ctx.storage;
-  const original = meta.get(K.webhookDelivery(target.org_id, target.id, input.delivery_id)) as DeliveryRecord | undefined;
+  const original = getDelivery(meta, target.org_id, target.id, input.delivery_id);
   if (!original) throw notFound('NOT_FOUND', `delivery "${input.delivery_id}" not found`);
   if (original.status === 'pending') throw aborted('the delivery is still pending; redeliver it once it has succeeded or failed');
   const now = ctx.now.toISOString();
@@ -146,8 +142,7 @@ export const redeliver = defineCommand<RedeliverInput>('webhook.redeliver', (inp
     redelivery_of: original.id,
     created_at: now,
   };
-  meta.putSync(K.webhookDelivery(target.org_id, target.id, delivery.id), delivery);
-  meta.putSync(K.webhookPending(target.id, laneOf(delivery), delivery.id), target.org_id);
+  enqueueDelivery(meta, delivery);
   return { status: 201, body: deliveryView(delivery), schema: 'webhookDelivery' };
 });
 

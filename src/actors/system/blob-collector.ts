@@ -12,8 +12,7 @@ import type { Services } from '../../http/services.js';
 import { log } from '../../log.js';
 import type { PrincipalMsg } from '../../protocol/messages.js';
 import { findCollectable, type CollectResult } from '../../storage/blob-collect.js';
-import { forgetStaging, lastStagingActivity, stagingUploads } from '../../storage/blob-store.js';
-import { K } from '../../storage/keys.js';
+import { forgetStaging, isUploadStaged, lastStagingActivity, stagingUploads } from '../../storage/blob-store.js';
 import type { CollectBlobsInput } from '../commands/blob-collect.js';
 import type { SystemActor } from './index.js';
 import { repoActor } from '../actor-names.js';
@@ -42,7 +41,7 @@ export function startBlobCollector(services: Services): SystemActor {
 
   async function sweep(): Promise<void> {
     // Uploads of this process that committed (or were collected) need no watching any more.
-    for (const uploadId of stagingUploads()) if (!storage.meta.doesExist(K.stagedUpload(uploadId))) forgetStaging(uploadId);
+    for (const uploadId of stagingUploads()) if (!isUploadStaged(storage, uploadId)) forgetStaging(uploadId);
     const cutoff = Date.now() - config.blobRetentionS * 1000;
     for (const [repoId, uploadIds] of findCollectable(storage.meta, cutoff, lastStagingActivity)) {
       if (stopped) return;

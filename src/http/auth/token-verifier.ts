@@ -1,8 +1,7 @@
 import { ServiceError } from '../../errors.js';
 import type { Storage } from '../../storage/database.js';
-import { K, under } from '../../storage/keys.js';
 import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
-import { getOrg } from '../../storage/repo-store.js';
+import { allSigningKeys, getOrg, signingKeyVersion } from '../../storage/repo-store.js';
 import { parseCompactToken, type CompactToken } from './compact-token.js';
 import { expandScopes, intersect } from './permissions.js';
 import type { AuthorClaim, Principal } from './principal.js';
@@ -106,13 +105,12 @@ export class TokenVerifier {
   }
 
   private reload(): void {
-    const version = (this.storage.meta.get(K.keyVersion()) as number | undefined) ?? 0;
+    const version = signingKeyVersion(this.storage.meta);
     if (version === this.version) return;
     const byId = new Map<string, LoadedKey>();
     const byX = new Map<string, LoadedKey>();
     const orgs = new Map<string, OrgRecord>();
-    for (const { value } of this.storage.meta.getRange(under(['key']))) {
-      const record = value as SigningKeyRecord;
+    for (const record of allSigningKeys(this.storage.meta)) {
       const org = getOrg(this.storage.meta, record.org_id);
       if (!org) continue;
       const loaded = { record, org };

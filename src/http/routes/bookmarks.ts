@@ -1,12 +1,9 @@
-import type { Key } from 'lmdb';
 import { notFound } from '../../errors.js';
 import { checkBookmarkName } from '../../protocol/names.js';
 import { compileRefGlob } from '../../protocol/ref-glob.js';
 import { createBookmarkBody, mergeBody, moveBookmarkBody, moveBookmarksBody, type MoveInput } from '../../protocol/schemas/bookmarks.js';
 import { bookmarkView, type BookmarkView } from '../../protocol/views/bookmark.js';
-import { K, under } from '../../storage/keys.js';
-import type { BookmarkRecord } from '../../storage/records.js';
-import { getBookmark } from '../../storage/repo-store.js';
+import { bookmarksFrom, getBookmark } from '../../storage/repo-store.js';
 import type { CreateBookmarkInput, DeleteBookmarkInput, MoveBookmarksInput, MoveRequest } from '../../actors/commands/bookmarks.js';
 import type { MergeBookmarksInput } from '../../actors/commands/merge.js';
 import { callActor } from '../actor-call.js';
@@ -34,15 +31,13 @@ export const bookmarkRoutes: RouteDef[] = [
       const cursor = decodeCursor(ctx.query.cursor, hasString('after'));
       const limit = ctx.query.limit as number;
       // Names sort as keys, so the glob's literal prefix bounds the scan and the cursor is a name.
-      const range = under(['r', repo.id, 'bm']);
-      let start: Key = range.start;
-      if (glob?.prefix) start = K.bookmark(repo.id, glob.prefix);
+      let from: string | null = glob?.prefix ? glob.prefix : null;
       // Keys compare as UTF-8 bytes, so the later of the two starting points is chosen the same way.
-      if (cursor && (glob === null || Buffer.compare(Buffer.from(cursor.after), Buffer.from(glob.prefix)) >= 0)) start = K.bookmark(repo.id, cursor.after);
+      if (cursor && (glob === null || Buffer.compare(Buffer.from(cursor.after), Buffer.from(glob.prefix)) >= 0)) from = cursor.after;
       const bookmarks: BookmarkView[] = [];
       let hasMore = false;
-      for (const { key, value } of ctx.services.storage.meta.getRange({ start, end: range.end })) {
-        const name = (key as string[])[3]!;
+      for (const record of bookmarksFrom(ctx.services.storage.meta, repo.id, from)) {
+        const name = record.name;
         if (cursor && name === cursor.after) continue;
         if (glob) {
           if (!name.startsWith(glob.prefix)) break;
@@ -52,7 +47,7 @@ export const bookmarkRoutes: RouteDef[] = [
           hasMore = true;
           break;
         }
-        bookmarks.push(bookmarkView(repo, value as BookmarkRecord));
+        bookmarks.push(bookmarkView(repo, record));
       }
       const last = bookmarks[bookmarks.length - 1];
       return {

@@ -1,9 +1,8 @@
-import type { Key } from 'lmdb';
 import { invalid, notFound } from '../../errors.js';
 import type { Static } from '@sinclair/typebox';
 import { createSyncBody, pushBody } from '../../protocol/schemas/syncs.js';
 import { syncRunView, syncView } from '../../protocol/views/sync.js';
-import { K, under } from '../../storage/keys.js';
+import { getSync, orgSyncsNewestFirst, repoSyncsNewestFirst } from '../../storage/sync-store.js';
 import type { RepoRecord, SyncRecord } from '../../storage/records.js';
 import { getRepo, getRepoByName } from '../../storage/repo-store.js';
 import type { EnqueueSyncInput } from '../../actors/commands/syncs.js';
@@ -31,24 +30,15 @@ async function enqueue(ctx: RequestContext, body: Static<typeof createSyncBody>)
 }
 
 /** Sync records of one repository, newest first, strictly before the cursor's sync id. */
-function* repoSyncs(ctx: RequestContext, repoId: string, before: string | undefined): Generator<SyncRecord> {
-  const range = under(['r', repoId, 'sync']);
-  const start: Key = before ? K.sync(repoId, before) : range.end;
-  for (const { key, value } of ctx.services.storage.meta.getRange({ start, end: range.start, reverse: true })) {
-    if ((key as string[])[3] !== before) yield value as SyncRecord;
-  }
+function repoSyncs(ctx: RequestContext, repoId: string, before: string | undefined): Generator<SyncRecord> {
+  return repoSyncsNewestFirst(ctx.services.storage.meta, repoId, before);
 }
 
 /** Sync records of the org's repositories this token may see, newest first. */
 function* orgSyncs(ctx: RequestContext, before: string | undefined): Generator<SyncRecord> {
   const { meta } = ctx.services.storage;
-  const range = under(['o', ctx.org.id, 'sync']);
-  const start: Key = before ? K.orgSync(ctx.org.id, before) : range.end;
   const visible = new Map<string, RepoRecord | null>();
-  for (const { key, value } of meta.getRange({ start, end: range.start, reverse: true })) {
-    const syncId = (key as string[])[3]!;
-    if (syncId === before) continue;
-    const repoId = value as string;
+  for (const { syncId, repoId } of orgSyncsNewestFirst(meta, ctx.org.id, before)) {
     let repo = visible.get(repoId);
     if (repo === undefined) {
       const record = getRepo(meta, repoId);
@@ -56,7 +46,7 @@ function* orgSyncs(ctx: RequestContext, before: string | undefined): Generator<S
       visible.set(repoId, repo);
     }
     if (!repo) continue;
-    const sync = meta.get(K.sync(repoId, syncId)) as SyncRecord | undefined;
+    const sync = getSync(meta, repoId, syncId);
     if (sync) yield sync;
   }
 }
@@ -99,7 +89,7 @@ export const syncRoutes: RouteDef[] = [
     path: '/{org}/{repo}/upstream/syncs/{syncId}',
     permission: 'git:read',
     handler(ctx) {
-      const record = ctx.services.storage.meta.get(K.sync(ctx.repo!.id, ctx.params.syncId!)) as SyncRecord | undefined;
+      const record = getSync(ctx.services.storage.meta, ctx.repo!.id, ctx.params.syncId!);
       if (!record) throw notFound('NOT_FOUND', `sync "${ctx.params.syncId}" not found`);
       return { status: 200, schema: 'sync', value: syncView(record) };
     },

@@ -1,11 +1,9 @@
-import type { Key } from 'lmdb';
 import { invalid, notFound } from '../../errors.js';
 import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
-import { under } from '../../storage/keys.js';
 import { createTargetBody, patchTargetBody, noBody } from '../../protocol/schemas/webhooks.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
 import type { CreateTargetInput, RedeliverInput, TargetInput, UpdateTargetInput } from '../../actors/commands/webhooks.js';
-import { getTarget, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../actors/system/webhooks/records.js';
+import { deliveriesNewestFirst, getTarget, repoExists, targetVisible, targetsNewestFirst, type WebhookTargetRecord } from '../../storage/webhook-store.js';
 import { adoptWebhookDelivery } from '../../actors/system/webhooks/index.js';
 import { callActor } from '../actor-call.js';
 import { orgActor } from '../../actors/actor-names.js';
@@ -39,29 +37,25 @@ function reachableTarget(ctx: RequestContext): WebhookTargetRecord {
   return target;
 }
 
-/** Newest first, strictly before `before`, as `{items, next_cursor, has_more}`. */
-function newestFirst<T, V>(
+/** One page of `records` (newest first) that `keep` accepts, as `{items, next_cursor, has_more}`. */
+function pageOf<T extends { id: string }, V>(
   ctx: RequestContext,
-  prefix: string[],
-  before: string | undefined,
+  records: Iterable<T>,
   keep: (value: T) => boolean,
   view: (value: T) => V,
 ): { items: V[]; next_cursor: string | null; has_more: boolean } {
   const limit = ctx.query.limit as number;
-  const range = under(prefix);
-  const start: Key = before ? [...prefix, before] : range.end;
   const items: V[] = [];
   let last: string | null = null;
   let hasMore = false;
-  for (const { key, value } of ctx.services.storage.meta.getRange({ start, end: range.start, reverse: true })) {
-    const id = (key as string[])[prefix.length]!;
-    if (id === before || !keep(value as T)) continue;
+  for (const record of records) {
+    if (!keep(record)) continue;
     if (items.length === limit) {
       hasMore = true;
       break;
     }
-    items.push(view(value as T));
-    last = id;
+    items.push(view(record));
+    last = record.id;
   }
   return { items, next_cursor: hasMore && last ? encodeCursor({ before: last }) : null, has_more: hasMore };
 }
@@ -95,7 +89,7 @@ export const webhookRoutes: RouteDef[] = [
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
       const allowed = allowedRepoIds(ctx.services.storage, ctx.principal);
       const exists = repoExists(ctx.services.storage.meta, ctx.org.id);
-      const page = newestFirst<WebhookTargetRecord, unknown>(ctx, ['o', ctx.org.id, 'wht'], cursor?.before, (t) => targetVisible(t, allowed, exists), webhookTargetView);
+      const page = pageOf(ctx, targetsNewestFirst(ctx.services.storage.meta, ctx.org.id, cursor?.before), (t) => targetVisible(t, allowed, exists), webhookTargetView);
       return { status: 200, schema: 'webhookTargetPage', value: { webhook_targets: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },
@@ -148,7 +142,7 @@ export const webhookRoutes: RouteDef[] = [
     handler(ctx) {
       const target = reachableTarget(ctx);
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
-      const page = newestFirst<DeliveryRecord, unknown>(ctx, ['o', ctx.org.id, 'whd', target.id], cursor?.before, () => true, deliveryView);
+      const page = pageOf(ctx, deliveriesNewestFirst(ctx.services.storage.meta, ctx.org.id, target.id, cursor?.before), () => true, deliveryView);
       return { status: 200, schema: 'webhookDeliveryPage', value: { deliveries: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },

@@ -1,4 +1,4 @@
-import { K } from '../../storage/keys.js';
+import { getLatestSync } from '../../storage/sync-store.js';
 import type { OrgRecord, RepoRecord } from '../../storage/records.js';
 import { getBookmark, headChangeId } from '../../storage/repo-store.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
@@ -22,7 +22,7 @@ export function repositoryView(meta: Meta, repo: RepoRecord, org: OrgRecord, pub
     upstream: repo.upstream && {
       url: repo.upstream.url,
       auth_kind: repo.upstream.auth_kind,
-      latest_sync: meta.get(K.latestSync(repo.id)) ?? null,
+      latest_sync: getLatestSync(meta, repo.id) ?? null,
     },
     created_at: repo.created_at,
     tags: repo.tags,
@@ -49,7 +49,7 @@ const keptJson = new WeakMap<RepoRecord, KeptJson>();
 /** `repositoryView` serialized, built once per version of its records. */
 export function repositoryJson(meta: Meta, repo: RepoRecord, org: OrgRecord, publicUrl: string): string {
   const head = getBookmark(meta, repo.id, repo.default_bookmark);
-  const latestSync = repo.upstream ? meta.get(K.latestSync(repo.id)) : undefined;
+  const latestSync = repo.upstream ? getLatestSync(meta, repo.id) : undefined;
   const kept = keptJson.get(repo);
   if (kept && kept.org === org && kept.head === head && kept.latestSync === latestSync && kept.publicUrl === publicUrl) return kept.json;
   const json = serialize('repository', repositoryView(meta, repo, org, publicUrl));
@@ -73,7 +73,7 @@ export function repoEventView(meta: Meta, repo: RepoRecord): Record<string, unkn
 export function repositoryListItem(meta: Meta, repo: RepoRecord): Record<string, unknown> {
   let upstream = null;
   if (repo.upstream) {
-    const latest = meta.get(K.latestSync(repo.id)) as { status: string } | undefined;
+    const latest = getLatestSync(meta, repo.id);
     const status = !latest ? 'never' : latest.status === 'completed' ? 'synced' : latest.status === 'failed' ? 'error' : 'syncing';
     upstream = { uri: repo.upstream.url, status };
   }

@@ -1,4 +1,4 @@
-import type { DeliveryRecord, WebhookTargetRecord } from '../../actors/system/webhooks/records.js';
+import type { DeliveryRecord, WebhookTargetRecord } from '../../storage/webhook-store.js';
 
 /** Webhook records as the API shows them (API §11.1, §11.4). The sealed secret never appears. */
 export interface WebhookTargetView {

@@ -11,8 +11,7 @@
  */
 import { log } from '../../../log.js';
 import type { Storage } from '../../../storage/database.js';
-import { under } from '../../../storage/keys.js';
-import { getRepo } from '../../../storage/repo-store.js';
+import { allRepoIds, getRepo } from '../../../storage/repo-store.js';
 import type { RunOutcome } from './engine.js';
 
 /** What the actor drives (the engine; an injected one in tests). */
@@ -80,21 +79,17 @@ export class AnalyticsActor {
     const meta = this.storage.meta;
     const alive = new Set<string>();
     let queued = 0;
-    for (const orgKey of meta.getKeys(under(['org']))) {
-      const orgId = (orgKey as string[])[1]!;
-      for (const key of meta.getKeys(under(['o', orgId, 'repo']))) {
-        const repoId = (key as string[])[3]!;
-        alive.add(repoId);
-        const repo = getRepo(meta, repoId);
-        if (!repo) continue;
-        const mark = `${repo.last_op_id ?? ''}|${repo.default_bookmark}`;
-        const retry = this.#retry.get(repoId);
-        const due = retry !== undefined && retry.at <= now;
-        if (this.#seen.get(repoId) === mark && !due) continue;
-        this.#seen.set(repoId, mark);
-        if (due) this.#retry.delete(repoId);
-        if (this.#enqueueIfBehind(repoId)) queued++;
-      }
+    for (const repoId of allRepoIds(meta)) {
+      alive.add(repoId);
+      const repo = getRepo(meta, repoId);
+      if (!repo) continue;
+      const mark = `${repo.last_op_id ?? ''}|${repo.default_bookmark}`;
+      const retry = this.#retry.get(repoId);
+      const due = retry !== undefined && retry.at <= now;
+      if (this.#seen.get(repoId) === mark && !due) continue;
+      this.#seen.set(repoId, mark);
+      if (due) this.#retry.delete(repoId);
+      if (this.#enqueueIfBehind(repoId)) queued++;
     }
     for (const repoId of this.#seen.keys()) {
       if (!alive.has(repoId)) {

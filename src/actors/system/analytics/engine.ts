@@ -20,7 +20,19 @@
 import { performance } from 'node:perf_hooks';
 import { log } from '../../../log.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
-import { K, under } from '../../../storage/keys.js';
+import {
+  getAnalyticsState,
+  getKeptCommit,
+  hasAnalyticsText,
+  hasKeptCommit,
+  keptCommitOids,
+  putAnalyticsState,
+  putAnalyticsText,
+  putKeptCommit,
+  removeKeptCommit,
+  type AnalyticsState,
+} from '../../../storage/analytics-store.js';
+import { repoExists } from '../../../storage/repo-store.js';
 import type { ObjectStore } from '../../../vcs/object-store.js';
 import type { AgentTable } from './agent-table.js';
 import { AgentblameNotes } from './agentblame-notes.js';
@@ -33,20 +45,6 @@ import { encodeDocument, readDocument } from './stored-document.js';
 
 /** Bumped when per-commit results would come out differently: kept results are then recomputed. */
 export const ENGINE_VERSION = 1;
-
-export interface AnalyticsState {
-  engine: number;
-  /** The agent table's fingerprint the kept results were computed with. */
-  table: string;
-  /** The head commit the document counts (null: the default bookmark was on the virtual root). */
-  head: string | null;
-  /** The agentblame notes commit the document was computed with. */
-  notes: string | null;
-  /** A rebuild is writing results: kept results may include commits the document does not count. */
-  rebuilding: boolean;
-  /** Why the last attempt failed (`_meta.lastError`, kept here too so status needs no document read); "" after a success. */
-  error: string;
-}
 
 /** A kept per-commit result. */
 interface KeptCommit {
@@ -141,10 +139,10 @@ export class AnalyticsEngine {
   needsRun(repoId: string): boolean {
     const meta = this.storage.meta;
     if (!this.source.exists(repoId)) return false;
-    const state = meta.get(K.analyticsState(repoId)) as AnalyticsState | undefined;
+    const state = getAnalyticsState(meta, repoId);
     const head = this.source.head(repoId);
     // An empty repository has nothing to count: it stays "none" until its first commit.
-    if (state === undefined) return head !== null || meta.doesExist(K.analytics(repoId));
+    if (state === undefined) return head !== null || hasAnalyticsText(meta, repoId);
     if (
       state.rebuilding ||
       state.engine !== ENGINE_VERSION ||
@@ -161,7 +159,7 @@ export class AnalyticsEngine {
   async #run(repoId: string, attempt: string): Promise<Omit<RunOutcome, 'ms'>> {
     const meta = this.storage.meta;
     if (!this.source.exists(repoId)) return { kind: 'gone', head: null, computed: 0, reused: 0 };
-    const state = meta.get(K.analyticsState(repoId)) as AnalyticsState | undefined;
+    const state = getAnalyticsState(meta, repoId);
     const stored = readDocument(meta, repoId);
     const head = this.source.head(repoId);
     const notesOid = this.source.notes(repoId);
@@ -171,8 +169,8 @@ export class AnalyticsEngine {
     if (consistent && state.head === head) {
       this.#stamp(stored, attempt, false);
       this.#write(repoId, () => {
-        meta.putSync(K.analytics(repoId), encodeDocument(stored));
-        meta.putSync(K.analyticsState(repoId), { ...state, error: '' });
+        putAnalyticsText(meta, repoId, encodeDocument(stored));
+        putAnalyticsState(meta, repoId, { ...state, error: '' });
       });
       return { kind: 'unchanged', head, computed: 0, reused: 0 };
     }
@@ -181,16 +179,16 @@ export class AnalyticsEngine {
     const notes = AgentblameNotes.read(store, notesOid, (oid) => this.source.predecessor(repoId, oid));
     const fresh = new Map<string, CommitResult>();
     if (consistent && state.head !== null && head !== null) {
-      const walk = await this.#walk(store, head, notes, fresh, (oid) => meta.doesExist(K.analyticsCommit(repoId, oid)), () => undefined);
+      const walk = await this.#walk(store, head, notes, fresh, (oid) => hasKeptCommit(meta, repoId, oid), () => undefined);
       // A long run of new commits (a large pull) goes the rebuild way, whose writes are chunked.
       if (walk.boundary.has(state.head) && walk.order.length <= this.#writeChunk) {
         addCommits(stored, walk.order.filter((r) => !r.merge).map((r) => r.item));
         this.#stamp(stored, attempt, true);
         const next: AnalyticsState = { ...state, head, error: '' };
         this.#write(repoId, () => {
-          for (const r of walk.order) meta.putSync(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
-          meta.putSync(K.analytics(repoId), encodeDocument(stored));
-          meta.putSync(K.analyticsState(repoId), next);
+          for (const r of walk.order) putKeptCommit(meta, repoId, r.oid, keptOf(r, notes.blobOf(r.oid)));
+          putAnalyticsText(meta, repoId, encodeDocument(stored));
+          putAnalyticsState(meta, repoId, next);
         });
         return { kind: 'incremental', head, computed: walk.computed, reused: 0 };
       }
@@ -210,17 +208,17 @@ export class AnalyticsEngine {
     keptValid: boolean,
   ): Promise<Omit<RunOutcome, 'ms'>> {
     const meta = this.storage.meta;
-    if (state && !state.rebuilding) this.#write(repoId, () => meta.putSync(K.analyticsState(repoId), { ...state, rebuilding: true }));
+    if (state && !state.rebuilding) this.#write(repoId, () => putAnalyticsState(meta, repoId, { ...state, rebuilding: true }));
     const pending: CommitResult[] = [];
     const flush = (): void => {
       const batch = pending.splice(0);
       this.#write(repoId, () => {
-        for (const r of batch) meta.putSync(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
+        for (const r of batch) putKeptCommit(meta, repoId, r.oid, keptOf(r, notes.blobOf(r.oid)));
       });
     };
     const kept = (oid: string): CommitResult | undefined => {
       if (!keptValid) return undefined;
-      const k = meta.get(K.analyticsCommit(repoId, oid)) as KeptCommit | undefined;
+      const k = getKeptCommit<KeptCommit>(meta, repoId, oid);
       if (!k || k.note !== notes.blobOf(oid)) return undefined;
       return { oid, parents: k.parents, merge: k.merge, item: k.item };
     };
@@ -236,17 +234,14 @@ export class AnalyticsEngine {
     this.#stamp(doc, attempt, true);
     const reachable = new Set(walk.order.map((r) => r.oid));
     const stale: string[] = [];
-    for (const key of meta.getKeys(under(['r', repoId, 'analytics-commit']))) {
-      const oid = (key as string[])[3]!;
-      if (!reachable.has(oid)) stale.push(oid);
-    }
+    for (const oid of keptCommitOids(meta, repoId)) if (!reachable.has(oid)) stale.push(oid);
     const next: AnalyticsState = { engine: ENGINE_VERSION, table: this.table.fingerprint, head, notes: notesOid, rebuilding: false, error: '' };
     const last = pending.splice(0);
     this.#write(repoId, () => {
-      for (const r of last) meta.putSync(K.analyticsCommit(repoId, r.oid), keptOf(r, notes.blobOf(r.oid)));
-      for (const oid of stale) meta.removeSync(K.analyticsCommit(repoId, oid));
-      meta.putSync(K.analytics(repoId), encodeDocument(doc));
-      meta.putSync(K.analyticsState(repoId), next);
+      for (const r of last) putKeptCommit(meta, repoId, r.oid, keptOf(r, notes.blobOf(r.oid)));
+      for (const oid of stale) removeKeptCommit(meta, repoId, oid);
+      putAnalyticsText(meta, repoId, encodeDocument(doc));
+      putAnalyticsState(meta, repoId, next);
     });
     return { kind: 'rebuild', head, computed: walk.computed, reused: walk.reused };
   }
@@ -314,10 +309,10 @@ export class AnalyticsEngine {
     const doc = readDocument(meta, repoId) ?? emptyDocument();
     doc._meta = { lastAttempt: attempt, lastSuccess: doc._meta.lastSuccess, lastError: error };
     this.#write(repoId, () => {
-      meta.putSync(K.analytics(repoId), encodeDocument(doc));
+      putAnalyticsText(meta, repoId, encodeDocument(doc));
       // Without a state there is no computation to mark: the document alone says it failed.
-      const state = meta.get(K.analyticsState(repoId)) as AnalyticsState | undefined;
-      if (state) meta.putSync(K.analyticsState(repoId), { ...state, error });
+      const state = getAnalyticsState(meta, repoId);
+      if (state) putAnalyticsState(meta, repoId, { ...state, error });
     });
   }
 
@@ -330,7 +325,7 @@ export class AnalyticsEngine {
   #write(repoId: string, fn: () => void): void {
     const meta = this.storage.meta;
     meta.transactionSync(() => {
-      if (meta.doesExist(K.repo(repoId))) fn();
+      if (repoExists(meta, repoId)) fn();
     }, COMMIT_THEN_SYNC);
   }
 }

@@ -4,12 +4,11 @@
  * against a source that fails; `LmdbAnalyticsSource` is the real one, usable from any thread.
  */
 import type { Database, Key } from 'lmdb';
-import { K } from '../../../storage/keys.js';
 import type { ObjectStore } from '../../../vcs/object-store.js';
 import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
 import type { Storage } from '../../../storage/database.js';
 import { changeIdOfCommitOid, evolutionOf, getChange, objectStore } from '../../../storage/change-store.js';
-import { getRepo, headChangeId } from '../../../storage/repo-store.js';
+import { getNotesRef, getRepo, headChangeId } from '../../../storage/repo-store.js';
 import type { RepoRecord } from '../../../storage/records.js';
 
 export interface AnalyticsSource {
@@ -36,7 +35,7 @@ export function headCommitOid(meta: Meta, repo: RepoRecord): string | null {
 
 /** The `refs/notes/agentblame` notes commit that upstream sync imported, or null. */
 export function notesCommitOid(meta: Meta, repoId: string): string | null {
-  return (meta.get(K.notes(repoId, 'agentblame')) as string | undefined) ?? null;
+  return getNotesRef(meta, repoId, 'agentblame') ?? null;
 }
 
 export class LmdbAnalyticsSource implements AnalyticsSource {

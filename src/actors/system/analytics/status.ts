@@ -3,9 +3,8 @@
  * snapshot on any thread — a few point reads, no computation, no decoding of the document.
  */
 import type { Database, Key } from 'lmdb';
-import { K } from '../../../storage/keys.js';
 import type { RepoRecord } from '../../../storage/records.js';
-import type { AnalyticsState } from './engine.js';
+import { getAnalyticsState } from '../../../storage/analytics-store.js';
 import { headCommitOid, notesCommitOid } from './source.js';
 import { readDocumentText } from './stored-document.js';
 
@@ -24,7 +23,7 @@ export interface StoredAnalytics {
 export function readAnalytics(meta: Database<unknown, Key>, repo: RepoRecord): StoredAnalytics {
   const text = readDocumentText(meta, repo.id);
   if (text === undefined) return { text: null, status: 'none' };
-  const state = meta.get(K.analyticsState(repo.id)) as AnalyticsState | undefined;
+  const state = getAnalyticsState(meta, repo.id);
   const current =
     state !== undefined &&
     !state.rebuilding &&

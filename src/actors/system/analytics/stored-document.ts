@@ -4,7 +4,7 @@
  * re-encoding of a history of 1,000 commits on the request path; only windowed views parse it.
  */
 import type { Database, Key } from 'lmdb';
-import { K } from '../../../storage/keys.js';
+import { getAnalyticsText } from '../../../storage/analytics-store.js';
 import { serialize } from '../../../protocol/serializers.js';
 import type { AnalyticsDocument } from './document.js';
 
@@ -15,7 +15,7 @@ export function encodeDocument(doc: AnalyticsDocument): string {
 }
 
 export function readDocumentText(meta: Meta, repoId: string): string | undefined {
-  return meta.get(K.analytics(repoId)) as string | undefined;
+  return getAnalyticsText(meta, repoId);
 }
 
 export function readDocument(meta: Meta, repoId: string): AnalyticsDocument | undefined {

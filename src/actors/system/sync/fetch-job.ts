@@ -16,8 +16,8 @@
  */
 import type { Storage } from '../../../storage/database.js';
 import { changeIdOfCommitOid, getChange } from '../../../storage/change-store.js';
-import { K, under } from '../../../storage/keys.js';
-import type { BookmarkRecord, TagRecord } from '../../../storage/records.js';
+import { isObjectStored } from '../../../storage/git-object-store.js';
+import { bookmarksOf, getNotesRef, getTag, tagsOf } from '../../../storage/repo-store.js';
 import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
 import { isServiceError } from '../../../errors.js';
 import { PackStoreSink, type PackStoreTarget } from './pack-store-sink.js';
@@ -35,8 +35,8 @@ const MAX_HAVES = 256;
 function holds(storage: Storage, repoId: string, ref: string, oid: string): boolean {
   const { meta } = storage;
   if (changeIdOfCommitOid(meta, repoId, oid) !== undefined) return true;
-  if (ref === NOTES_REF) return meta.get(K.notes(repoId, 'agentblame')) === oid;
-  if (ref.startsWith(TAG_PREFIX)) return (meta.get(K.tag(repoId, ref.slice(TAG_PREFIX.length))) as TagRecord | undefined)?.oid === oid;
+  if (ref === NOTES_REF) return getNotesRef(meta, repoId, 'agentblame') === oid;
+  if (ref.startsWith(TAG_PREFIX)) return getTag(meta, repoId, ref.slice(TAG_PREFIX.length))?.oid === oid;
   return false;
 }
 
@@ -44,19 +44,17 @@ function holds(storage: Storage, repoId: string, ref: string, oid: string): bool
 function completeCommits(storage: Storage, repoId: string): string[] {
   const { meta } = storage;
   const out = new Set<string>();
-  for (const { value } of meta.getRange(under(['r', repoId, 'bm']))) {
-    const bookmark = value as BookmarkRecord;
+  for (const bookmark of bookmarksOf(meta, repoId)) {
     if (bookmark.change_id === ROOT_CHANGE_ID) continue;
     const change = getChange(meta, repoId, bookmark.change_id);
     if (change) out.add(change.commit_oid);
     if (out.size >= MAX_HAVES) return [...out];
   }
-  for (const { value } of meta.getRange(under(['r', repoId, 'tag']))) {
-    const tag = value as TagRecord;
+  for (const tag of tagsOf(meta, repoId)) {
     if (tag.target_commit) out.add(tag.target_commit);
     if (out.size >= MAX_HAVES) return [...out];
   }
-  const notes = meta.get(K.notes(repoId, 'agentblame')) as string | undefined;
+  const notes = getNotesRef(meta, repoId, 'agentblame');
   if (notes) out.add(notes);
   return [...out];
 }
@@ -90,7 +88,7 @@ export async function fetchUpstream(storage: Storage, remote: Remote, target: Pa
       throw syncFailureOf(err);
     }
     let missing = 0;
-    for (const oid of wants) if (!storage.objects.doesExist(K.object(repoId, oid))) missing++;
+    for (const oid of wants) if (!isObjectStored(storage, repoId, oid)) missing++;
     if (missing > 0) throw new GitProtocolError(`the upstream did not send ${missing} of the objects asked for`);
   }
   return { head: adv.symrefs.get('HEAD') ?? null, refs };

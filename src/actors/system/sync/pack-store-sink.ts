@@ -24,12 +24,11 @@ import { isServiceError, notFound } from '../../../errors.js';
 import { BlobStager, commitStagedBlob, discardUpload, forgetStaging, type StagedBlob } from '../../../storage/blob-store.js';
 import { discardFetched } from '../../../storage/blob-collect.js';
 import { objectStore } from '../../../storage/change-store.js';
-import { CHUNK_SIZE, decodeObjectValue, encodeInlineObject, readChunk, type PreparedObject } from '../../../storage/git-object-store.js';
-import { K } from '../../../storage/keys.js';
+import { CHUNK_SIZE, decodeObjectValue, encodeInlineObject, isObjectStored, readChunk, storedObjectValue, type PreparedObject } from '../../../storage/git-object-store.js';
 import { ObjectAccounting } from '../../../storage/object-accounting.js';
 import { getPending, pendingOf } from '../../../storage/pending-objects.js';
 import { assertRoom } from '../../../storage/quota.js';
-import type { RepoRecord } from '../../../storage/records.js';
+import { getRepo } from '../../../storage/repo-store.js';
 import { parseCommit, parseTree } from '../../../vcs/git-object.js';
 import { checkObject } from '../../../vcs/object-check.js';
 import type { GitObject, ObjectType } from '../../../vcs/object-store.js';
@@ -133,18 +132,18 @@ export class PackStoreSink implements PackSink {
     private readonly target: PackStoreTarget,
     private readonly options: PackStoreOptions,
   ) {
-    const repo = storage.meta.get(K.repo(target.repoId)) as RepoRecord | undefined;
+    const repo = getRepo(storage.meta, target.repoId);
     if (!repo) throw repoGone();
     this.orgId = repo.org_id;
     this.accounting = new ObjectAccounting(storage.meta, target.repoId, { kind: 'fetch', owner: target.owner }, Date.now());
   }
 
   private storedValue(oid: string): Buffer | undefined {
-    return this.storage.objects.get(K.object(this.target.repoId, oid));
+    return storedObjectValue(this.storage, this.target.repoId, oid);
   }
 
   private stored(oid: string): boolean {
-    return this.storage.objects.doesExist(K.object(this.target.repoId, oid));
+    return isObjectStored(this.storage, this.target.repoId, oid);
   }
 
   /**
@@ -291,7 +290,7 @@ export class PackStoreSink implements PackSink {
     try {
       storage.root.transactionSync(() => {
         // Checked in the same transaction: objects are never written under a deleted repository.
-        const repo = storage.meta.get(K.repo(repoId)) as RepoRecord | undefined;
+        const repo = getRepo(storage.meta, repoId);
         if (!repo) throw repoGone();
         for (const object of objects) store.writePrepared(object);
         for (const blob of staged) commitStagedBlob(storage, repoId, blob, this.accounting);

@@ -9,10 +9,9 @@ import { bookmarkEventView } from '../../../protocol/views/bookmark.js';
 import { bookmarkNameProblem } from '../../../protocol/names.js';
 import { repoEventView } from '../../../protocol/views/repository.js';
 import { changeIdOfCommitOid, getChange, isRepositoryEmpty, objectStore, putEvolution, putNewChange } from '../../../storage/change-store.js';
-import { K } from '../../../storage/keys.js';
 import { dropPendingOwnedBy } from '../../../storage/pending-objects.js';
 import type { BookmarkRecord, SyncRecord, SyncRefStat, TagRecord } from '../../../storage/records.js';
-import { getBookmark, getTag, putTag } from '../../../storage/repo-store.js';
+import { getBookmark, getNotesRef, getTag, putBookmark, putNotesRef, putTag } from '../../../storage/repo-store.js';
 import { isAncestor } from '../../../vcs/commit-graph.js';
 import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
 import type { ObjectStore } from '../../../vcs/object-store.js';
@@ -147,7 +146,7 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
       const targetChange = changeIdOfCommitOid(meta, repo.id, oid)!;
       if (!bookmark) {
         const record: BookmarkRecord = { name: kind.name, change_id: targetChange, created_at: now, updated_at: now };
-        meta.putSync(K.bookmark(repo.id, record.name), record);
+        putBookmark(meta, repo.id, record);
         ctx.mutation.emit('bookmark.created', org, repo, { bookmark: bookmarkEventView(repo, record, oid) });
         stats.push({ name: ref, before: null, after: oid, outcome: 'updated' });
         updates.push({ ref, bookmark: kind.name, before: null, after: oid, action: 'created' });
@@ -193,13 +192,13 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
       stats.push({ name: ref, before: null, after: oid, outcome: 'updated' });
       refsChanged = true;
     } else {
-      const before = (meta.get(K.notes(repo.id, 'agentblame')) as string | undefined) ?? null;
+      const before = getNotesRef(meta, repo.id, 'agentblame') ?? null;
       if (before === oid || !isCommit(oid)) {
         stats.push({ name: ref, before, after: before, outcome: before === oid ? 'unchanged' : 'rejected' });
         continue;
       }
       // Notes are rewritten freely by the tools that keep them: the upstream's value wins.
-      meta.putSync(K.notes(repo.id, 'agentblame'), oid);
+      putNotesRef(meta, repo.id, 'agentblame', oid);
       stats.push({ name: ref, before, after: oid, outcome: 'updated' });
       refsChanged = true;
     }

@@ -7,8 +7,8 @@
  */
 import type { Storage } from '../../../storage/database.js';
 import { getChange, objectStore } from '../../../storage/change-store.js';
-import { under } from '../../../storage/keys.js';
-import type { BookmarkRecord, SyncRefStat, TagRecord } from '../../../storage/records.js';
+import type { SyncRefStat } from '../../../storage/records.js';
+import { bookmarksOf, tagsOf } from '../../../storage/repo-store.js';
 import type { LmdbObjectStore } from '../../../storage/git-object-store.js';
 import { isAncestor } from '../../../vcs/commit-graph.js';
 import { EMPTY_TREE_OID, readCommit, readTree } from '../../../vcs/git-object.js';
@@ -31,15 +31,13 @@ interface LocalRef {
 function localRefs(storage: Storage, repoId: string): LocalRef[] {
   const { meta } = storage;
   const out: LocalRef[] = [];
-  for (const { value } of meta.getRange(under(['r', repoId, 'bm']))) {
-    const bookmark = value as BookmarkRecord;
+  for (const bookmark of bookmarksOf(meta, repoId)) {
     // A bookmark at the virtual root has no commit to push.
     if (bookmark.change_id === ROOT_CHANGE_ID) continue;
     const change = getChange(meta, repoId, bookmark.change_id);
     if (change) out.push({ ref: BRANCH_PREFIX + bookmark.name, oid: change.commit_oid, kind: 'branch', conflicted: change.is_conflicted });
   }
-  for (const { value } of meta.getRange(under(['r', repoId, 'tag']))) {
-    const tag = value as TagRecord;
+  for (const tag of tagsOf(meta, repoId)) {
     out.push({ ref: TAG_PREFIX + tag.name, oid: tag.oid, kind: 'tag', conflicted: false });
   }
   return out;

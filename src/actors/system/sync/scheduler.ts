@@ -17,7 +17,7 @@ import type { Services } from '../../../http/services.js';
 import { log } from '../../../log.js';
 import type { PrincipalMsg } from '../../../protocol/messages.js';
 import type { SyncView } from '../../../protocol/views/sync.js';
-import { K, under } from '../../../storage/keys.js';
+import { getSync, syncQueue, syncQueueLength } from '../../../storage/sync-store.js';
 import type { SyncRecord } from '../../../storage/records.js';
 import type { SyncJob, SyncJobResult } from './sync-worker.js';
 import { repoActor } from '../../actor-names.js';
@@ -59,7 +59,7 @@ export class SyncScheduler {
 
   /** Unfinished syncs (queued or running), for the queue-length gauge. */
   queueLength(): number {
-    return this.services.storage.meta.getKeysCount(under(['syncq']));
+    return syncQueueLength(this.services.storage.meta);
   }
 
   /** Looks at the queue soon (coalesced): after an enqueue, a finished job, a backoff expiry. */
@@ -77,16 +77,13 @@ export class SyncScheduler {
     const { meta } = this.services.storage;
     // The queue is in enqueue order, so the first entry seen for a repository is its head.
     const heads = new Map<string, string>();
-    for (const { key, value } of meta.getRange(under(['syncq']))) {
-      const repoId = value as string;
-      if (!heads.has(repoId)) heads.set(repoId, (key as string[])[1]!);
-    }
+    for (const { syncId, repoId } of syncQueue(meta)) if (!heads.has(repoId)) heads.set(repoId, syncId);
     const now = Date.now();
     let nextWake = Infinity;
     for (const [repoId, syncId] of heads) {
       if (this.running.size >= this.options.concurrency) break;
       if (this.running.has(repoId)) continue;
-      const record = meta.get(K.sync(repoId, syncId)) as SyncRecord | undefined;
+      const record = getSync(meta, repoId, syncId);
       if (!record || (record.status !== 'queued' && record.status !== 'in_progress')) continue;
       if (record.status === 'queued' && record.next_attempt_at > now) {
         nextWake = Math.min(nextWake, record.next_attempt_at);
@@ -172,7 +169,7 @@ export class SyncScheduler {
       return;
     }
     if (this.stopping) return;
-    const current = this.services.storage.meta.get(K.sync(record.repo_id, record.id)) as SyncRecord | undefined;
+    const current = getSync(this.services.storage.meta, record.repo_id, record.id);
     if (current?.status !== 'in_progress') {
       log.error('sync command failed', { sync_id: record.id, error: (err as Error).message });
       return;

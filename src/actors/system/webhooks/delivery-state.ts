@@ -1,8 +1,17 @@
-import type { Key } from 'lmdb';
 import { log } from '../../../log.js';
 import type { Storage } from '../../../storage/database.js';
-import { K, under } from '../../../storage/keys.js';
-import { getTarget, laneOf, type DeliveryRecord, type WebhookTargetRecord } from './records.js';
+import {
+  dropLaneEntries,
+  getDelivery,
+  getTarget,
+  laneEntries,
+  laneOf,
+  pendingLanes,
+  saveDeliveryAttempt,
+  targetBytes,
+  type DeliveryRecord,
+  type WebhookTargetRecord,
+} from '../../../storage/webhook-store.js';
 
 /**
  * Delivery state as the webhook actor reads and writes it: the delivery records of each target's
@@ -33,19 +42,13 @@ export class DeliveryState {
   constructor(private readonly storage: Storage) {}
 
   /** Every (target, lane) with pending deliveries, once each, as a previous run left them. */
-  *pendingLanes(): Generator<{ targetId: string; lane: string }> {
-    let last = '';
-    for (const key of this.storage.meta.getKeys(under(['whq']))) {
-      const [, targetId, lane] = key as string[];
-      if (`${targetId}\0${lane}` === last) continue;
-      last = `${targetId}\0${lane}`;
-      yield { targetId: targetId!, lane: lane! };
-    }
+  pendingLanes(): Generator<{ targetId: string; lane: string }> {
+    return pendingLanes(this.storage.meta);
   }
 
   /** The lane of a delivery that is pending (one another thread created), or null. */
   pendingLane(orgId: string, targetId: string, deliveryId: string): string | null {
-    const record = this.storage.meta.get(K.webhookDelivery(orgId, targetId, deliveryId)) as DeliveryRecord | undefined;
+    const record = getDelivery(this.storage.meta, orgId, targetId, deliveryId);
     return record?.status === 'pending' ? laneOf(record) : null;
   }
 
@@ -57,21 +60,19 @@ export class DeliveryState {
   readLane(targetId: string, lane: string, limit: number): PendingDelivery[] {
     const { meta, root } = this.storage;
     const found: PendingDelivery[] = [];
-    const stale: Key[] = [];
-    for (const { key, value } of meta.getRange(under(['whq', targetId, lane]))) {
-      const id = (key as string[])[3]!;
+    const stale: string[] = [];
+    for (const { orgId, deliveryId: id } of laneEntries(meta, targetId, lane)) {
       if (this.finishing.has(id)) continue;
-      const orgId = value as string;
-      const record = meta.get(K.webhookDelivery(orgId, targetId, id)) as DeliveryRecord | undefined;
+      const record = getDelivery(meta, orgId, targetId, id);
       if (record?.status !== 'pending') {
-        stale.push(key);
+        stale.push(id);
         continue;
       }
       found.push({ orgId, targetId, lane, record, dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 });
       if (found.length === limit) break;
     }
     if (stale.length) {
-      root.transaction(() => stale.forEach((key) => meta.removeSync(key))).catch((err: unknown) => log.error('webhook index cleanup failed', { err }));
+      root.transaction(() => dropLaneEntries(meta, targetId, lane, stale)).catch((err: unknown) => log.error('webhook index cleanup failed', { err }));
     }
     return found;
   }
@@ -82,8 +83,7 @@ export class DeliveryState {
    */
   target(orgId: string, targetId: string): WebhookTargetRecord | undefined {
     const { meta } = this.storage;
-    const key = K.webhookTarget(orgId, targetId);
-    const shared = meta.getBinaryFast(key);
+    const shared = targetBytes(meta, orgId, targetId);
     if (!shared) {
       this.targets.delete(targetId);
       return undefined;
@@ -119,13 +119,7 @@ export class DeliveryState {
       this.queued = [];
       try {
         await root.transaction(() => {
-          for (const { orgId, targetId, lane, record } of batch) {
-            const pendingKey = K.webhookPending(targetId, lane, record.id);
-            // Gone from the index: its target was deleted meanwhile, with its log.
-            if (!meta.doesExist(pendingKey)) continue;
-            meta.putSync(K.webhookDelivery(orgId, targetId, record.id), record);
-            if (record.status !== 'pending') meta.removeSync(pendingKey);
-          }
+          for (const { record } of batch) saveDeliveryAttempt(meta, record);
         });
       } catch (err) {
         log.error('webhook delivery state not saved', { err, deliveries: batch.length });

@@ -3,7 +3,7 @@ import type { SecretBox } from '../../../storage/secret-box.js';
 import { AttemptDeadlines, type Deadline } from './attempt-deadlines.js';
 import type { Clock } from './clock.js';
 import { AddressRefusedError, createWebhookAgent } from './outbound-agent.js';
-import type { DeliveryRecord, WebhookTargetRecord } from './records.js';
+import type { DeliveryRecord, WebhookTargetRecord } from '../../../storage/webhook-store.js';
 import { classifyStatus, parseRetryAfter, type Verdict } from './retry-policy.js';
 import { deliveryHeaders, signatureHeader } from './signature.js';
 

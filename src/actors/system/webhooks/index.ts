@@ -4,7 +4,7 @@ import { Gauge } from 'prom-client';
 import { log } from '../../../log.js';
 import type { Services } from '../../../http/services.js';
 import type { SystemActor } from '../index.js';
-import { pendingCount } from './records.js';
+import { pendingCount } from '../../../storage/webhook-store.js';
 import type { ToWebhookWorker, WebhookWorkerData } from './worker.js';
 
 /**

@@ -1,8 +1,7 @@
-import type { Key } from 'lmdb';
 import type { Storage } from '../../../storage/database.js';
-import { under } from '../../../storage/keys.js';
+import { allOrgIds } from '../../../storage/repo-store.js';
 import { idTime } from '../../../storage/ids.js';
-import { orgTargets, type DeliveryRecord } from './records.js';
+import { deliveryLog, orgTargets, removeFinishedDelivery } from '../../../storage/webhook-store.js';
 
 /** Delivery log pruning (API §11.4: finished deliveries are kept 7 days). */
 
@@ -16,28 +15,20 @@ const PRUNE_BATCH = 1000;
 export async function pruneDeliveryLog(storage: Storage, cutoff: number, stopped: () => boolean = () => false): Promise<number> {
   const { meta, root } = storage;
   let removed = 0;
-  for (const orgKey of [...meta.getKeys(under(['org']))]) {
-    const orgId = (orgKey as string[])[1]!;
+  for (const orgId of [...allOrgIds(meta)]) {
     for (const target of [...orgTargets(meta, orgId)]) {
       for (;;) {
         // Delivery ids sort by creation time: the old ones are a prefix of the range. Keys are
         // collected before the (async) removal, never removed while the range is iterated.
-        const stale: Key[] = [];
-        for (const { key, value } of meta.getRange(under(['o', orgId, 'whd', target.id]))) {
-          const d = value as DeliveryRecord;
+        const stale: string[] = [];
+        for (const d of deliveryLog(meta, orgId, target.id)) {
           if (idTime(d.id) >= cutoff || stale.length === PRUNE_BATCH) break;
-          if (d.status !== 'pending') stale.push(key);
+          if (d.status !== 'pending') stale.push(d.id);
         }
         if (!stale.length || stopped()) break;
         removed += await root.transaction(() => {
           let n = 0;
-          for (const key of stale) {
-            const current = meta.get(key) as DeliveryRecord | undefined;
-            if (current && current.status !== 'pending') {
-              meta.removeSync(key);
-              n++;
-            }
-          }
+          for (const id of stale) if (removeFinishedDelivery(meta, orgId, target.id, id)) n++;
           return n;
         });
         if (stale.length < PRUNE_BATCH) break;

@@ -1,9 +1,8 @@
 import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
-import { K, under } from '../../../storage/keys.js';
+import { hasOutboxEvents, takeOutboxEvents } from '../../../storage/outbox.js';
 import { newId } from '../../../storage/ids.js';
-import type { EventEnvelope } from '../../../storage/records.js';
 import type { PendingDelivery } from './delivery-state.js';
-import { laneOf, orgTargets, type DeliveryRecord, type WebhookTargetRecord } from './records.js';
+import { enqueueDelivery, laneOf, orgTargets, type DeliveryRecord, type WebhookTargetRecord } from '../../../storage/webhook-store.js';
 
 /**
  * Outbox fan-out: events leave the outbox and become one delivery record per matching target,
@@ -22,28 +21,23 @@ export interface FanOutBatch {
 
 /** Moves one batch of events from the outbox into delivery records; null when the outbox is empty. */
 export function fanOutBatch(storage: Storage, now: number): FanOutBatch | null {
-  const { meta, root } = storage;
-  let any = false;
-  for (const _ of meta.getKeys({ ...under(['outbox']), limit: 1 })) any = true;
-  if (!any) return null;
+  if (!hasOutboxEvents(storage.meta)) return null;
   // Synchronous, so the write lock is held only while `fanOut` runs (an asynchronous transaction
   // holds it while this thread is scheduled to run the callback), and on disk when it returns:
   // a delivery is sent only once its record is durable, otherwise a crash could bring the event
   // back to the outbox and send it again under a new delivery id.
-  const { created, consumed } = root.transactionSync(() => fanOut(storage, now), COMMIT_THEN_SYNC);
+  const { created, consumed } = storage.root.transactionSync(() => fanOut(storage, now), COMMIT_THEN_SYNC);
   return { created, more: consumed === DRAIN_BATCH };
 }
 
 /** Runs inside the drain's write transaction: every read here sees the latest commit. */
 function fanOut(storage: Storage, now: number): { created: PendingDelivery[]; consumed: number } {
   const { meta } = storage;
-  const entries = [...meta.getRange({ ...under(['outbox']), limit: DRAIN_BATCH })];
+  const events = takeOutboxEvents(meta, DRAIN_BATCH);
   const targetsByOrg = new Map<string, Subscriber[]>();
   const created: PendingDelivery[] = [];
   const nowIso = new Date(now).toISOString();
-  for (const { key, value } of entries) {
-    meta.removeSync(key);
-    const event = value as EventEnvelope;
+  for (const event of events) {
     const orgId = event.organization.id;
     let targets = targetsByOrg.get(orgId);
     if (!targets) targetsByOrg.set(orgId, (targets = [...orgTargets(meta, orgId)].map(subscriber)));
@@ -74,12 +68,11 @@ function fanOut(storage: Storage, now: number): { created: PendingDelivery[]; co
         created_at: nowIso,
       };
       const lane = laneOf(record);
-      meta.putSync(K.webhookDelivery(orgId, target.id, record.id), record);
-      meta.putSync(K.webhookPending(target.id, lane, record.id), orgId);
+      enqueueDelivery(meta, record);
       created.push({ orgId, targetId: target.id, lane, record, dueAt: now });
     }
   }
-  return { created, consumed: entries.length };
+  return { created, consumed: events.length };
 }
 
 /** A target as the fan-out matches it: sets, since a target may list thousands of repositories. */

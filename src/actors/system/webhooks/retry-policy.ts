@@ -1,4 +1,4 @@
-import type { DeliveryStatus } from './records.js';
+import type { DeliveryStatus } from '../../../storage/webhook-store.js';
 
 /**
  * When a delivery is tried again (API §11.3): transient failures (network, timeout, 408, 429,

@@ -1,0 +1,76 @@
+import type { Database, Key } from 'lmdb';
+import { K, under } from './keys.js';
+import { newestFirst } from './newest-first.js';
+import type { RecordReader } from './read/record-cache.js';
+import type { SyncRecord } from './records.js';
+
+/**
+ * Upstream sync records (API §9): each repository's syncs, the org's index of them (sync runs),
+ * the queue of unfinished syncs in enqueue order, and the repository's cleanup index.
+ */
+type Meta = Database<unknown, Key>;
+
+/** The copy of a repository's newest sync that its view shows (`upstream.latest_sync`). */
+export interface LatestSync {
+  id: string;
+  status: string;
+}
+
+export function getSync(meta: RecordReader, repoId: string, syncId: string): SyncRecord | undefined {
+  return meta.get(K.sync(repoId, syncId)) as SyncRecord | undefined;
+}
+
+export function saveSyncRecord(meta: Meta, record: SyncRecord): void {
+  meta.putSync(K.sync(record.repo_id, record.id), record);
+}
+
+export function getLatestSync<T extends LatestSync>(meta: RecordReader, repoId: string): T | undefined {
+  return meta.get(K.latestSync(repoId)) as T | undefined;
+}
+
+/** Keeps `view` as the repository's latest sync unless a newer sync is there already. */
+export function offerLatestSync(meta: Meta, repoId: string, view: LatestSync): void {
+  const latest = getLatestSync(meta, repoId);
+  if (!latest || latest.id <= view.id) meta.putSync(K.latestSync(repoId), view);
+}
+
+/** Indexes a new sync: in the org's runs, at the end of the queue, and for the repository's cleanup. */
+export function indexNewSync(meta: Meta, record: SyncRecord): void {
+  meta.putSync(K.orgSync(record.org_id, record.id), record.repo_id);
+  meta.putSync(K.syncQueue(record.id), record.repo_id);
+  meta.putSync(K.repoSyncIndex(record.repo_id, record.id), record.org_id);
+}
+
+export function dequeueSync(meta: Meta, syncId: string): void {
+  meta.removeSync(K.syncQueue(syncId));
+}
+
+/** Removes a deleted repository's syncs from the org's runs and the queue (its own range goes with it). */
+export function unindexRepoSyncs(meta: Meta, orgId: string, repoId: string): void {
+  for (const key of meta.getKeys(under(['sync-repo', repoId]))) {
+    const syncId = (key as string[])[2]!;
+    meta.removeSync(K.orgSync(orgId, syncId));
+    meta.removeSync(K.syncQueue(syncId));
+    meta.removeSync(key);
+  }
+}
+
+/** Unfinished syncs (queued or running). */
+export function syncQueueLength(meta: Meta): number {
+  return meta.getKeysCount(under(['syncq']));
+}
+
+/** The queue in enqueue order: each unfinished sync with its repository. */
+export function* syncQueue(meta: Meta): Generator<{ syncId: string; repoId: string }> {
+  for (const { key, value } of meta.getRange(under(['syncq']))) yield { syncId: (key as string[])[1]!, repoId: value as string };
+}
+
+/** A repository's syncs, newest first, strictly before `before` when given. */
+export function* repoSyncsNewestFirst(meta: Meta, repoId: string, before?: string): Generator<SyncRecord> {
+  for (const { value } of newestFirst(meta, ['r', repoId, 'sync'], before)) yield value as SyncRecord;
+}
+
+/** The org's syncs (their ids and repositories), newest first, strictly before `before` when given. */
+export function* orgSyncsNewestFirst(meta: Meta, orgId: string, before?: string): Generator<{ syncId: string; repoId: string }> {
+  for (const { id, value } of newestFirst(meta, ['o', orgId, 'sync'], before)) yield { syncId: id, repoId: value as string };
+}
