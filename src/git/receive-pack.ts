@@ -17,7 +17,6 @@ import { Readable } from 'node:stream';
 import { invalid, isServiceError, ServiceError } from '../errors.js';
 import type { Storage } from '../storage/database.js';
 import { listGitRefs } from '../storage/git-refs.js';
-import { under } from '../storage/keys.js';
 import type { StagedBlob } from '../storage/blob-store.js';
 import { getRepo } from '../storage/repo-store.js';
 import type { ObjectType } from '../vcs/object-store.js';
@@ -70,15 +69,6 @@ export type ReceiveOutcome =
   | { kind: 'protocol-error'; message: string }
   | { kind: 'unpack-failed'; capabilities: PushCapabilities; updates: RefUpdate[]; reason: string }
   | { kind: 'received'; capabilities: PushCapabilities; command: PushCommandInput };
-
-/** Whether the repository has at most `limit` branches and tags: few enough to list on the front end. */
-export function refCountAtMost(storage: Storage, repoId: string, limit: number): boolean {
-  let count = 0;
-  for (const kind of ['bm', 'tag']) {
-    for (const _ of storage.meta.getKeys({ ...under(['r', repoId, kind]), limit: limit + 1 - count })) if (++count > limit) return false;
-  }
-  return true;
-}
 
 /** The v0 advertisement (receive-pack speaks no v2): every ref, the capabilities on the first line. */
 export function advertiseReceivePack(storage: Storage, repoId: string): Buffer {

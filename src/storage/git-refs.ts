@@ -25,6 +25,15 @@ export interface RepoRefs {
   head: { target: string; oid: string | null };
 }
 
+/** Whether the repository has at most `limit` branches and tags: few enough to list on the front end. */
+export function refCountAtMost(storage: Storage, repoId: string, limit: number): boolean {
+  let count = 0;
+  for (const kind of ['bm', 'tag']) {
+    for (const _ of storage.meta.getKeys({ ...under(['r', repoId, kind]), limit: limit + 1 - count })) if (++count > limit) return false;
+  }
+  return true;
+}
+
 /** The object a tag finally names (following tag objects). */
 function peel(storage: Storage, txn: Transaction, repoId: string, oid: string): string {
   let current = oid;
