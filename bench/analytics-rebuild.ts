@@ -183,9 +183,10 @@ async function main(): Promise<void> {
     const storage = openStorage(dataDir);
     const forceRebuild = async (mode: 'cold' | 'warm'): Promise<{ runMs: number; endToEndMs: number; during: ReturnType<typeof summarize> }> => {
       if (mode === 'cold') {
+        // Each remove's own promise settles with the batch, which is awaited.
         await storage.meta.batch(() => {
-          for (const k of storage.meta.getKeys(under(['r', repoId, 'analytics-commit']))) storage.meta.remove(k);
-          storage.meta.remove(K.analyticsState(repoId));
+          for (const k of storage.meta.getKeys(under(['r', repoId, 'analytics-commit']))) void storage.meta.remove(k);
+          void storage.meta.remove(K.analyticsState(repoId));
         });
       } else {
         const state = storage.meta.get(K.analyticsState(repoId)) as Record<string, unknown> | undefined;

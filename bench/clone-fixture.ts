@@ -18,7 +18,7 @@ export interface CloneFixture {
   /** The repository's name in repohost. */
   repo: string;
   /** Pulls the upstream into repohost (after the upstream moved). */
-  pull(): Promise<void>;
+  pull: () => Promise<void>;
 }
 
 export async function prepareCloneFixture(ctx: ScenarioContext, label: string, work: string): Promise<CloneFixture> {

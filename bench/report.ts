@@ -26,7 +26,8 @@ export async function loadChartJs(): Promise<string> {
 
 export async function readReport(file: string): Promise<BenchReport> {
   const parsed = JSON.parse(await readFile(file, 'utf8')) as BenchReport;
-  if (parsed.schema !== REPORT_SCHEMA) throw new Error(`${file}: report schema ${String(parsed.schema)}, expected ${REPORT_SCHEMA}`);
+  const schema: unknown = parsed.schema;
+  if (schema !== REPORT_SCHEMA) throw new Error(`${file}: report schema ${String(schema)}, expected ${REPORT_SCHEMA}`);
   return parsed;
 }
 

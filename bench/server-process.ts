@@ -8,7 +8,6 @@ import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { JWK } from 'jose';
 import type { SigningKey } from './tokens.js';
 
 const execFileAsync = promisify(execFile);
@@ -169,5 +168,5 @@ export async function createOrgAndKey(dataDir: string, org: string): Promise<Sig
   if (typeof kid !== 'string' || typeof jwk !== 'object' || jwk === null) {
     throw new Error('key create --json did not return id and private_key_jwk');
   }
-  return { kid, org, privateJwk: jwk as JWK };
+  return { kid, org, privateJwk: jwk };
 }

@@ -13,7 +13,7 @@ import { actorSettings } from './actors/settings.js';
 import { SignaturePool } from './http/auth/signature-pool.js';
 import { TokenVerifier } from './http/auth/token-verifier.js';
 import { createFrontEnd } from './http/app.js';
-import { Metrics, type LmdbEnvStats } from './http/metrics.js';
+import { Metrics } from './http/metrics.js';
 import { routes } from './http/routes/index.js';
 import { compileResponses } from './protocol/serializers.js';
 import type { Services } from './http/services.js';
@@ -85,14 +85,14 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS }, signatures);
   metrics = new Metrics(
     () => runtime.mailboxDepths(),
-    () => storage.root.getStats() as Partial<LmdbEnvStats>,
+    () => storage.root.getStats(),
     () => ({ ...signatures.stats, waiting: verifier.waiting }),
   );
   const services: Services = { config, storage, records, secrets, runtime, verifier, metrics };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);
   const operator = await listenOperator(metrics, config.metricsAddr);
-  const system: SystemActors = await startSystemActors(services);
+  const system: SystemActors = startSystemActors(services);
   log.info('listening', { port, metrics_port: operator?.port ?? null, workers: config.workers, data: config.dataDir });
 
   return {

@@ -132,7 +132,7 @@ interface ChangesPage {
  * it is, a failure message when not, and 'unavailable' when the server has no `GET …/changes` yet
  * (404/405) — the other checks still stand then.
  */
-async function checkHistory(ctx: ScenarioContext, agent: AgentState): Promise<string | null | 'unavailable'> {
+async function checkHistory(ctx: ScenarioContext, agent: AgentState): Promise<string | null> {
   const { api } = requireTarget(ctx);
   const seen: string[] = [];
   let cursor: string | null = null;

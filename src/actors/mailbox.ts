@@ -90,7 +90,7 @@ export class Mailboxes {
 
     // Decoding needs no write lock, and every writer of the environment shares that one lock.
     const inputs = batch.map((p) => decodeInput(p.req, this.commands.get(p.req.command)));
-    let outcomes: Outcome[] = new Array(batch.length);
+    let outcomes = new Array<Outcome>(batch.length);
     const started = performance.now();
     let applied = started;
     try {

@@ -60,9 +60,9 @@ export function portSource(port: MessagePort): AsyncIterable<Uint8Array> {
         await new Promise<void>((resolve) => (wake = resolve));
       }
     },
-    async return() {
+    return() {
       finish(true);
-      return { done: true, value: undefined };
+      return Promise.resolve({ done: true, value: undefined });
     },
   };
   return { [Symbol.asyncIterator]: () => iterator };

@@ -80,7 +80,7 @@ export class PortSink {
     if (chunk === this.piece) this.piece = new Uint8Array(PIECE_BYTES);
     this.inFlight += this.used;
     this.used = 0;
-    this.post({ type: 'data', chunk }, [chunk.buffer as ArrayBuffer]);
+    this.post({ type: 'data', chunk }, [chunk.buffer]);
   }
 
   /** Resolves once fewer than the window's bytes are sent and unread; throws once cancelled. */
@@ -192,9 +192,9 @@ export function openReadStream(run: (port: MessagePort) => Promise<unknown>): Pr
         lastChunk = message.chunk.length;
         return { done: false, value: message.chunk };
       },
-      async return() {
+      return() {
         close(false);
-        return { done: true, value: undefined };
+        return Promise.resolve({ done: true, value: undefined });
       },
     };
     return { [Symbol.asyncIterator]: () => iterator };

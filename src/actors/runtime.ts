@@ -65,8 +65,8 @@ export class ActorRuntime {
   private closing: Promise<void> | null = null;
 
   constructor(private readonly options: RuntimeOptions) {
-    this.slots = new Array(options.workers).fill(null);
-    this.slotDepth = new Array(options.workers).fill(0);
+    this.slots = new Array<number | null>(options.workers).fill(null);
+    this.slotDepth = new Array<number>(options.workers).fill(0);
     this.pool = new Piscina({
       filename: fileURLToPath(new URL('./worker.js', import.meta.url)),
       minThreads: options.workers,
@@ -128,7 +128,7 @@ export class ActorRuntime {
       });
       let raw: Uint8Array;
       try {
-        raw = await this.pool.run({ bytes, [queueOptions]: { slot } });
+        raw = (await this.pool.run({ bytes, [queueOptions]: { slot } })) as Uint8Array;
       } catch {
         // The worker died with this message in its mailbox (Piscina fails its tasks and starts a
         // replacement that takes over the slot); the message may or may not have been applied.

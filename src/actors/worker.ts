@@ -31,7 +31,7 @@ const exitThread = process.exit.bind(process);
 process.exit = ((code?: number | string | null) => {
   if (mailboxes.inTransaction) throw new ThreadExit(Number(code ?? 0));
   return exitThread(code ?? undefined);
-}) as typeof process.exit;
+});
 
 export default async function handle(task: { bytes: Uint8Array }): Promise<Uint8Array> {
   const reply = await mailboxes.deliver(decodeRequest(task.bytes));

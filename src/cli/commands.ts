@@ -38,7 +38,7 @@ async function withStorage<T>(ctx: CliContext, fn: (storage: Storage) => T): Pro
 
 const list = (v: unknown): string[] => (typeof v === 'string' && v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []);
 
-function keyView(storage: Storage, rec: SigningKeyRecord): Record<string, unknown> {
+function keyView(storage: Storage, rec: SigningKeyRecord) {
   const org = getOrg(storage.meta, rec.org_id);
   return { id: rec.id, org: org?.slug, name: rec.name, scopes: rec.scopes, repo_ids: rec.repo_ids, tags: rec.tags, status: rec.status, created_at: rec.created_at, revoked_at: rec.revoked_at };
 }
@@ -143,7 +143,7 @@ export const commandHandlers: Record<string, Handler> = {
       const org = slug ? getOrgBySlug(storage.meta, slug) : undefined;
       if (!org) throw invalid('key list needs --org <existing slug>');
       const keys = orgKeys(storage.meta, org.id).map((k) => keyView(storage, k));
-      out(ctx, { keys }, keys.map((k) => `${k.id}\t${k.status}\t${(k.scopes as string[]).join(',')}\t${k.name}`).join('\n'));
+      out(ctx, { keys }, keys.map((k) => `${k.id}\t${k.status}\t${k.scopes.join(',')}\t${k.name}`).join('\n'));
       return 0;
     }),
 
@@ -165,7 +165,7 @@ export const commandHandlers: Record<string, Handler> = {
       const [id, ...pairs] = ctx.args;
       if (!id) throw invalid('usage: repohost key tags <key id> k=v k2=');
       // Without a prototype, `__proto__=x` is an ordinary key that the tag rules can refuse.
-      const tags: Record<string, string> = Object.create(null);
+      const tags = Object.create(null) as Record<string, string>;
       for (const p of pairs) {
         const eq = p.indexOf('=');
         if (eq <= 0) throw invalid(`tag "${p}" must be key=value (empty value removes)`);

@@ -50,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`unknown command "${name.trim()}"\n${USAGE}\n`);
     return 2;
   }
-  return handler({ config, args: rest, values: values as Record<string, string | boolean | string[] | undefined>, json: values.json === true });
+  return handler({ config, args: rest, values, json: values.json === true });
 }
 
 main(process.argv.slice(2)).then(

@@ -422,7 +422,7 @@ class FrontEnd implements HttpFrontEnd {
       listenExclusive(this.app, host, port, (socket) => {
         if (!socket) return reject(new Error(`cannot listen on ${host}:${port}: the port is in use or not allowed`));
         this.listenSocket = socket;
-        resolve(uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
+        resolve(uWS.us_socket_local_port(socket));
       });
     });
   }

@@ -55,7 +55,7 @@ export function readBody(res: HttpResponse, state: RequestState, limit: number, 
 export function streamBody(res: HttpResponse, state: RequestState, limit: number, declaredLength: number): AsyncIterable<Uint8Array> {
   const queue: Uint8Array[] = [];
   let done = false;
-  let error: unknown = declaredLength > limit ? tooLarge(limit) : null;
+  let error: ServiceError | null = declaredLength > limit ? tooLarge(limit) : null;
   let wake: (() => void) | null = null;
   let total = 0;
   const notify = (): void => {

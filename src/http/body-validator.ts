@@ -79,7 +79,7 @@ function describe(error: ErrorObject, field: string, inOp: boolean): string {
  * only say which field each branch missed), the first error otherwise.
  */
 function refusal(errors: ErrorObject[]): ServiceError {
-  const rule = errors.find((e) => typeof (e.parentSchema as Record<string, unknown> | undefined)?.[RULE_MESSAGE] === 'string');
+  const rule = errors.find((e) => typeof e.parentSchema?.[RULE_MESSAGE] === 'string');
   const error = rule ?? errors[0]!;
   const { op, field } = locate(error.instancePath);
   const message = rule ? ((rule.parentSchema as Record<string, string>)[RULE_MESSAGE] as string) : describe(error, field, op !== null);

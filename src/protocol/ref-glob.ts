@@ -11,7 +11,7 @@ import { invalid } from '../errors.js';
  * number of `*?` pairs: one request could hold a thread for minutes.)
  */
 export interface RefGlob {
-  test(name: string): boolean;
+  test: (name: string) => boolean;
   /** The literal text before the first wildcard: every match starts with it (narrows range scans). */
   prefix: string;
 }

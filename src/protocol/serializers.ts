@@ -10,7 +10,7 @@ import { RESPONSE_SCHEMAS, type SchemaName } from './schemas/index.js';
 const compiled = new Map<SchemaName, (value: unknown) => string>();
 
 function compile(name: SchemaName): (value: unknown) => string {
-  const fn = fastJson(RESPONSE_SCHEMAS[name] as unknown as Parameters<typeof fastJson>[0]) as (value: unknown) => string;
+  const fn = fastJson(RESPONSE_SCHEMAS[name] as unknown as Parameters<typeof fastJson>[0]);
   compiled.set(name, fn);
   return fn;
 }

@@ -46,10 +46,10 @@ export function openStorage(dataDir: string): Storage {
     // LMDB's own write-lock, page and sync totals (a clock read per transaction), for /metrics.
     trackMetrics: true,
   };
-  const root = open(options) as RootDatabase;
-  const meta = root.openDB({ name: 'meta', encoder: { useRecords: false } } as unknown as { name: string }) as Database<unknown, Key>;
-  const objects = root.openDB({ name: 'objects', encoding: 'binary' }) as Database<Buffer, Key>;
-  const chunks = root.openDB({ name: 'chunks', encoding: 'binary' }) as Database<Buffer, Key>;
+  const root = open(options);
+  const meta = root.openDB<unknown, Key>({ name: 'meta', encoder: { useRecords: false } } as unknown as { name: string });
+  const objects = root.openDB<Buffer, Key>({ name: 'objects', encoding: 'binary' });
+  const chunks = root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' });
   return {
     root,
     meta,

@@ -42,7 +42,7 @@ function peel(storage: Storage, txn: Transaction, repoId: string, oid: string): 
     if (!value) return current;
     const info = decodeObjectValue(current, value);
     if (info.type !== 'tag') return current;
-    const m = /^object ([0-9a-f]{40})\n/.exec(Buffer.from(info.content!).toString('latin1', 0, 48));
+    const m = /^object ([0-9a-f]{40})\n/.exec(Buffer.from(info.content).toString('latin1', 0, 48));
     if (!m) return current;
     current = m[1]!;
   }

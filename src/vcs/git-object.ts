@@ -88,7 +88,7 @@ export function encodeTree(entries: readonly TreeEntry[]): Uint8Array {
     if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
       throw new VcsError('corrupt', `invalid tree entry name ${JSON.stringify(name)}`);
     }
-    if (!isTreeEntryMode(mode)) throw new VcsError('corrupt', `invalid tree entry mode ${mode}`);
+    if (!isTreeEntryMode(mode)) throw new VcsError('corrupt', `invalid tree entry mode ${String(mode)}`);
     if (!/^[0-9a-f]{40}$/.test(oid)) throw new VcsError('corrupt', `invalid tree entry oid ${oid}`);
     if (seen.has(name)) throw new VcsError('corrupt', `duplicate tree entry ${JSON.stringify(name)}`);
     seen.add(name);

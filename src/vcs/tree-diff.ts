@@ -35,7 +35,7 @@ export function diffTrees(store: ObjectStore, beforeTreeOid: string, afterTreeOi
       const path = joinPath(prefix, name);
       const lDir = l?.mode === TREE_MODE;
       const rDir = r?.mode === TREE_MODE;
-      if (lDir || rDir) walk(lDir ? l!.oid : null, rDir ? r!.oid : null, path);
+      if (lDir || rDir) walk(lDir ? l.oid : null, rDir ? r.oid : null, path);
       const lFile = l && !lDir ? { mode: l.mode, oid: l.oid } : null;
       const rFile = r && !rDir ? { mode: r.mode, oid: r.oid } : null;
       if (lFile && rFile) changes.push({ path, status: 'modified', before: lFile, after: rFile });

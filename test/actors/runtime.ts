@@ -12,7 +12,7 @@ export function principal(orgId = 'org_test'): PrincipalMsg {
   return { orgId, orgSlug: 'acme', keyId: 'key_test', keyName: 'tester', permissions: ['admin'], authors: [], restricted: false, allowedRepoIds: [] };
 }
 
-export function startRuntime(opts: Partial<RuntimeOptions> & { commandsModule: string; dataDir?: string }): { runtime: ActorRuntime; dataDir: string; cleanup(): Promise<void> } {
+export function startRuntime(opts: Partial<RuntimeOptions> & { commandsModule: string; dataDir?: string }): { runtime: ActorRuntime; dataDir: string; cleanup: () => Promise<void> } {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'repohost-runtime-'));
   const runtime = new ActorRuntime({
     workers: 2,

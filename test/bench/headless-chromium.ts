@@ -79,7 +79,8 @@ class CdpPipe {
 function describeConsoleArgs(args: unknown): string {
   if (!Array.isArray(args)) return '';
   return args
-    .map((a: { value?: unknown; description?: string }) => (a.value !== undefined ? String(a.value) : (a.description ?? '')))
+    // A primitive arrives as its value, anything else as its description.
+    .map((a: { value?: unknown; description?: string }) => (a.value === undefined ? (a.description ?? '') : typeof a.value === 'string' ? a.value : JSON.stringify(a.value)))
     .join(' ');
 }
 

@@ -42,7 +42,7 @@ t.test('changes - bad input is refused with 4xx naming what is wrong, never a 5x
     check(await applyOps(f, { change_id: id, ops: [write('a.txt/under-a-file', 'x')] }), 400, 'INVALID_REQUEST', 'a file where a directory is needed');
   });
 
-  t.test('change ids and commit oids', async (t) => {
+  t.test('change ids and commit oids', async () => {
     check(await f.s.api('GET', `${f.base}/changes/not-a-change-id`), 400, 'INVALID_REQUEST', 'GET a malformed id');
     check(await f.s.api('GET', `${f.base}/changes/${'a'.repeat(32)}`), 400, 'INVALID_REQUEST', 'GET a hex id');
     check(await f.s.api('GET', `${f.base}/changes/${UNKNOWN_CHANGE}`), 404, 'CHANGE_NOT_FOUND', 'GET an unknown change');
@@ -74,7 +74,7 @@ t.test('changes - bad input is refused with 4xx naming what is wrong, never a 5x
     t.equal(after.json.current_commit_oid, oid, 'failed writes changed nothing');
   });
 
-  t.test('body shape', async (t) => {
+  t.test('body shape', async () => {
     check(await applyOps(f, { change_id: id, ops: [], colour: 'blue' }), 400, 'INVALID_REQUEST', 'an unknown body field');
     check(await applyOps(f, { change_id: id, ops: [{ op: 'write', path: 'a', content: 'x', from: 'b' }] }), 400, 'INVALID_REQUEST', 'a field of another op');
     check(await applyOps(f, { change_id: id, ops: [{ op: 'write', path: 'a' }] }), 400, 'INVALID_REQUEST', 'a write without content');
@@ -140,7 +140,7 @@ t.test('changes - bad input is refused with 4xx naming what is wrong, never a 5x
     t.equal(dated.json.change.authored_at, '2024-02-29T22:59:59.000Z');
   });
 
-  t.test('truncated or malformed streamed bodies are 400, chunked or declared over 256 KiB', async (t) => {
+  t.test('truncated or malformed streamed bodies are 400, chunked or declared over 256 KiB', async () => {
     const token = await f.s.token();
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const filler = 'x'.repeat(300 * 1024);

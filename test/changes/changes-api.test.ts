@@ -154,7 +154,7 @@ t.test('apply-ops - file operations, modes, metadata, blobs', async (t) => {
       },
     }),
     duplex: 'half',
-  } as RequestInit);
+  });
   t.equal(streamed.status, 201);
   t.same(await streamed.json(), { oid: gitOid, size: bytes.length }, 'the same bytes without a length: same oid');
   const small = await fetch(`${f.s.url}/v1${f.base}/blobs`, { method: 'POST', headers: { authorization: `Bearer ${await f.s.token()}`, 'content-type': 'application/octet-stream' }, body: 'tiny' });

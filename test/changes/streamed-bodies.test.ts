@@ -117,15 +117,18 @@ function answerMidBody(url: string, headers: Record<string, string>, head: Buffe
     let answer = '';
     socket.on('error', () => resolve(answer));
     socket.on('close', () => resolve(answer));
-    socket.on('data', async (d: Buffer) => {
-      const first = answer === '';
-      answer += d.toString('latin1');
-      if (!first) return;
+    const sendTail = async (): Promise<void> => {
       for (const piece of tail) {
         if (socket.destroyed) break;
         if (!socket.write(piece)) await new Promise((r) => socket.once('drain', r).once('close', r));
       }
       socket.end();
+    };
+    socket.on('data', (d: Buffer) => {
+      const first = answer === '';
+      answer += d.toString('latin1');
+      // A failed write closes the socket, which resolves with the answer read so far.
+      if (first) sendTail().catch(() => socket.destroy());
     });
     const lines = [`POST ${pathname} HTTP/1.1`, `host: ${hostname}:${port}`, `content-length: ${length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
     socket.write(`${lines.join('\r\n')}\r\n\r\n`);

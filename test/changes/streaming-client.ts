@@ -67,7 +67,7 @@ export function streamRequest(
         }
         if (!answered && !req.destroyed && !headers['content-length']) req.end();
       } catch (err) {
-        if (!answered) reject(err as Error);
+        if (!answered) reject(err);
       }
     })();
   });

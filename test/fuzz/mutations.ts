@@ -161,7 +161,12 @@ function approxSize(value: unknown, limit: number): number {
     if (typeof v === 'string') size += v.length + 2;
     else if (v instanceof RawJson) size += v.text.length;
     else if (Array.isArray(v)) v.forEach(walk);
-    else if (v && typeof v === 'object' && !(v instanceof FixtureRef)) for (const [k, item] of Object.entries(v)) (size += k.length + 3), walk(item);
+    else if (v && typeof v === 'object' && !(v instanceof FixtureRef)) {
+      for (const [k, item] of Object.entries(v)) {
+        size += k.length + 3;
+        walk(item);
+      }
+    }
     else size += 8;
   };
   walk(value);

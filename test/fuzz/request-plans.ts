@@ -312,7 +312,7 @@ function bodyPlan(route: RouteDef, weight: number): fc.Arbitrary<BodyPlan | null
   return fc.record<BodyPlan>({
     value,
     mutations: mix(weight, fc.constant([] as ValueMutation[]), fc.array(valueMutation, { minLength: 1, maxLength: 3 })),
-    text: mix(Math.min(weight, 5), fc.constant({ kind: 'none' } as TextMutation), textMutation),
+    text: mix(Math.min(weight, 5), fc.constant({ kind: 'none' }), textMutation),
     contentType: mix(Math.min(weight, 3), fc.constant<string | null>('application/json'), contentType('application/json')),
     chunks: framing,
   });

@@ -73,7 +73,7 @@ export function signToken(key: TestKey, org: string, t: TokenOptions = {}): Prom
   const iat = t.iat ?? Math.floor(Date.now() / 1000);
   const header = t.embedJwk ? { alg: 'EdDSA', jwk: { kty: 'OKP', crv: 'Ed25519', x: key.publicX } } : { alg: 'EdDSA', kid: t.kid === undefined ? key.id : t.kid ?? undefined };
   return new SignJWT(claims)
-    .setProtectedHeader(header as { alg: string })
+    .setProtectedHeader(header)
     .setIssuer(t.issuer ?? org)
     .setAudience(t.audience ?? 'repohost')
     .setIssuedAt(iat)
@@ -131,9 +131,9 @@ async function launch(dataDir: string, opts: StartOptions, logs: string[]): Prom
     env: { ...process.env, LOG_LEVEL: 'info', REPOHOST_ALLOW_PRIVATE_WEBHOOKS: '1', REPOHOST_ALLOW_PRIVATE_UPSTREAMS: '1', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stderr!.on('data', (d: Buffer) => logs.push(d.toString()));
+  child.stderr.on('data', (d: Buffer) => logs.push(d.toString()));
   return new Promise((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout! });
+    const rl = createInterface({ input: child.stdout });
     // Generous: on a machine loaded by parallel test files a start has taken over 20 s.
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

@@ -9,7 +9,6 @@ import {
   GIT_TOKEN,
   GIT_USER,
   cleanupWork,
-  createRepo,
   makeUpstream,
   passwordAuth,
   pullAndWait,

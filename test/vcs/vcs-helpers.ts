@@ -34,7 +34,7 @@ export function readText(store: MemoryObjectStore, treeOid: string, path: string
 export interface GitRepo {
   dir: string;
   git(...args: string[]): { status: number; stdout: string; stderr: string };
-  cleanup(): void;
+  cleanup: () => void;
 }
 
 /** A bare repository holding every object of `store` as a loose object, with the given refs. */

@@ -24,7 +24,8 @@ t.test('webhook durability - a kill -9 mid-stream loses no event of an acknowled
   const repoIds = new Map<string, string>();
   const acked: Acked[] = [];
   let next = 0;
-  let kill: Promise<void> | null = null;
+  // Set inside `mutate`: typed so that the checks below do not take it for always null.
+  let kill = null as Promise<void> | null;
 
   const mutate = async (i: number, killAt: number): Promise<void> => {
     const repo = `d-${i % REPOS}`;

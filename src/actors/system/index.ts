@@ -16,11 +16,11 @@ export interface SystemActors {
   stop(): Promise<void>;
 }
 
-type Starter = (services: Services) => Promise<SystemActor> | SystemActor;
+type Starter = (services: Services) => SystemActor;
 const starters: Starter[] = [startAnalytics, startSyncActor, startWebhookActor, startBlobCollector];
 
-export async function startSystemActors(services: Services): Promise<SystemActors> {
-  const running = await Promise.all(starters.map((start) => start(services)));
+export function startSystemActors(services: Services): SystemActors {
+  const running = starters.map((start) => start(services));
   return {
     async stop() {
       await Promise.all(running.map((a) => a.stop()));

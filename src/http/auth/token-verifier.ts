@@ -223,7 +223,7 @@ export class TokenVerifier {
     if (hasRepos && (!Array.isArray(repos) || !repos.every(entry))) throw unauthorized();
     if (hasIds && (!Array.isArray(repoIds) || repoIds.length > 250 || !repoIds.every(entry))) throw unauthorized();
     const authors = parseAuthors(claims.author);
-    const permissions = intersect(expandScopes(scopes as string[]), expandScopes(key.record.scopes));
+    const permissions = intersect(expandScopes(scopes), expandScopes(key.record.scopes));
     const repoNames = hasRepos
       ? (repos as string[]).map((r) => (r.includes('/') ? r : `${key.org.slug}/${r}`).toLowerCase())
       : null;

@@ -30,7 +30,6 @@ export const diffRoutes: RouteDef[] = [
       const headId = ctx.query.head_change_id as string | undefined;
       if (!baseId) throw invalid('query parameter "base_change_id" is required');
       if (!headId) throw invalid('query parameter "head_change_id" is required');
-      const storage = ctx.services.storage;
       const repoId = ctx.repo!.id;
       const base = resolveChange(ctx.services.records, repoId, baseId, 'base_change_id');
       const head = resolveChange(ctx.services.records, repoId, headId, 'head_change_id');

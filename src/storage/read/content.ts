@@ -81,7 +81,7 @@ export function locate(view: ChangeView, path: string): TreeValue {
 
 const nameOf = (path: string): string => path.slice(path.lastIndexOf('/') + 1);
 
-type Meta = Database<any, Key>;
+type Meta = Database<unknown, Key>;
 
 export function fileMetadata(meta: RecordReader, repoId: string, path: string): FileMetadataRecord | undefined {
   const record = meta.get(K.fileMeta(repoId, path)) as FileMetadataRecord | undefined;

@@ -70,7 +70,7 @@ export class RecordCache implements RecordReader {
     const value = deepFreeze(this.meta.get(key));
     if (!scope) {
       if (this.scopes.size >= MAX_SCOPES) this.scopes = new Map();
-      this.scopes.set(scopeId, (scope = new Map()));
+      this.scopes.set(scopeId, (scope = new Map<string, unknown>()));
     } else if (scope.size >= MAX_PER_SCOPE) scope.clear();
     scope.set(entry, value === undefined ? MISSING : value);
     return value;

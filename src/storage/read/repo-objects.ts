@@ -110,14 +110,20 @@ export function openBlobStream(storage: Storage, repoId: string, oid: string): B
     size,
     content: null,
     chunks: {
-      async *[Symbol.asyncIterator]() {
+      // Each read is synchronous; the stream is async only because its consumer waits between chunks.
+      [Symbol.asyncIterator]() {
         const buffer = Buffer.allocUnsafe(Math.min(CHUNK_SIZE, size));
-        for (let i = 0; i < n; i++) {
-          const view = fastView(storage.chunks.getBinaryFast(K.chunk(repoId, uploadId, i)));
-          if (!view) throw new ServiceError('INTERNAL_ERROR', `missing chunk ${i} of blob ${oid}`);
-          // The view is only valid until the next read (another request may run while we wait).
-          yield view.length <= buffer.length ? buffer.subarray(0, view.copy(buffer)) : Buffer.from(view);
-        }
+        let i = 0;
+        return {
+          next(): Promise<IteratorResult<Uint8Array>> {
+            if (i === n) return Promise.resolve({ done: true, value: undefined });
+            const view = fastView(storage.chunks.getBinaryFast(K.chunk(repoId, uploadId, i)));
+            if (!view) return Promise.reject(new ServiceError('INTERNAL_ERROR', `missing chunk ${i} of blob ${oid}`));
+            i++;
+            // The view is only valid until the next read (another request may run while we wait).
+            return Promise.resolve({ done: false, value: view.length <= buffer.length ? buffer.subarray(0, view.copy(buffer)) : Buffer.from(view) });
+          },
+        };
       },
     },
   };

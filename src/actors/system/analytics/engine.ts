@@ -119,7 +119,7 @@ export class AnalyticsEngine {
       if (err instanceof RunCancelled) return { kind: 'cancelled', head: null, computed: 0, reused: 0, ms: performance.now() - started };
       const error = err instanceof Error ? err.message : String(err);
       try {
-        await this.#recordFailure(repoId, attempt, error);
+        this.#recordFailure(repoId, attempt, error);
       } catch (recordErr) {
         log.error('analytics failure could not be recorded', { repo_id: repoId, error: (recordErr as Error).message });
       }
@@ -224,7 +224,7 @@ export class AnalyticsEngine {
     };
     const walk = head === null
       ? { order: [], boundary: new Set<string>(), computed: 0, reused: 0 }
-      : await this.#walk(store, head, notes, fresh, () => false, kept, async (r) => {
+      : await this.#walk(store, head, notes, fresh, () => false, kept, (r) => {
           pending.push(r);
           if (pending.length >= this.#writeChunk) flush();
         });
@@ -257,7 +257,7 @@ export class AnalyticsEngine {
     fresh: Map<string, CommitResult>,
     known: (oid: string) => boolean,
     kept: (oid: string) => CommitResult | undefined,
-    onComputed?: (r: CommitResult) => Promise<void>,
+    onComputed?: (r: CommitResult) => void,
   ): Promise<Walk> {
     const nodes = new Map<string, CommitResult>();
     const boundary = new Set<string>();
@@ -285,7 +285,7 @@ export class AnalyticsEngine {
       }
       if (fresh.has(oid)) {
         computed++;
-        await onComputed?.(result);
+        onComputed?.(result);
       }
       nodes.set(oid, result);
       for (const parent of result.parents) stack.push(parent);
@@ -304,7 +304,7 @@ export class AnalyticsEngine {
     if (counted || doc.summary.updated === '') doc.summary.updated = done;
   }
 
-  async #recordFailure(repoId: string, attempt: string, error: string): Promise<void> {
+  #recordFailure(repoId: string, attempt: string, error: string): void {
     const meta = this.storage.meta;
     const doc = readDocument(meta, repoId) ?? emptyDocument();
     doc._meta = { lastAttempt: attempt, lastSuccess: doc._meta.lastSuccess, lastError: error };

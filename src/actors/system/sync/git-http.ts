@@ -72,7 +72,7 @@ function checkedLookup(allowPrivate: boolean): LookupFunction {
       if (err) return callback(err, '', 4);
       for (const a of addresses) {
         const refused = policyError(a.address, allowPrivate);
-        if (refused) return callback(refused as unknown as NodeJS.ErrnoException, '', 4);
+        if (refused) return callback(refused, '', 4);
       }
       if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
       const first = addresses[0]!;

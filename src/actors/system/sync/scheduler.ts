@@ -12,7 +12,7 @@
  * record and its event in one transaction; the network work runs in the sync worker thread.
  */
 import type { Piscina } from 'piscina';
-import { isServiceError, type ServiceError } from '../../../errors.js';
+import { isServiceError } from '../../../errors.js';
 import type { Services } from '../../../http/services.js';
 import { log } from '../../../log.js';
 import type { PrincipalMsg } from '../../../protocol/messages.js';
@@ -174,7 +174,7 @@ export class SyncScheduler {
       log.error('sync command failed', { sync_id: record.id, error: (err as Error).message });
       return;
     }
-    const message = isServiceError(err) ? (err as ServiceError).message : 'internal error';
+    const message = isServiceError(err) ? err.message : 'internal error';
     log.error('applying a sync failed', { sync_id: record.id, error: message });
     try {
       await this.call(current, 'sync.fail', { attempt: current.attempt, error: `could not apply the sync: ${message}` });

@@ -23,13 +23,13 @@ function refusal(address: string, allowPrivate: boolean): AddressRefusedError | 
 function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, options, (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => {
-      if (err) return callback(err, address as string, family);
+      if (err) return callback(err, address, family);
       const all = Array.isArray(address) ? address : [{ address, family: family ?? 4 }];
       for (const a of all) {
         const refused = refusal(a.address, allowPrivate);
         if (refused) return callback(refused, '', 4);
       }
-      callback(null, address as string, family);
+      callback(null, address, family);
     });
   };
 }
