@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { ROOT, exportRepo, startWithRepo, type RepoFixture } from './helpers.js';
 import { streamRequest } from './streaming-client.js';
-import { readWriteBody } from '../../src/http/apply-ops-parser.js';
+import { readWriteBody } from '../../src/http/write-body-reader.js';
 import type { Storage } from '../../src/storage/database.js';
 
 const KiB = 1024;

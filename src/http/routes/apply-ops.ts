@@ -7,7 +7,9 @@ import type { ChangeWriteInput, WriteOpInput } from '../../actors/commands/apply
 import { compileBodyCheck, type BodyCheck } from '../body-validator.js';
 import { callActor } from '../actor-call.js';
 import { repoActor } from '../../actors/actor-names.js';
-import { WRITE_BODY_LIMIT, isValidBase64, readWriteBody, type ContentRef } from '../apply-ops-parser.js';
+import { WRITE_BODY_LIMIT, readWriteBody } from '../write-body-reader.js';
+import { isValidBase64 } from '../base64-decoder.js';
+import type { ContentRef } from '../content-sink.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
 
 /**

@@ -4,7 +4,7 @@ import { assertRoom } from '../../storage/quota.js';
 import type { BlobStoreInput } from '../../actors/commands/apply-ops.js';
 import { callActor } from '../actor-call.js';
 import { repoActor } from '../../actors/actor-names.js';
-import { MAX_CONTENT_BYTES } from '../apply-ops-parser.js';
+import { MAX_CONTENT_BYTES } from '../content-sink.js';
 import type { RouteDef } from '../route.js';
 
 /**

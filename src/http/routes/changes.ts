@@ -12,7 +12,7 @@ import type { ChangeRecord } from '../../storage/records.js';
 import { getBookmark } from '../../storage/repo-store.js';
 import { compileBodyCheck } from '../body-validator.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
-import { WRITE_BODY_LIMIT } from '../apply-ops-parser.js';
+import { WRITE_BODY_LIMIT } from '../write-body-reader.js';
 import type { RequestContext, RouteDef } from '../route.js';
 import { fileInputs, handleWrite, writeFields } from './apply-ops.js';
 
