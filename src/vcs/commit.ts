@@ -4,7 +4,7 @@
  * `jj:trees` when conflicted, the order jj writes), so jj reads the same change ids.
  */
 import type { ObjectStore } from './object-store.js';
-import { commitHeader, parseCommit, readCommit, writeCommit } from './git-object.js';
+import { commitHeader, readCommit, writeCommit } from './git-object.js';
 import type { CommitHeader, CommitObject, GitSignature } from './git-object.js';
 import { CHANGE_ID_HEADER, treeSetHeaders, treeSetOfCommit, writeTreeSet } from './conflict-layout.js';
 import type { TreeSet } from './conflict-layout.js';
@@ -165,10 +165,6 @@ export function changeCommitView(oid: string, commit: CommitObject): ChangeCommi
 
 export function readChangeCommit(store: ObjectStore, oid: string): ChangeCommitView {
   return changeCommitView(oid, readCommit(store, oid));
-}
-
-export function parseChangeCommit(oid: string, content: Uint8Array): ChangeCommitView {
-  return changeCommitView(oid, parseCommit(content));
 }
 
 export interface CommitRewrite {

@@ -62,18 +62,10 @@ export function hashObject(type: ObjectType, content: Uint8Array): string {
   return createHash('sha1').update(`${type} ${content.length}\0`).update(content).digest('hex');
 }
 
-export function isTreeMode(mode: string): boolean {
-  return mode === TREE_MODE;
-}
-
 /**
  * Git's tree order: names compared as bytes, a directory as if its name ended with `/`.
  * (Two entries never share a name, so the suffix only decides `a` vs `a.b` vs `a/`.)
  */
-export function compareTreeEntries(a: TreeEntry, b: TreeEntry): number {
-  return Buffer.compare(sortKey(a), sortKey(b));
-}
-
 function sortKey(entry: TreeEntry): Buffer {
   return Buffer.from(entry.mode === TREE_MODE ? `${entry.name}/` : entry.name, 'utf8');
 }

@@ -8,35 +8,8 @@
  */
 export type Merge<T> = readonly T[];
 
-export function resolvedMerge<T>(value: T): Merge<T> {
-  return [value];
-}
-
-/** Builds `side0 − base0 + side1` (the usual three-way merge, sides first as jj orders them). */
-export function threeWayMerge<T>(base: T, target: T, source: T): Merge<T> {
-  return [target, base, source];
-}
-
-export function isResolved<T>(merge: Merge<T>): boolean {
-  return merge.length === 1;
-}
-
 export function assertValidMerge<T>(merge: Merge<T>): void {
   if (merge.length % 2 !== 1) throw new Error(`a merge needs an odd number of terms, got ${merge.length}`);
-}
-
-/** The positive terms (sides) in order. */
-export function sidesOf<T>(merge: Merge<T>): T[] {
-  return merge.filter((_, i) => i % 2 === 0);
-}
-
-/** The negative terms (bases) in order. */
-export function basesOf<T>(merge: Merge<T>): T[] {
-  return merge.filter((_, i) => i % 2 === 1);
-}
-
-export function mapMerge<T, U>(merge: Merge<T>, fn: (value: T, index: number) => U): Merge<U> {
-  return merge.map(fn);
 }
 
 /**

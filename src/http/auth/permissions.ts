@@ -20,8 +20,6 @@ export const SCOPE_EXPANSION: Readonly<Record<string, readonly Permission[]>> = 
   'repo:delete': ['repo:delete'],
 };
 
-export const SCOPE_NAMES = Object.keys(SCOPE_EXPANSION);
-
 export function isScopeName(name: string): boolean {
   return Object.hasOwn(SCOPE_EXPANSION, name);
 }

@@ -18,8 +18,6 @@ export const obj = (properties: Record<string, JsonSchema>, required: string[] =
 });
 export const arr = (items: JsonSchema, extra: JsonSchema = {}): JsonSchema => ({ type: 'array', items, ...extra });
 export const stringMap: JsonSchema = { type: 'object', additionalProperties: { type: 'string' } };
-/** A value of any shape, serialized as-is. */
-export const anyValue: JsonSchema = {};
 
 /** `{ <items>: [...], next_cursor, has_more }` (API §1 pagination). */
 export function page(itemsName: string, item: JsonSchema): JsonSchema {
