@@ -43,7 +43,7 @@ export class RequestMetrics {
 
   observe(route: string, method: string, status: number, seconds: number): void {
     let byMethod = this.series.get(route);
-    if (!byMethod) this.series.set(route, (byMethod = new Map()));
+    if (!byMethod) this.series.set(route, (byMethod = new Map<string, Series>()));
     let s = byMethod.get(method);
     if (!s) byMethod.set(method, (s = { labels: { route, method }, byStatus: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }));
     s.byStatus.set(status, (s.byStatus.get(status) ?? 0) + 1);

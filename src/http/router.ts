@@ -77,7 +77,7 @@ export class Router {
       this.recentChars = 0;
       byPath = undefined;
     }
-    if (!byPath) this.recent.set(method, (byPath = new Map()));
+    if (!byPath) this.recent.set(method, (byPath = new Map<string, Match>()));
     byPath.set(path, Object.freeze(found));
     this.recentChars += path.length;
     return found;
