@@ -50,7 +50,7 @@ export function laneOf(d: Pick<DeliveryRecord, 'repo_id'>): string {
   return d.repo_id ?? '-';
 }
 
-type Meta = Database<any, Key>;
+type Meta = Database<unknown, Key>;
 
 
 export function getTarget(meta: Meta, orgId: string, targetId: string): WebhookTargetRecord | undefined {

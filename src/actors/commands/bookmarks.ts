@@ -3,7 +3,6 @@ import { bookmarkEventView } from '../../protocol/views/bookmark.js';
 import { commitOidOf } from '../../storage/change-store.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord } from '../../storage/records.js';
 import { getBookmark, getOrg, getRepo, removeBookmark as removeBookmarkRecord } from '../../storage/repo-store.js';
-import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import { RepoWrite, type BookmarkMove, type BookmarkMoveResult } from './repo-writes.js';
 
