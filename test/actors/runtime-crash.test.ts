@@ -14,7 +14,14 @@ interface Placement {
 }
 
 /** Where `test.put` applied `key`: the fixture records its thread and arrival number with the write. */
-const placementOf = (storage: Storage, key: string): Placement => storage.meta.get(['test', key]) as Placement;
+/**
+ * Which thread wrote `key`. The workers commit on their own threads: this thread's LMDB snapshot
+ * is renewed first, or a read in the same turn as an earlier one would not see the commit.
+ */
+const placementOf = (storage: Storage, key: string): Placement => {
+  storage.root.resetReadTxn();
+  return storage.meta.get(['test', key]) as Placement;
+};
 
 
 /** Actor keys whose shards land on worker slot `slot` of `workers`. */
