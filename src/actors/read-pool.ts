@@ -35,8 +35,9 @@ function affinityOf(task: Parameters<Balancer>[0]): string | undefined {
 
 /**
  * Piscina's least-busy choice, with one preference: a task with an affinity (a git fetch names
- * its repository) goes to that key's thread whenever that thread is among the least busy, so a
- * repository's clones find the reachable sets their thread keeps (git/reachable-sets.ts), while
+ * its repository) goes to that key's thread whenever that thread has at most one task more than
+ * the least busy, so a repository's clones find the reachable sets their thread keeps
+ * (git/reachable-sets.ts) even while the previous clone's task is still finishing there, and
  * concurrent ones still spread over the threads. A key's thread is placed as an actor's is
  * (shard-map.ts), on the threads ranked by id, once all `threads` are up (until then, none is).
  */
@@ -50,7 +51,8 @@ export function balanceReads(threads: number): Balancer {
     const affinity = affinityOf(task);
     if (!best || affinity === undefined || workers.length !== threads) return best;
     const preferred = [...workers].sort((a, b) => a.id - b.id)[slotOf(shardOf(affinity), threads)]!;
-    return preferred.currentUsage === best.currentUsage && !preferred.isRunningAbortableTask ? preferred : best;
+    const usable = !preferred.isRunningAbortableTask && preferred.currentUsage < TASKS_PER_READ_THREAD;
+    return usable && preferred.currentUsage <= best.currentUsage + 1 ? preferred : best;
   };
 }
 

@@ -4,8 +4,8 @@ import { balanceReads, TASKS_PER_READ_THREAD } from '../../src/actors/read-pool.
 
 /**
  * The read pool's choice of thread: the least busy one, except that a task naming a repository
- * goes to that repository's thread whenever that thread is as idle as any, so a repository's
- * clones meet the reachable sets their thread keeps.
+ * goes to that repository's thread whenever that thread has at most one task more than the least
+ * busy, so a repository's clones meet the reachable sets their thread keeps.
  */
 type Balancer = ReturnType<typeof balanceReads>;
 type Worker = Parameters<Balancer>[1][number];
@@ -20,14 +20,14 @@ t.test('read pool - a task without affinity goes to the least busy thread', asyn
   t.equal(balance(task(), [worker(1, TASKS_PER_READ_THREAD), worker(2, TASKS_PER_READ_THREAD)]), null, 'none when every thread is full');
 });
 
-t.test('read pool - a repository\'s tasks go to one thread while it is as idle as the others, and spread when it is busier', async (t) => {
+t.test('read pool - a repository\'s tasks go to one thread while it is at most one task busier, and spread beyond', async (t) => {
   const balance = balanceReads(2);
   const idle = [worker(7, 0), worker(8, 0)];
   const home = balance(task('repo_a'), idle)!.id;
   for (let i = 0; i < 5; i++) t.equal(balance(task('repo_a'), [worker(8, 0), worker(7, 0)])?.id, home, 'the same thread, whatever the order the pool lists them in');
   const other = home === 7 ? 8 : 7;
-  const busy = [worker(home, 1), worker(other, 0)];
-  t.equal(balance(task('repo_a'), busy)?.id, other, 'a busier home thread yields to an idle one');
+  t.equal(balance(task('repo_a'), [worker(home, 1), worker(other, 0)])?.id, home, 'one task more at home (the last clone still finishing) keeps the home thread');
+  t.equal(balance(task('repo_a'), [worker(home, 2), worker(other, 0)])?.id, other, 'two more yield to an idle thread');
   const homes = new Set(Array.from({ length: 16 }, (_, i) => balance(task(`repo_${i}`), idle)!.id));
   t.same([...homes].sort(), [7, 8], 'repositories are spread over the threads');
 });
