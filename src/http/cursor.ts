@@ -30,3 +30,29 @@ export const hasString =
   <K extends string>(...keys: K[]) =>
   (v: Record<string, unknown>): v is Record<K, string> =>
     keys.every((k) => typeof v[k] === 'string');
+
+export interface CursorPage<V> {
+  items: V[];
+  next_cursor: string | null;
+  has_more: boolean;
+}
+
+/**
+ * One page of records listed newest first by id: the first `limit` that `keep` accepts, and a
+ * cursor after the last of them when more follow.
+ */
+export function cursorPage<T extends { id: string }, V>(records: Iterable<T>, limit: number, view: (record: T) => V, keep: (record: T) => boolean = () => true): CursorPage<V> {
+  const items: V[] = [];
+  let last: string | null = null;
+  let hasMore = false;
+  for (const record of records) {
+    if (!keep(record)) continue;
+    if (items.length === limit) {
+      hasMore = true;
+      break;
+    }
+    items.push(view(record));
+    last = record.id;
+  }
+  return { items, next_cursor: hasMore && last ? encodeCursor({ before: last }) : null, has_more: hasMore };
+}

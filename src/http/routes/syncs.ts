@@ -11,7 +11,7 @@ import { normalizeRefGlobs } from '../../actors/system/sync/ref-filter.js';
 import { canAccessRepo } from '../auth/principal.js';
 import { callActor } from '../actor-call.js';
 import { repoActor } from '../../actors/actor-names.js';
-import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
+import { cursorPage, decodeCursor, hasString } from '../cursor.js';
 import { withBody, type Reply, type RequestContext, type RouteDef } from '../route.js';
 
 /**
@@ -51,21 +51,6 @@ function* orgSyncs(ctx: RequestContext, before: string | undefined): Generator<S
   }
 }
 
-function pageOf<T>(records: Iterable<SyncRecord>, limit: number, view: (r: SyncRecord) => T): { items: T[]; next_cursor: string | null; has_more: boolean } {
-  const items: T[] = [];
-  let last: string | null = null;
-  let hasMore = false;
-  for (const record of records) {
-    if (items.length === limit) {
-      hasMore = true;
-      break;
-    }
-    items.push(view(record));
-    last = record.id;
-  }
-  return { items, next_cursor: hasMore && last ? encodeCursor({ before: last }) : null, has_more: hasMore };
-}
-
 export const syncRoutes: RouteDef[] = [
   withBody(createSyncBody, {
     method: 'POST',
@@ -80,7 +65,7 @@ export const syncRoutes: RouteDef[] = [
     query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 200, default: 50 } } },
     handler(ctx) {
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
-      const page = pageOf(repoSyncs(ctx, ctx.repo!.id, cursor?.before), ctx.query.limit as number, syncView);
+      const page = cursorPage(repoSyncs(ctx, ctx.repo!.id, cursor?.before), ctx.query.limit as number, syncView);
       return { status: 200, schema: 'syncPage', value: { syncs: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },
@@ -116,7 +101,7 @@ export const syncRoutes: RouteDef[] = [
       } else {
         records = orgSyncs(ctx, cursor?.before);
       }
-      const page = pageOf(records, ctx.query.limit as number, syncRunView);
+      const page = cursorPage(records, ctx.query.limit as number, syncRunView);
       return { status: 200, schema: 'syncRunPage', value: { sync_runs: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },

@@ -7,7 +7,7 @@ import { deliveriesNewestFirst, getTarget, repoExists, targetVisible, targetsNew
 import { adoptWebhookDelivery } from '../../actors/system/webhooks/index.js';
 import { callActor } from '../actor-call.js';
 import { orgActor } from '../../actors/actor-names.js';
-import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
+import { cursorPage, decodeCursor, hasString } from '../cursor.js';
 import { withBody, type RequestContext, type RouteDef } from '../route.js';
 import { allowedRepoIds } from './orgs.js';
 
@@ -35,29 +35,6 @@ function reachableTarget(ctx: RequestContext): WebhookTargetRecord {
     throw notFound('NOT_FOUND', `webhook target "${ctx.params.id}" not found`);
   }
   return target;
-}
-
-/** One page of `records` (newest first) that `keep` accepts, as `{items, next_cursor, has_more}`. */
-function pageOf<T extends { id: string }, V>(
-  ctx: RequestContext,
-  records: Iterable<T>,
-  keep: (value: T) => boolean,
-  view: (value: T) => V,
-): { items: V[]; next_cursor: string | null; has_more: boolean } {
-  const limit = ctx.query.limit as number;
-  const items: V[] = [];
-  let last: string | null = null;
-  let hasMore = false;
-  for (const record of records) {
-    if (!keep(record)) continue;
-    if (items.length === limit) {
-      hasMore = true;
-      break;
-    }
-    items.push(view(record));
-    last = record.id;
-  }
-  return { items, next_cursor: hasMore && last ? encodeCursor({ before: last }) : null, has_more: hasMore };
 }
 
 const pageQuery = { keys: { cursor: { type: 'string' as const }, limit: { type: 'int' as const, min: 1, max: 100, default: 50 } } };
@@ -89,7 +66,7 @@ export const webhookRoutes: RouteDef[] = [
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
       const allowed = allowedRepoIds(ctx.services.storage, ctx.principal);
       const exists = repoExists(ctx.services.storage.meta, ctx.org.id);
-      const page = pageOf(ctx, targetsNewestFirst(ctx.services.storage.meta, ctx.org.id, cursor?.before), (t) => targetVisible(t, allowed, exists), webhookTargetView);
+      const page = cursorPage(targetsNewestFirst(ctx.services.storage.meta, ctx.org.id, cursor?.before), ctx.query.limit as number, webhookTargetView, (t) => targetVisible(t, allowed, exists));
       return { status: 200, schema: 'webhookTargetPage', value: { webhook_targets: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },
@@ -142,7 +119,7 @@ export const webhookRoutes: RouteDef[] = [
     handler(ctx) {
       const target = reachableTarget(ctx);
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
-      const page = pageOf(ctx, deliveriesNewestFirst(ctx.services.storage.meta, ctx.org.id, target.id, cursor?.before), () => true, deliveryView);
+      const page = cursorPage(deliveriesNewestFirst(ctx.services.storage.meta, ctx.org.id, target.id, cursor?.before), ctx.query.limit as number, deliveryView);
       return { status: 200, schema: 'webhookDeliveryPage', value: { deliveries: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },
