@@ -6,6 +6,7 @@ import { log, setLogLevel } from './log.js';
 import { openStorage, type Storage } from './storage/database.js';
 import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
+import { LmdbOrgDirectory } from './storage/lmdb-org-directory.js';
 import { RecordCache } from './storage/read/record-cache.js';
 import { ActorRuntime } from './actors/runtime.js';
 import { configureWorkerHeaps } from './actors/worker-heap.js';
@@ -65,6 +66,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   const lock = await lockDataDir(config.dataDir);
   const storage: Storage = openStorage(config.dataDir);
   const secrets = SecretBox.forDataDir(config.dataDir);
+  const directory = new LmdbOrgDirectory(storage);
   compileResponses();
   configureWorkerHeaps();
   let metrics: Metrics | null = null;
@@ -82,13 +84,13 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     },
   });
   const signatures = parts.signatures ?? new SignaturePool();
-  const verifier = new TokenVerifier(storage, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS }, signatures);
+  const verifier = new TokenVerifier(directory, { audiences: config.jwtAudiences, maxTtlS: config.jwtMaxTtlS }, signatures);
   metrics = new Metrics(
     () => runtime.mailboxDepths(),
     () => storage.root.getStats(),
     () => ({ ...signatures.stats, waiting: verifier.waiting }),
   );
-  const services: Services = { config, storage, records, secrets, runtime, verifier, metrics };
+  const services: Services = { config, storage, directory, records, secrets, runtime, verifier, metrics };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);
   const operator = await listenOperator(metrics, config.metricsAddr);

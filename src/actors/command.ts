@@ -1,4 +1,5 @@
 import type { Storage } from '../storage/database.js';
+import type { OrgDirectory } from '../storage/org-directory.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import type { PrincipalMsg } from '../protocol/messages.js';
 import type { SchemaName } from '../protocol/schemas/index.js';
@@ -13,6 +14,8 @@ import type { Batch } from './batch.js';
  */
 export interface CommandContext {
   storage: Storage;
+  /** Orgs, keys and webhook targets: global data, never written through `storage`. */
+  directory: OrgDirectory;
   secrets: SecretBox;
   settings: ActorSettings;
   principal: PrincipalMsg;

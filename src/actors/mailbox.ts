@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { ServiceError, asServiceError, storageUnavailable } from '../errors.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
+import type { OrgDirectory } from '../storage/org-directory.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
 import { serialize } from '../protocol/serializers.js';
@@ -63,6 +64,7 @@ export class Mailboxes {
 
   constructor(
     private readonly storage: Storage,
+    private readonly directory: OrgDirectory,
     private readonly secrets: SecretBox,
     private readonly settings: ActorSettings,
     private readonly commands: ReadonlyMap<string, Command>,
@@ -154,6 +156,7 @@ export class Mailboxes {
         const principal = req.principal!;
         const ctx: CommandContext = {
           storage: this.storage,
+          directory: this.directory,
           secrets: this.secrets,
           settings: this.settings,
           principal,
@@ -161,7 +164,7 @@ export class Mailboxes {
           seq: p.seq,
           now,
           batch,
-          mutation: new Mutation(this.storage, this.settings.publicUrl, principal.keyId || null, now),
+          mutation: new Mutation(this.storage, this.directory, this.settings.publicUrl, principal.keyId || null, now),
         };
         const result = command.handle(input.value, ctx, input.prepared);
         const body = serialize(result.schema, result.body);

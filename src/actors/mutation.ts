@@ -2,7 +2,7 @@ import type { Storage } from '../storage/database.js';
 import { appendOperation } from '../storage/lmdb-repo-store.js';
 import { putOutboxEvent } from '../storage/outbox.js';
 import { newId } from '../storage/ids.js';
-import { orgHasTargets } from '../storage/webhook-store.js';
+import type { OrgDirectory } from '../storage/org-directory.js';
 import type { EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../storage/records.js';
 
 /**
@@ -17,6 +17,7 @@ export class Mutation {
 
   constructor(
     private readonly storage: Storage,
+    private readonly directory: OrgDirectory,
     private readonly publicUrl: string,
     private readonly keyId: string | null,
     private readonly now: Date,
@@ -60,7 +61,7 @@ export class Mutation {
 
   private hasTargets(orgId: string): boolean {
     let has = this.subscribed.get(orgId);
-    if (has === undefined) this.subscribed.set(orgId, (has = orgHasTargets(this.storage.meta, orgId)));
+    if (has === undefined) this.subscribed.set(orgId, (has = this.directory.hasTargets(orgId)));
     return has;
   }
 }

@@ -6,7 +6,9 @@ import { invalid } from '../errors.js';
 import { log } from '../log.js';
 import { openStorage, type Storage } from '../storage/database.js';
 import { createOrg, createSigningKey, setKeyScopes, setKeyStatus, setKeyTags } from '../storage/admin-store.js';
-import { getOrg, getOrgBySlug, getRepoByName, orgKeys } from '../storage/repo-store.js';
+import { LmdbOrgDirectory } from '../storage/lmdb-org-directory.js';
+import type { OrgDirectory } from '../storage/org-directory.js';
+import { getRepoByName } from '../storage/repo-store.js';
 import { exportRepository } from '../storage/export.js';
 import { backupDataDir } from '../storage/backup.js';
 import type { SigningKeyRecord } from '../storage/records.js';
@@ -25,11 +27,14 @@ function out(ctx: CliContext, value: unknown, human: string): void {
   process.stdout.write(ctx.json ? JSON.stringify(value) + '\n' : human + '\n');
 }
 
-/** Runs an operator write on the data directory and closes it once the write is on disk. */
-async function withStorage<T>(ctx: CliContext, fn: (storage: Storage) => T): Promise<T> {
+/**
+ * Runs an operator command on the data directory's org directory (and its storage, for what
+ * names a repository) and closes it once the writes are on disk.
+ */
+async function withDirectory<T>(ctx: CliContext, fn: (directory: OrgDirectory, storage: Storage) => T): Promise<T> {
   const storage = openStorage(ctx.config.dataDir);
   try {
-    return fn(storage);
+    return fn(new LmdbOrgDirectory(storage), storage);
   } finally {
     await storage.root.flushed;
     await storage.close();
@@ -38,18 +43,18 @@ async function withStorage<T>(ctx: CliContext, fn: (storage: Storage) => T): Pro
 
 const list = (v: unknown): string[] => (typeof v === 'string' && v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []);
 
-function keyView(storage: Storage, rec: SigningKeyRecord) {
-  const org = getOrg(storage.meta, rec.org_id);
+function keyView(directory: OrgDirectory, rec: SigningKeyRecord) {
+  const org = directory.org(rec.org_id);
   return { id: rec.id, org: org?.slug, name: rec.name, scopes: rec.scopes, repo_ids: rec.repo_ids, tags: rec.tags, status: rec.status, created_at: rec.created_at, revoked_at: rec.revoked_at };
 }
 
 function keyStatus(status: 'active' | 'disabled' | 'revoked'): Handler {
   return (ctx) =>
-    withStorage(ctx, (storage) => {
+    withDirectory(ctx, (directory) => {
       const id = ctx.args[0];
       if (!id) throw invalid('usage: repohost key disable|enable|revoke <key id>');
-      const rec = setKeyStatus(storage, id, status);
-      out(ctx, keyView(storage, rec), `${rec.id} ${rec.status}`);
+      const rec = setKeyStatus(directory, id, status);
+      out(ctx, keyView(directory, rec), `${rec.id} ${rec.status}`);
       return 0;
     });
 }
@@ -105,19 +110,19 @@ export const commandHandlers: Record<string, Handler> = {
   },
 
   'org create': (ctx) =>
-    withStorage(ctx, (storage) => {
+    withDirectory(ctx, (directory) => {
       const slug = ctx.args[0];
       if (!slug) throw invalid('usage: repohost org create <slug> [--name NAME]');
-      const org = createOrg(storage, slug, ctx.values.name as string | undefined);
+      const org = createOrg(directory, slug, ctx.values.name as string | undefined);
       out(ctx, { id: org.id, slug: org.slug, name: org.name }, `created org ${org.slug} (${org.id})`);
       return 0;
     }),
 
   'key create': (ctx) =>
-    withStorage(ctx, (storage) => {
+    withDirectory(ctx, (directory, storage) => {
       const org = ctx.values.org as string | undefined;
       if (!org) throw invalid('key create needs --org <slug>');
-      const created = createSigningKey(storage, org, { scopes: list(ctx.values.scopes), repos: list(ctx.values.repos), name: ctx.values.name as string | undefined });
+      const created = createSigningKey(directory, storage, org, { scopes: list(ctx.values.scopes), repos: list(ctx.values.repos), name: ctx.values.name as string | undefined });
       const { record } = created;
       out(
         ctx,
@@ -138,11 +143,11 @@ export const commandHandlers: Record<string, Handler> = {
     }),
 
   'key list': (ctx) =>
-    withStorage(ctx, (storage) => {
+    withDirectory(ctx, (directory) => {
       const slug = ctx.values.org as string | undefined;
-      const org = slug ? getOrgBySlug(storage.meta, slug) : undefined;
+      const org = slug ? directory.orgBySlug(slug) : undefined;
       if (!org) throw invalid('key list needs --org <existing slug>');
-      const keys = orgKeys(storage.meta, org.id).map((k) => keyView(storage, k));
+      const keys = directory.orgKeys(org.id).map((k) => keyView(directory, k));
       out(ctx, { keys }, keys.map((k) => `${k.id}\t${k.status}\t${k.scopes.join(',')}\t${k.name}`).join('\n'));
       return 0;
     }),
@@ -152,16 +157,16 @@ export const commandHandlers: Record<string, Handler> = {
   'key revoke': keyStatus('revoked'),
 
   'key scopes': (ctx) =>
-    withStorage(ctx, (storage) => {
+    withDirectory(ctx, (directory) => {
       const [id, scopes] = ctx.args;
       if (!id || !scopes) throw invalid('usage: repohost key scopes <key id> <scope,scope>');
-      const rec = setKeyScopes(storage, id, list(scopes));
-      out(ctx, keyView(storage, rec), `${rec.id} scopes=${rec.scopes.join(',')}`);
+      const rec = setKeyScopes(directory, id, list(scopes));
+      out(ctx, keyView(directory, rec), `${rec.id} scopes=${rec.scopes.join(',')}`);
       return 0;
     }),
 
   'key tags': (ctx) =>
-    withStorage(ctx, (storage) => {
+    withDirectory(ctx, (directory) => {
       const [id, ...pairs] = ctx.args;
       if (!id) throw invalid('usage: repohost key tags <key id> k=v k2=');
       // Without a prototype, `__proto__=x` is an ordinary key that the tag rules can refuse.
@@ -171,7 +176,7 @@ export const commandHandlers: Record<string, Handler> = {
         if (eq <= 0) throw invalid(`tag "${p}" must be key=value (empty value removes)`);
         tags[p.slice(0, eq)] = p.slice(eq + 1);
       }
-      const rec = setKeyTags(storage, id, tags);
+      const rec = setKeyTags(directory, id, tags);
       out(ctx, { id: rec.id, tags: rec.tags }, Object.entries(rec.tags).map(([k, v]) => `${k}=${v}`).join('\n'));
       return 0;
     }),
@@ -182,7 +187,7 @@ export const commandHandlers: Record<string, Handler> = {
     if (!target || !dir || slash <= 0) throw invalid('usage: repohost export <org>/<repo> <dir> [--data DIR]');
     const storage = openStorage(ctx.config.dataDir);
     try {
-      const org = getOrgBySlug(storage.meta, target.slice(0, slash));
+      const org = new LmdbOrgDirectory(storage).orgBySlug(target.slice(0, slash));
       const repo = org && getRepoByName(storage.meta, org.id, target.slice(slash + 1));
       if (!repo) throw invalid(`repository ${target} not found`);
       const summary = await exportRepository(storage, repo, dir);

@@ -4,7 +4,8 @@ import type { Key } from 'lmdb';
  * The key layout of the `meta` database: ordered tuples, so that everything one list or one
  * cleanup needs is one contiguous range.
  *
- *   ['cfg', 'key-version']            number   bumped on every signing-key change (auth reloads)
+ *   ['cfg', 'key-version']            number   the org directory's version: bumped on every change to
+ *                                     an org, key or webhook target (lmdb-org-directory.ts)
  *   ['org', orgId]                    OrgRecord
  *   ['org-slug', slug]                orgId
  *   ['key', keyId]                    SigningKeyRecord

@@ -2,39 +2,16 @@ import type { Database, Key, Transaction } from 'lmdb';
 import { K, under } from './keys.js';
 import type { Storage } from './database.js';
 import type { RecordReader } from './read/record-cache.js';
-import type { BookmarkRecord, OrgRecord, RepoRecord, SigningKeyRecord, TagRecord } from './records.js';
+import type { BookmarkRecord, RepoRecord, TagRecord } from './records.js';
 
 /**
- * Org, key and repository records, and a repository's refs (bookmarks, tags, notes). Reads work
+ * Repository records, and a repository's refs (bookmarks, tags, notes). Reads work
  * on any thread, inside a write transaction (actors) or on a read snapshot (the front end's fast
  * path), because LMDB reads are synchronous; writes run in the caller's write transaction.
  */
 export const ROOT_CHANGE_ID = 'z'.repeat(32);
 
 type Meta = Database<unknown, Key>;
-
-export function getOrg(meta: RecordReader, orgId: string): OrgRecord | undefined {
-  return meta.get(K.org(orgId)) as OrgRecord | undefined;
-}
-
-export function getOrgBySlug(meta: RecordReader, slug: string): OrgRecord | undefined {
-  const id = meta.get(K.orgSlug(slug)) as string | undefined;
-  return id ? getOrg(meta, id) : undefined;
-}
-
-export function getSigningKey(meta: RecordReader, keyId: string): SigningKeyRecord | undefined {
-  return meta.get(K.key(keyId)) as SigningKeyRecord | undefined;
-}
-
-/** Bumped on every signing-key change (admin-store.ts), so a verifier knows when to reload. */
-export function signingKeyVersion(meta: RecordReader): number {
-  return (meta.get(K.keyVersion()) as number | undefined) ?? 0;
-}
-
-/** Every signing key of every org. */
-export function* allSigningKeys(meta: Meta): Generator<SigningKeyRecord> {
-  for (const { value } of meta.getRange(under(['key']))) yield value as SigningKeyRecord;
-}
 
 export function getRepo(meta: RecordReader, repoId: string): RepoRecord | undefined {
   return meta.get(K.repo(repoId)) as RepoRecord | undefined;
@@ -159,25 +136,21 @@ export function* orgRepoIds(meta: Meta, orgId: string, afterId?: string): Genera
   }
 }
 
-/** Ids of every repository: org by org, each org's in creation order. */
+/**
+ * Ids of every repository: org by org, each org's in creation order. The orgs are found from
+ * their repository lists (one key read to step from one org to the next), not from the org directory.
+ */
 export function* allRepoIds(meta: Meta): Generator<string> {
-  for (const orgId of allOrgIds(meta)) for (const key of meta.getKeys(under(['o', orgId, 'repo']))) yield (key as string[])[3]!;
-}
-
-/** Ids of every org. */
-export function* allOrgIds(meta: Meta): Generator<string> {
-  for (const key of meta.getKeys(under(['org']))) yield (key as string[])[1]!;
+  let start = under(['o']).start;
+  for (;;) {
+    let orgId: string | undefined;
+    for (const key of meta.getKeys({ start, end: under(['o']).end, limit: 1 })) orgId = (key as string[])[1];
+    if (orgId === undefined) return;
+    for (const key of meta.getKeys(under(['o', orgId, 'repo']))) yield (key as string[])[3]!;
+    start = under(['o', orgId]).end;
+  }
 }
 
 export function countOrgRepos(meta: Meta, orgId: string): number {
   return meta.getKeysCount(under(['o', orgId, 'repo']));
-}
-
-export function orgKeys(meta: Meta, orgId: string): SigningKeyRecord[] {
-  const out: SigningKeyRecord[] = [];
-  for (const key of meta.getKeys(under(['o', orgId, 'key']))) {
-    const rec = getSigningKey(meta, (key as string[])[3]!);
-    if (rec) out.push(rec);
-  }
-  return out;
 }

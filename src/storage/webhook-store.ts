@@ -2,7 +2,10 @@ import type { Database, Key } from 'lmdb';
 import { K, under } from './keys.js';
 import { newestFirst } from './newest-first.js';
 
-/** The webhook records kept in LMDB (layout in `storage/keys.ts`). Timestamps are ISO-8601 UTC. */
+/**
+ * The webhook records kept in LMDB (layout in `storage/keys.ts`). Timestamps are ISO-8601 UTC.
+ * Targets are kept by the org directory (org-directory.ts); deliveries and their queue here.
+ */
 export interface WebhookTargetRecord {
   id: string;
   org_id: string;
@@ -52,41 +55,18 @@ export function laneOf(d: Pick<DeliveryRecord, 'repo_id'>): string {
 
 type Meta = Database<unknown, Key>;
 
-
-export function getTarget(meta: Meta, orgId: string, targetId: string): WebhookTargetRecord | undefined {
-  return meta.get(K.webhookTarget(orgId, targetId)) as WebhookTargetRecord | undefined;
-}
-
-/** Targets of an org in creation order. */
-export function* orgTargets(meta: Meta, orgId: string): Generator<WebhookTargetRecord> {
-  for (const { value } of meta.getRange(under(['o', orgId, 'wht']))) yield value as WebhookTargetRecord;
-}
-
-/** Whether an org has any webhook target (a key lookup; no record is decoded). */
-export function orgHasTargets(meta: Meta, orgId: string): boolean {
-  for (const _ of meta.getKeys({ ...under(['o', orgId, 'wht']), limit: 1 })) return true;
-  return false;
-}
-
 /** Deliveries pending (queued, in flight or waiting for a retry), counted from the pending index. */
 export function pendingCount(meta: Meta): number {
   return meta.getKeysCount(under(['whq']));
 }
 
-export function putTarget(meta: Meta, target: WebhookTargetRecord): void {
-  meta.putSync(K.webhookTarget(target.org_id, target.id), target);
-}
-
-/** Removes a target with its delivery log and its pending index entries. */
-export function removeTarget(meta: Meta, target: WebhookTargetRecord): void {
+/**
+ * Removes what this node keeps of a target besides its record (which is the org directory's):
+ * its delivery log and its pending index entries.
+ */
+export function removeDeliveries(meta: Meta, orgId: string, targetId: string): void {
   // Keys are collected first: a range is not iterated while it is being deleted.
-  for (const key of [...meta.getKeys(under(['o', target.org_id, 'whd', target.id])), ...meta.getKeys(under(['whq', target.id]))]) meta.removeSync(key);
-  meta.removeSync(K.webhookTarget(target.org_id, target.id));
-}
-
-/** The target's stored bytes, in lmdb-js's shared buffer (valid until the next read): a cheap change check. */
-export function targetBytes(meta: Meta, orgId: string, targetId: string): Buffer | undefined {
-  return meta.getBinaryFast(K.webhookTarget(orgId, targetId));
+  for (const key of [...meta.getKeys(under(['o', orgId, 'whd', targetId])), ...meta.getKeys(under(['whq', targetId]))]) meta.removeSync(key);
 }
 
 export function getDelivery(meta: Meta, orgId: string, targetId: string, deliveryId: string): DeliveryRecord | undefined {
@@ -130,11 +110,6 @@ export function* laneEntries(meta: Meta, targetId: string, lane: string): Genera
 /** Removes index entries of deliveries that are no longer pending. */
 export function dropLaneEntries(meta: Meta, targetId: string, lane: string, deliveryIds: readonly string[]): void {
   for (const id of deliveryIds) meta.removeSync(K.webhookPending(targetId, lane, id));
-}
-
-/** An org's targets, newest first, strictly before `before` when given. */
-export function* targetsNewestFirst(meta: Meta, orgId: string, before?: string): Generator<WebhookTargetRecord> {
-  for (const { value } of newestFirst(meta, ['o', orgId, 'wht'], before)) yield value as WebhookTargetRecord;
 }
 
 /** A target's delivery log, newest first, strictly before `before` when given. */

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { isServiceError } from '../../src/errors.js';
 import { openStorage } from '../../src/storage/database.js';
 import { createOrg } from '../../src/storage/admin-store.js';
+import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import { K, under } from '../../src/storage/keys.js';
 import type { BookmarkRecord, EventEnvelope, OperationRecord, RepoRecord } from '../../src/storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../src/actors/commands/repos.js';
-import type { WebhookTargetRecord } from '../../src/storage/webhook-store.js';
 import { fixture, principal, startRuntime } from './runtime.js';
 
 /**
@@ -22,9 +22,10 @@ const SECRET = 'tok_upstream_secret_55aa';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'repohost-storage-'));
 const storage = openStorage(dataDir);
-const org = createOrg(storage, 'acme');
-const quiet = createOrg(storage, 'quiet');
-storage.meta.putSync(K.webhookTarget(org.id, 'wht_test'), {
+const directory = new LmdbOrgDirectory(storage);
+const org = createOrg(directory, 'acme');
+const quiet = createOrg(directory, 'quiet');
+directory.putTarget({
   id: 'wht_test',
   org_id: org.id,
   name: 'all events',
@@ -34,7 +35,7 @@ storage.meta.putSync(K.webhookTarget(org.id, 'wht_test'), {
   sealed_secret: 'unused',
   created_at: new Date(0).toISOString(),
   updated_at: new Date(0).toISOString(),
-} satisfies WebhookTargetRecord);
+});
 const batches: number[] = [];
 const rt = startRuntime({
   dataDir,

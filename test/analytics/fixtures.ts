@@ -121,14 +121,14 @@ export function tempStorage(): { storage: Storage; cleanup: () => Promise<void> 
 }
 
 /**
- * Puts the records a repository's head is read from (org, repository, default bookmark, change)
- * straight into LMDB, as the write path would, so sources and `readAnalytics` see a head.
+ * Puts the records a repository's head is read from (the org's repository list, repository,
+ * default bookmark, change) straight into LMDB, as the write path would, so sources and
+ * `readAnalytics` see a head.
  */
 export function seedRepo(storage: Storage, repoId: string, headOid: string | null): void {
   const orgId = 'org_analytics_test';
   const changeId = headOid ? `chg_${headOid}` : 'z'.repeat(32);
   storage.meta.transactionSync(() => {
-    storage.meta.putSync(K.org(orgId), { id: orgId, slug: 'acme', name: 'acme', created_at: T0.toISOString() });
     storage.meta.putSync(K.orgRepo(orgId, repoId), true);
     const previous = storage.meta.get(K.repo(repoId)) as RepoRecord | undefined;
     const repo: RepoRecord = {

@@ -8,7 +8,7 @@ import { startServer } from '../../src/server.js';
 import { SignaturePool } from '../../src/http/auth/signature-pool.js';
 import { openStorage } from '../../src/storage/database.js';
 import { createOrg } from '../../src/storage/admin-store.js';
-import { K } from '../../src/storage/keys.js';
+import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import { CLI, createTestKey, runCli, signToken, type TestKey } from '../helpers/server.js';
 import { metricValue } from '../helpers/metrics-text.js';
 
@@ -46,7 +46,7 @@ class HeldSignaturePool extends SignaturePool {
 
 const dataDir = mkdtempSync(join(tmpdir(), 'repohost-races-'));
 const setup = openStorage(dataDir);
-createOrg(setup, 'acme');
+createOrg(new LmdbOrgDirectory(setup), 'acme');
 await setup.close();
 const admin = createTestKey(dataDir, { org: 'acme', scopes: ['admin'], name: 'admin' });
 const pool = new HeldSignaturePool(1);
@@ -125,7 +125,7 @@ t.test('auth - a key revoked the moment before a check is answered refuses the r
   pool.onAnswer = () => {
     // Another request of this turn read the key table: the front end's snapshot is taken, and
     // the revocation below commits after it, in another process, before the answer is used.
-    server.services.storage.meta.get(K.keyVersion());
+    server.services.directory.version();
     revoked = spawnSync(process.execPath, [CLI, 'key', 'revoke', key.id, '--data', dataDir]);
   };
   const res = await api('GET', '/whoami', token);

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { WEBHOOK_EVENT_KINDS } from '../../src/protocol/schemas/webhooks.js';
 import { openStorage } from '../../src/storage/database.js';
 import { setKeyStatus } from '../../src/storage/admin-store.js';
+import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import { startTestServer, type TestKey, type TestServer, type TokenOptions } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { FixtureRef, toJsonText } from './json-values.js';
@@ -241,8 +242,9 @@ async function prepare(server: TestServer, receiver: WebhookReceiver): Promise<F
   };
   const storage = openStorage(server.dataDir);
   try {
-    setKeyStatus(storage, disabledKey.id, 'disabled');
-    setKeyStatus(storage, revokedKey.id, 'revoked');
+    const directory = new LmdbOrgDirectory(storage);
+    setKeyStatus(directory, disabledKey.id, 'disabled');
+    setKeyStatus(directory, revokedKey.id, 'revoked');
   } finally {
     await storage.close();
   }

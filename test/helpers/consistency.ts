@@ -1,7 +1,7 @@
 import type { Test } from 'tap';
 import { openStorage } from '../../src/storage/database.js';
 import { K, under } from '../../src/storage/keys.js';
-import { getOrgBySlug } from '../../src/storage/repo-store.js';
+import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { BookmarkRecord, RepoRecord } from '../../src/storage/records.js';
 
 /**
@@ -13,7 +13,7 @@ export async function checkRepositories(t: Test, dataDir: string, orgSlug: strin
   const storage = openStorage(dataDir);
   const repos = new Map<string, RepoRecord>();
   try {
-    const org = getOrgBySlug(storage.meta, orgSlug)!;
+    const org = new LmdbOrgDirectory(storage).orgBySlug(orgSlug)!;
     let problems = 0;
     const problem = (what: string): void => {
       problems++;

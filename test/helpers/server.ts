@@ -8,6 +8,7 @@ import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { createOrg, createSigningKey } from '../../src/storage/admin-store.js';
+import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 
 /**
  * Starts a real repohost server (the compiled CLI, `serve`) in a child process on a random port
@@ -109,10 +110,10 @@ export interface StartOptions {
   org?: string;
 }
 
-function withStorage<T>(dataDir: string, fn: (s: Storage) => T): T {
+function withDirectory<T>(dataDir: string, fn: (d: LmdbOrgDirectory, s: Storage) => T): T {
   const storage = openStorage(dataDir);
   try {
-    return fn(storage);
+    return fn(new LmdbOrgDirectory(storage), storage);
   } finally {
     void storage.close();
   }
@@ -120,8 +121,8 @@ function withStorage<T>(dataDir: string, fn: (s: Storage) => T): T {
 
 /** Creates a signing key directly in the data directory (like the CLI does). */
 export function createTestKey(dataDir: string, o: { scopes: string[]; repos?: string[]; name?: string; org: string }): TestKey {
-  return withStorage(dataDir, (s) => {
-    const created = createSigningKey(s, o.org, { scopes: o.scopes, repos: o.repos, name: o.name });
+  return withDirectory(dataDir, (d, s) => {
+    const created = createSigningKey(d, s, o.org, { scopes: o.scopes, repos: o.repos, name: o.name });
     return { id: created.record.id, privateKey: createPrivateKey(created.privateKeyPem), publicX: created.record.public_jwk.x };
   });
 }
@@ -159,9 +160,9 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const org = opts.org ?? 'acme';
   const logs: string[] = [];
   const makeKey = (o: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey => createTestKey(dataDir, { ...o, org: o.org ?? org });
-  withStorage(dataDir, (s) => {
+  withDirectory(dataDir, (d) => {
     try {
-      createOrg(s, org, `${org} inc`);
+      createOrg(d, org, `${org} inc`);
     } catch {
       // already there (restart on an existing data directory)
     }
@@ -191,7 +192,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     },
     createKey: makeKey,
     createOrg(slug) {
-      withStorage(dataDir, (s) => createOrg(s, slug));
+      withDirectory(dataDir, (d) => createOrg(d, slug));
     },
     async api(method, path, o = {}) {
       const headers: Record<string, string> = { ...o.headers };

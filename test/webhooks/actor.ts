@@ -8,6 +8,8 @@ import { Mutation } from '../../src/actors/mutation.js';
 import { WebhookDispatcher } from '../../src/actors/system/webhooks/dispatcher.js';
 import type { DeliveryRecord } from '../../src/storage/webhook-store.js';
 import { createOrg } from '../../src/storage/admin-store.js';
+import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
+import type { OrgDirectory } from '../../src/storage/org-directory.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { under } from '../../src/storage/keys.js';
 import type { OrgRecord } from '../../src/storage/records.js';
@@ -66,8 +68,9 @@ export async function startActor(t: Test, opts: { timeoutMs?: number; allowPriva
   const secrets = SecretBox.forDataDir(dir);
   const clock = new ManualClock();
   const rx = await startWebhookReceiver({ now: () => clock.now() });
-  const org: OrgRecord = createOrg(storage, 'acme');
-  const ctx = { storage, secrets, now: new Date(clock.now()) } as CommandContext;
+  const directory: OrgDirectory = new LmdbOrgDirectory(storage);
+  const org: OrgRecord = createOrg(directory, 'acme');
+  const ctx = { storage, directory, secrets, now: new Date(clock.now()) } as CommandContext;
   const created = storage.root.transactionSync(() =>
     createTarget.handle({ org_id: org.id, allowed_repo_ids: null, url: rx.url(PATH), name: 'hook', events: ['repo.updated'], repo_ids: null }, ctx),
   ).body as { id: string; secret: string };
@@ -75,7 +78,7 @@ export async function startActor(t: Test, opts: { timeoutMs?: number; allowPriva
   if (opts.behave) rx.behave(PATH, opts.behave);
   const start = (): WebhookDispatcher => {
     const d = new WebhookDispatcher({
-      storage, secrets, clock, brand: 'Svc', allowPrivate: opts.allowPrivate ?? true, retryBaseMs: RETRY_BASE_MS, pollMs: 25,
+      storage, directory, secrets, clock, brand: 'Svc', allowPrivate: opts.allowPrivate ?? true, retryBaseMs: RETRY_BASE_MS, pollMs: 25,
       concurrencyPerTarget: 32, timeoutMs: opts.timeoutMs ?? 10_000, retentionMs: 7 * 24 * 3600 * 1000,
     });
     d.start();
@@ -88,7 +91,7 @@ export async function startActor(t: Test, opts: { timeoutMs?: number; allowPriva
     storage,
     dispatcher: start(),
     emit(...events) {
-      const mutation = new Mutation(storage, 'https://repohost.test', null, new Date(clock.now()));
+      const mutation = new Mutation(storage, directory, 'https://repohost.test', null, new Date(clock.now()));
       storage.root.transactionSync(() => events.forEach(([repo, n]) => mutation.emit('repo.updated', org, { id: repo, name: repo }, { n })));
       actor.dispatcher.wake();
     },

@@ -12,6 +12,8 @@ import { signatureHeader } from '../../src/actors/system/webhooks/signature.js';
 import { openStorage } from '../../src/storage/database.js';
 import { newId } from '../../src/storage/ids.js';
 import { K, under } from '../../src/storage/keys.js';
+import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
+import type { WebhookTargetRecord } from '../../src/storage/webhook-store.js';
 import { verifySignature } from '../helpers/webhook-receiver.js';
 
 t.test('webhook policy - the address policy is applied at connection time, to the address dialled', async (t) => {
@@ -96,13 +98,14 @@ t.test('webhook policy - the delivery log keeps finished deliveries for the rete
     await storage.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  storage.meta.putSync(['org', 'org_1'], { id: 'org_1', slug: 'o', name: 'o', created_at: '' });
-  storage.meta.putSync(K.webhookTarget('org_1', 'wht_1'), { id: 'wht_1', org_id: 'org_1', repo_ids: null });
+  const directory = new LmdbOrgDirectory(storage);
+  directory.createOrg({ id: 'org_1', slug: 'o', name: 'o', created_at: '' });
+  directory.putTarget({ id: 'wht_1', org_id: 'org_1', repo_ids: null } as WebhookTargetRecord);
   // Ids carry their creation time: 0000000000… is 1970, the others are made now.
   const old = (n: number, status: string): [string, string] => [`dlv_000000000${n}AAAAAAAAAAAAAAAA`, status];
   const rows: Array<[string, string]> = [old(1, 'succeeded'), old(2, 'failed'), old(3, 'pending'), [newId('dlv'), 'succeeded']];
   for (const [id, status] of rows) storage.meta.putSync(K.webhookDelivery('org_1', 'wht_1', id), { id, status });
-  t.equal(await pruneDeliveryLog(storage, Date.now() - 7 * 24 * 3600 * 1000), 2, 'the two old finished deliveries are removed');
+  t.equal(await pruneDeliveryLog(storage, directory, Date.now() - 7 * 24 * 3600 * 1000), 2, 'the two old finished deliveries are removed');
   const left = [...storage.meta.getKeys(under(['o', 'org_1', 'whd', 'wht_1']))].map((k) => (k as string[])[4]);
   t.same(left, [rows[2]![0], rows[3]![0]], 'an old pending delivery and a recent one stay');
 });

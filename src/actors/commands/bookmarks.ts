@@ -2,7 +2,7 @@ import { invalid, notFound } from '../../errors.js';
 import { bookmarkEventView } from '../../protocol/views/bookmark.js';
 import { commitOidOf } from '../../storage/change-store.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord } from '../../storage/records.js';
-import { getBookmark, getOrg, getRepo, removeBookmark as removeBookmarkRecord } from '../../storage/repo-store.js';
+import { getBookmark, getRepo, removeBookmark as removeBookmarkRecord } from '../../storage/repo-store.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import { RepoWrite, type BookmarkMove, type BookmarkMoveResult } from './repo-writes.js';
 
@@ -41,7 +41,7 @@ export interface RepoScope {
 export function repoScope(ctx: CommandContext, repoId: string): RepoScope {
   const repo = getRepo(ctx.storage.meta, repoId);
   if (!repo) throw notFound('REPO_NOT_FOUND', 'repository not found');
-  const org = getOrg(ctx.storage.meta, repo.org_id);
+  const org = ctx.directory.org(repo.org_id);
   if (!org) throw notFound('REPO_NOT_FOUND', 'repository not found');
   return { org, repo };
 }

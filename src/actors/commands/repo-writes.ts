@@ -10,7 +10,7 @@ import type { LmdbObjectStore } from '../../storage/git-object-store.js';
 import { LmdbRepoStore } from '../../storage/lmdb-repo-store.js';
 import { ObjectAccounting, REFERENCE } from '../../storage/object-accounting.js';
 import type { ChangeRecord, OrgRecord, RepoRecord } from '../../storage/records.js';
-import { getOrg, getRepo, putRepo } from '../../storage/repo-store.js';
+import { getRepo, putRepo } from '../../storage/repo-store.js';
 import type { PrincipalMsg } from '../../protocol/messages.js';
 import type { CommandContext } from '../command.js';
 
@@ -96,7 +96,7 @@ export class RepoWrite extends RepoTransaction {
   ) {
     const repo = getRepo(ctx.storage.meta, repoId);
     if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
-    const org = getOrg(ctx.storage.meta, repo.org_id);
+    const org = ctx.directory.org(repo.org_id);
     if (!org) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
     const accounting = new ObjectAccounting(ctx.storage.meta, repo.id, REFERENCE, ctx.now.getTime());
     const store = objectStore(ctx.storage, repo.id, { observer: accounting });

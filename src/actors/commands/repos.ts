@@ -4,7 +4,7 @@ import { newId } from '../../storage/ids.js';
 import { NULL_OID } from '../../vcs/ids.js';
 import { releaseRepository } from '../../storage/quota.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
-import { clearRepository, getBookmark, getOrg, getRepo, getRepoByName, indexRepo, isRepoNameTaken, putBookmark, putRepo, renameRepo, ROOT_CHANGE_ID, unindexRepo } from '../../storage/repo-store.js';
+import { clearRepository, getBookmark, getRepo, getRepoByName, indexRepo, isRepoNameTaken, putBookmark, putRepo, renameRepo, ROOT_CHANGE_ID, unindexRepo } from '../../storage/repo-store.js';
 import { repoEventView, repositoryView } from '../../protocol/views/repository.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import type { UpstreamInput } from '../../protocol/schemas/repos.js';
@@ -35,7 +35,7 @@ export interface DeleteRepoInput {
 }
 
 function orgOf(ctx: CommandContext, orgId: string): OrgRecord {
-  const org = getOrg(ctx.storage.meta, orgId);
+  const org = ctx.directory.org(orgId);
   if (!org) throw new ServiceError('NOT_FOUND', 'organization not found');
   return org;
 }

@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { ServiceError, aborted, invalid, notFound } from '../../errors.js';
 import { newId } from '../../storage/ids.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
-import { enqueueDelivery, getDelivery, getTarget, putTarget, removeTarget, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../storage/webhook-store.js';
+import { enqueueDelivery, getDelivery, removeDeliveries, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../storage/webhook-store.js';
 import { defineCommand, type CommandContext } from '../command.js';
 
 /**
  * Webhook target and redelivery commands (API §11). They run in the org's actor so that writes
  * to an org's targets are serialized with repository creation and deletion (a target's repo_ids
- * are checked against the repositories that exist at that very step).
+ * are checked against the repositories that exist at that very step). The targets themselves are
+ * the org directory's records (global data every node reads), written through it.
  *
  * Every input carries `allowed_repo_ids`: the repositories a restricted caller may reach (null =
  * unrestricted), resolved by the front end. Such a caller sees and manages only targets whose
@@ -71,7 +72,7 @@ function checkRepoIds(ctx: CommandContext, input: Restricted, repoIds: string[] 
 
 /** The target, if it exists and the caller may manage it; NOT_FOUND otherwise (no existence leak). */
 function reachableTarget(ctx: CommandContext, input: TargetInput): WebhookTargetRecord {
-  const target = getTarget(ctx.storage.meta, input.org_id, input.target_id);
+  const target = ctx.directory.target(input.org_id, input.target_id);
   if (!target || !targetVisible(target, input.allowed_repo_ids, repoExists(ctx.storage.meta, input.org_id))) throw notFound('NOT_FOUND', `webhook target "${input.target_id}" not found`);
   return target;
 }
@@ -90,7 +91,7 @@ export const createTarget = defineCommand<CreateTargetInput>('webhook.target.cre
     created_at: now,
     updated_at: now,
   };
-  putTarget(ctx.storage.meta, target);
+  ctx.directory.putTarget(target);
   return { status: 201, body: { ...webhookTargetView(target), secret }, schema: 'webhookTargetCreated' };
 });
 
@@ -101,14 +102,15 @@ export const updateTarget = defineCommand<UpdateTargetInput>('webhook.target.upd
   if (input.events !== undefined) target.events = [...new Set(input.events)];
   if (input.repo_ids !== undefined) target.repo_ids = checkRepoIds(ctx, input, input.repo_ids, target.repo_ids ?? []);
   target.updated_at = ctx.now.toISOString();
-  putTarget(ctx.storage.meta, target);
+  ctx.directory.putTarget(target);
   return { status: 200, body: webhookTargetView(target), schema: 'webhookTarget' };
 });
 
 /** Removes the target with its delivery log; the webhook actor drops its queued deliveries when it finds them gone. */
 export const deleteTarget = defineCommand<TargetInput>('webhook.target.delete', (input, ctx) => {
   const target = reachableTarget(ctx, input);
-  removeTarget(ctx.storage.meta, target);
+  ctx.directory.removeTarget(target.org_id, target.id);
+  removeDeliveries(ctx.storage.meta, target.org_id, target.id);
   return { status: 200, body: { success: true }, schema: 'success' };
 });
 
@@ -119,7 +121,7 @@ export const rotateTargetSecret = defineCommand<TargetInput>('webhook.target.rot
   const secret = newSecret();
   target.sealed_secret = ctx.secrets.seal(secret);
   target.updated_at = ctx.now.toISOString();
-  putTarget(ctx.storage.meta, target);
+  ctx.directory.putTarget(target);
   return { status: 200, body: { secret }, schema: 'webhookSecret' };
 });
 

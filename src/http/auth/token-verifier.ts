@@ -1,7 +1,6 @@
 import { ServiceError } from '../../errors.js';
-import type { Storage } from '../../storage/database.js';
+import type { OrgDirectory } from '../../storage/org-directory.js';
 import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
-import { allSigningKeys, getOrg, signingKeyVersion } from '../../storage/repo-store.js';
 import { parseCompactToken, type CompactToken } from './compact-token.js';
 import { expandScopes, intersect } from './permissions.js';
 import type { AuthorClaim, Principal } from './principal.js';
@@ -20,7 +19,7 @@ interface Unsigned {
   parsed: CompactToken;
   key: LoadedKey;
   principal: Principal;
-  /** The key table's version the checks used. */
+  /** The directory's version the checks used. */
   version: number;
 }
 
@@ -61,10 +60,10 @@ function bearerToken(authorization: string | undefined): string {
 }
 
 /**
- * Verifies EdDSA access tokens against the signing-key table (API §2). The table is held in
- * memory and reloaded whenever the key-version counter in LMDB moves — read once per turn of the
- * event loop, the freshest snapshot this thread can have — so a key disabled, revoked or narrowed by the CLI in another process takes effect on
- * the very next request. Verified tokens are cached until `exp`, within a byte budget; the cache is
+ * Verifies EdDSA access tokens against the signing keys of the org directory (API §2). The key
+ * table is held in memory and rebuilt whenever the directory's version moves — read once per turn
+ * of the event loop, the freshest view this thread can have — so a key disabled, revoked or
+ * narrowed by the CLI in another process takes effect on the very next request. Verified tokens are cached until `exp`, within a byte budget; the cache is
  * dropped with the table, so a cached token never outlives a change to its key.
  *
  * A token not in the cache is checked on the front end for everything but its signature
@@ -76,7 +75,7 @@ export class TokenVerifier {
   private version = -1;
   private byId = new Map<string, LoadedKey>();
   private byX = new Map<string, LoadedKey>();
-  /** Orgs by slug, of the keys in the table: a token's `iss` is looked up here, not in LMDB. */
+  /** Orgs by slug, of the keys in the table: a token's `iss` is looked up here, not in the directory. */
   private orgs = new Map<string, OrgRecord>();
   private cache = new TokenCache<CachedPrincipal>(CACHE_BUDGET_BYTES);
   private readonly inFlight = new Map<string, Promise<Principal>>();
@@ -88,14 +87,15 @@ export class TokenVerifier {
   };
 
   constructor(
-    private readonly storage: Storage,
+    private readonly directory: OrgDirectory,
     private readonly options: VerifierOptions,
     private readonly signatures: SignaturePool,
   ) {}
 
   /**
-   * Reads the key-version once per turn of the event loop: lmdb-js serves this thread the same
-   * snapshot until its timer renews it, so a second read in the same turn cannot see more.
+   * Reads the directory's version once per turn of the event loop: the local directory serves
+   * this thread the same LMDB snapshot until a timer renews it, so a second read in the same turn
+   * cannot see more.
    */
   private refresh(): void {
     if (this.versionRead) return;
@@ -105,13 +105,13 @@ export class TokenVerifier {
   }
 
   private reload(): void {
-    const version = signingKeyVersion(this.storage.meta);
+    const version = this.directory.version();
     if (version === this.version) return;
     const byId = new Map<string, LoadedKey>();
     const byX = new Map<string, LoadedKey>();
     const orgs = new Map<string, OrgRecord>();
-    for (const record of allSigningKeys(this.storage.meta)) {
-      const org = getOrg(this.storage.meta, record.org_id);
+    for (const record of this.directory.keys()) {
+      const org = this.directory.org(record.org_id);
       if (!org) continue;
       const loaded = { record, org };
       byId.set(record.id, loaded);
@@ -177,9 +177,9 @@ export class TokenVerifier {
 
   private async verifySignature(token: string, { parsed, key, principal, version }: Unsigned): Promise<Principal> {
     if (!(await this.signatures.verify(key.record.public_jwk.x, parsed.signingInput, parsed.signature))) throw unauthorized();
-    // lmdb-js keeps this thread's snapshot until a timer renews it, and the checks above may have
-    // read the same one: a fresh snapshot sees a change the CLI committed during the check.
-    this.storage.root.resetReadTxn();
+    // The checks above may have read the view this thread still holds: a fresh one sees a change
+    // the CLI committed during the check.
+    this.directory.refresh();
     this.reload();
     if (this.version !== version) {
       // The table moved while the signature was checked (a key disabled, revoked or narrowed):

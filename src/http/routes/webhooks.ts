@@ -3,7 +3,7 @@ import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
 import { createTargetBody, patchTargetBody, noBody } from '../../protocol/schemas/webhooks.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
 import type { CreateTargetInput, RedeliverInput, TargetInput, UpdateTargetInput } from '../../actors/commands/webhooks.js';
-import { deliveriesNewestFirst, getTarget, repoExists, targetVisible, targetsNewestFirst, type WebhookTargetRecord } from '../../storage/webhook-store.js';
+import { deliveriesNewestFirst, repoExists, targetVisible, type WebhookTargetRecord } from '../../storage/webhook-store.js';
 import { adoptWebhookDelivery } from '../../actors/system/webhooks/index.js';
 import { callActor } from '../actor-call.js';
 import { orgActor } from '../../actors/actor-names.js';
@@ -12,9 +12,10 @@ import { withBody, type RequestContext, type RouteDef } from '../route.js';
 import { allowedRepoIds } from './orgs.js';
 
 /**
- * Webhook target routes (API §11). Writes go to the org's actor; reads are served here from an
- * LMDB snapshot. A repository-restricted admin only ever sees targets whose repo_ids lie within
- * its repositories (others are "not found" to it) and cannot create org-wide ones (API §2).
+ * Webhook target routes (API §11). Writes go to the org's actor; reads are served here from the
+ * org directory (targets) and an LMDB snapshot (deliveries). A repository-restricted admin only
+ * ever sees targets whose repo_ids lie within its repositories (others are "not found" to it) and
+ * cannot create org-wide ones (API §2).
  */
 
 /** The address policy at the front door; the webhook actor applies it again at every connection. */
@@ -29,8 +30,13 @@ function restriction(ctx: RequestContext): { org_id: string; allowed_repo_ids: s
   return { org_id: ctx.org.id, allowed_repo_ids: allowedRepoIds(ctx.services.storage, ctx.principal) };
 }
 
+/** Targets newest first (their ids sort by creation time), strictly before `before` when given. */
+function* targetsNewestFirst(targets: readonly WebhookTargetRecord[], before?: string): Generator<WebhookTargetRecord> {
+  for (let i = targets.length - 1; i >= 0; i--) if (before === undefined || targets[i]!.id < before) yield targets[i]!;
+}
+
 function reachableTarget(ctx: RequestContext): WebhookTargetRecord {
-  const target = getTarget(ctx.services.storage.meta, ctx.org.id, ctx.params.id!);
+  const target = ctx.services.directory.target(ctx.org.id, ctx.params.id!);
   if (!target || !targetVisible(target, allowedRepoIds(ctx.services.storage, ctx.principal), repoExists(ctx.services.storage.meta, ctx.org.id))) {
     throw notFound('NOT_FOUND', `webhook target "${ctx.params.id}" not found`);
   }
@@ -66,7 +72,7 @@ export const webhookRoutes: RouteDef[] = [
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
       const allowed = allowedRepoIds(ctx.services.storage, ctx.principal);
       const exists = repoExists(ctx.services.storage.meta, ctx.org.id);
-      const page = cursorPage(targetsNewestFirst(ctx.services.storage.meta, ctx.org.id, cursor?.before), ctx.query.limit as number, webhookTargetView, (t) => targetVisible(t, allowed, exists));
+      const page = cursorPage(targetsNewestFirst(ctx.services.directory.targets(ctx.org.id), cursor?.before), ctx.query.limit as number, webhookTargetView, (t) => targetVisible(t, allowed, exists));
       return { status: 200, schema: 'webhookTargetPage', value: { webhook_targets: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },

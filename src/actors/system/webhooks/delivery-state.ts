@@ -1,14 +1,13 @@
 import { log } from '../../../log.js';
 import type { Storage } from '../../../storage/database.js';
+import type { OrgDirectory } from '../../../storage/org-directory.js';
 import {
   dropLaneEntries,
   getDelivery,
-  getTarget,
   laneEntries,
   laneOf,
   pendingLanes,
   saveDeliveryAttempt,
-  targetBytes,
   type DeliveryRecord,
   type WebhookTargetRecord,
 } from '../../../storage/webhook-store.js';
@@ -37,9 +36,14 @@ export class DeliveryState {
   private readonly finishing = new Set<string>();
   private queued: PendingDelivery[] = [];
   private writing: Promise<void> | null = null;
-  private readonly targets = new Map<string, { bytes: Buffer; record: WebhookTargetRecord }>();
+  /** Targets as read at `targetsVersion` of the directory (null: deleted). */
+  private readonly targets = new Map<string, WebhookTargetRecord | null>();
+  private targetsVersion = -1;
 
-  constructor(private readonly storage: Storage) {}
+  constructor(
+    private readonly storage: Storage,
+    private readonly directory: OrgDirectory,
+  ) {}
 
   /** Every (target, lane) with pending deliveries, once each, as a previous run left them. */
   pendingLanes(): Generator<{ targetId: string; lane: string }> {
@@ -79,23 +83,18 @@ export class DeliveryState {
 
   /**
    * The target as it stands now, or undefined once it is deleted (its deliveries went with it).
-   * Decoded again only when its stored bytes change (a new URL or secret applies at once).
+   * Read again whenever the directory's version moves, so a new URL or secret applies at once;
+   * a target may list thousands of repositories, too many to decode for every attempt.
    */
   target(orgId: string, targetId: string): WebhookTargetRecord | undefined {
-    const { meta } = this.storage;
-    const shared = targetBytes(meta, orgId, targetId);
-    if (!shared) {
-      this.targets.delete(targetId);
-      return undefined;
+    const version = this.directory.version();
+    if (version !== this.targetsVersion) {
+      this.targets.clear();
+      this.targetsVersion = version;
     }
-    // lmdb-js's buffer, reused by the next read, with only its `length` set to this value's.
-    const bytes = shared.subarray(0, shared.length);
-    const cached = this.targets.get(targetId);
-    if (cached?.bytes.equals(bytes)) return cached.record;
-    const copy = Buffer.from(bytes);
-    const record = getTarget(meta, orgId, targetId);
-    if (record) this.targets.set(targetId, { bytes: copy, record });
-    return record;
+    let record = this.targets.get(targetId);
+    if (record === undefined) this.targets.set(targetId, (record = this.directory.target(orgId, targetId) ?? null));
+    return record ?? undefined;
   }
 
   /** Queues a delivery's record, as its last attempt left it, for the next batch. */

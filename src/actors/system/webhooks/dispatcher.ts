@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { log } from '../../../log.js';
 import type { Storage } from '../../../storage/database.js';
+import type { OrgDirectory } from '../../../storage/org-directory.js';
 import type { SecretBox } from '../../../storage/secret-box.js';
 import { systemClock, type Clock } from './clock.js';
 import { DeliveryState, type PendingDelivery } from './delivery-state.js';
@@ -24,6 +25,8 @@ import { afterAttempt } from './retry-policy.js';
  */
 export interface DispatcherOptions {
   storage: Storage;
+  /** Where the webhook targets are read. */
+  directory: OrgDirectory;
   secrets: SecretBox;
   brand: string;
   allowPrivate: boolean;
@@ -54,7 +57,7 @@ export class WebhookDispatcher {
 
   constructor(private readonly opts: DispatcherOptions) {
     this.clock = opts.clock ?? systemClock;
-    this.state = new DeliveryState(opts.storage);
+    this.state = new DeliveryState(opts.storage, opts.directory);
     this.http = new HttpDelivery({ secrets: opts.secrets, brand: opts.brand, allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, clock: this.clock });
     this.lanes = new LaneScheduler({
       clock: this.clock,
@@ -121,7 +124,7 @@ export class WebhookDispatcher {
 
   /** Fans out one batch of the outbox; true when more may wait. */
   private drainOnce(): boolean {
-    const batch = fanOutBatch(this.opts.storage, this.clock.now());
+    const batch = fanOutBatch(this.opts.storage, this.opts.directory, this.clock.now());
     if (!batch) return false;
     for (const d of batch.created) this.lanes.add(d);
     return batch.more;
@@ -159,7 +162,7 @@ export class WebhookDispatcher {
 
   private async pruneLoop(): Promise<void> {
     try {
-      await pruneDeliveryLog(this.opts.storage, this.clock.now() - this.opts.retentionMs, () => this.stopped);
+      await pruneDeliveryLog(this.opts.storage, this.opts.directory, this.clock.now() - this.opts.retentionMs, () => this.stopped);
     } catch (err) {
       log.error('webhook delivery log pruning failed', { err });
     }

@@ -1,7 +1,7 @@
 import type { Storage } from '../../../storage/database.js';
-import { allOrgIds } from '../../../storage/repo-store.js';
+import type { OrgDirectory } from '../../../storage/org-directory.js';
 import { idTime } from '../../../storage/ids.js';
-import { deliveryLog, orgTargets, removeFinishedDelivery } from '../../../storage/webhook-store.js';
+import { deliveryLog, removeFinishedDelivery } from '../../../storage/webhook-store.js';
 
 /** Delivery log pruning (API §11.4: finished deliveries are kept 7 days). */
 
@@ -12,11 +12,11 @@ const PRUNE_BATCH = 1000;
  * Drops finished deliveries created before `cutoff` from every target's log; stops between
  * batches once `stopped()` holds. Returns how many were removed.
  */
-export async function pruneDeliveryLog(storage: Storage, cutoff: number, stopped: () => boolean = () => false): Promise<number> {
+export async function pruneDeliveryLog(storage: Storage, directory: OrgDirectory, cutoff: number, stopped: () => boolean = () => false): Promise<number> {
   const { meta, root } = storage;
   let removed = 0;
-  for (const orgId of [...allOrgIds(meta)]) {
-    for (const target of [...orgTargets(meta, orgId)]) {
+  for (const { id: orgId } of [...directory.orgs()]) {
+    for (const target of directory.targets(orgId)) {
       for (;;) {
         // Delivery ids sort by creation time: the old ones are a prefix of the range. Keys are
         // collected before the (async) removal, never removed while the range is iterated.

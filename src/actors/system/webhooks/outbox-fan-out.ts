@@ -1,8 +1,9 @@
 import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
+import type { OrgDirectory } from '../../../storage/org-directory.js';
 import { hasOutboxEvents, takeOutboxEvents } from '../../../storage/outbox.js';
 import { newId } from '../../../storage/ids.js';
 import type { PendingDelivery } from './delivery-state.js';
-import { enqueueDelivery, laneOf, orgTargets, type DeliveryRecord, type WebhookTargetRecord } from '../../../storage/webhook-store.js';
+import { enqueueDelivery, laneOf, type DeliveryRecord, type WebhookTargetRecord } from '../../../storage/webhook-store.js';
 
 /**
  * Outbox fan-out: events leave the outbox and become one delivery record per matching target,
@@ -20,18 +21,18 @@ export interface FanOutBatch {
 }
 
 /** Moves one batch of events from the outbox into delivery records; null when the outbox is empty. */
-export function fanOutBatch(storage: Storage, now: number): FanOutBatch | null {
+export function fanOutBatch(storage: Storage, directory: OrgDirectory, now: number): FanOutBatch | null {
   if (!hasOutboxEvents(storage.meta)) return null;
   // Synchronous, so the write lock is held only while `fanOut` runs (an asynchronous transaction
   // holds it while this thread is scheduled to run the callback), and on disk when it returns:
   // a delivery is sent only once its record is durable, otherwise a crash could bring the event
   // back to the outbox and send it again under a new delivery id.
-  const { created, consumed } = storage.root.transactionSync(() => fanOut(storage, now), COMMIT_THEN_SYNC);
+  const { created, consumed } = storage.root.transactionSync(() => fanOut(storage, directory, now), COMMIT_THEN_SYNC);
   return { created, more: consumed === DRAIN_BATCH };
 }
 
 /** Runs inside the drain's write transaction: every read here sees the latest commit. */
-function fanOut(storage: Storage, now: number): { created: PendingDelivery[]; consumed: number } {
+function fanOut(storage: Storage, directory: OrgDirectory, now: number): { created: PendingDelivery[]; consumed: number } {
   const { meta } = storage;
   const events = takeOutboxEvents(meta, DRAIN_BATCH);
   const targetsByOrg = new Map<string, Subscriber[]>();
@@ -40,7 +41,7 @@ function fanOut(storage: Storage, now: number): { created: PendingDelivery[]; co
   for (const event of events) {
     const orgId = event.organization.id;
     let targets = targetsByOrg.get(orgId);
-    if (!targets) targetsByOrg.set(orgId, (targets = [...orgTargets(meta, orgId)].map(subscriber)));
+    if (!targets) targetsByOrg.set(orgId, (targets = directory.targets(orgId).map(subscriber)));
     const repoId = event.repository?.id ?? null;
     let body: string | null = null;
     for (const sub of targets) {

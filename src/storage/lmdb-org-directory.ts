@@ -1,0 +1,117 @@
+import { ServiceError } from '../errors.js';
+import type { Storage } from './database.js';
+import { K, under } from './keys.js';
+import type { OrgDirectory } from './org-directory.js';
+import type { OrgRecord, SigningKeyRecord } from './records.js';
+import type { WebhookTargetRecord } from './webhook-store.js';
+
+/**
+ * The org directory of a single node: records in the data directory's LMDB environment under
+ * global keys (no shard number in front, see keys.ts), read on the caller's thread like any
+ * record. Every write bumps the version in its own transaction, so a reader that sees a version
+ * sees every change before it. The version is stored as `['cfg', 'key-version']`, its name from
+ * when it counted key changes only: kept, so existing data directories need no migration.
+ *
+ * The CLI writes here from its own process while a server runs (LMDB is multi-process safe); the
+ * org actor writes webhook targets inside its batch's transaction, which serializes them per org.
+ */
+export class LmdbOrgDirectory implements OrgDirectory {
+  constructor(private readonly storage: Storage) {}
+
+  version(): number {
+    return (this.storage.meta.get(K.keyVersion()) as number | undefined) ?? 0;
+  }
+
+  /** lmdb-js serves a thread one read snapshot until a timer renews it: this renews it now. */
+  refresh(): void {
+    this.storage.root.resetReadTxn();
+  }
+
+  org(orgId: string): OrgRecord | undefined {
+    return this.storage.meta.get(K.org(orgId)) as OrgRecord | undefined;
+  }
+
+  orgBySlug(slug: string): OrgRecord | undefined {
+    const id = this.storage.meta.get(K.orgSlug(slug)) as string | undefined;
+    return id ? this.org(id) : undefined;
+  }
+
+  *orgs(): Generator<OrgRecord> {
+    for (const { value } of this.storage.meta.getRange(under(['org']))) yield value as OrgRecord;
+  }
+
+  createOrg(org: OrgRecord): void {
+    const { meta } = this.storage;
+    this.write(() => {
+      if (meta.get(K.orgSlug(org.slug)) !== undefined) throw new ServiceError('INVALID_REQUEST', `organization "${org.slug}" already exists`);
+      meta.putSync(K.org(org.id), org);
+      meta.putSync(K.orgSlug(org.slug), org.id);
+    });
+  }
+
+  key(keyId: string): SigningKeyRecord | undefined {
+    return this.storage.meta.get(K.key(keyId)) as SigningKeyRecord | undefined;
+  }
+
+  *keys(): Generator<SigningKeyRecord> {
+    for (const { value } of this.storage.meta.getRange(under(['key']))) yield value as SigningKeyRecord;
+  }
+
+  orgKeys(orgId: string): SigningKeyRecord[] {
+    const out: SigningKeyRecord[] = [];
+    for (const key of this.storage.meta.getKeys(under(['o', orgId, 'key']))) {
+      const record = this.key((key as string[])[3]!);
+      if (record) out.push(record);
+    }
+    return out;
+  }
+
+  createKey(key: SigningKeyRecord): void {
+    const { meta } = this.storage;
+    this.write(() => {
+      meta.putSync(K.key(key.id), key);
+      meta.putSync(K.orgKey(key.org_id, key.id), true);
+    });
+  }
+
+  updateKey(keyId: string, change: (key: SigningKeyRecord) => void): SigningKeyRecord {
+    return this.write(() => {
+      const record = this.key(keyId);
+      if (!record) throw new ServiceError('NOT_FOUND', `key ${keyId} not found`);
+      change(record);
+      this.storage.meta.putSync(K.key(keyId), record);
+      return record;
+    });
+  }
+
+  target(orgId: string, targetId: string): WebhookTargetRecord | undefined {
+    return this.storage.meta.get(K.webhookTarget(orgId, targetId)) as WebhookTargetRecord | undefined;
+  }
+
+  targets(orgId: string): WebhookTargetRecord[] {
+    return [...this.storage.meta.getRange(under(['o', orgId, 'wht']))].map(({ value }) => value as WebhookTargetRecord);
+  }
+
+  /** A key lookup: no record is decoded. */
+  hasTargets(orgId: string): boolean {
+    for (const _ of this.storage.meta.getKeys({ ...under(['o', orgId, 'wht']), limit: 1 })) return true;
+    return false;
+  }
+
+  putTarget(target: WebhookTargetRecord): void {
+    this.write(() => this.storage.meta.putSync(K.webhookTarget(target.org_id, target.id), target));
+  }
+
+  removeTarget(orgId: string, targetId: string): void {
+    this.write(() => this.storage.meta.removeSync(K.webhookTarget(orgId, targetId)));
+  }
+
+  /** Runs `fn` and bumps the version in one transaction (a child of the caller's, inside one). */
+  private write<T>(fn: () => T): T {
+    return this.storage.root.transactionSync(() => {
+      const result = fn();
+      this.storage.meta.putSync(K.keyVersion(), this.version() + 1);
+      return result;
+    });
+  }
+}

@@ -1,0 +1,57 @@
+import type { OrgRecord, SigningKeyRecord } from './records.js';
+import type { WebhookTargetRecord } from './webhook-store.js';
+
+/**
+ * The org directory: the org-level records every node needs whatever shards it owns — orgs and
+ * their slugs, signing keys, webhook targets — and a version that moves with every change to any
+ * of them. It is global data, not shard data: the CLI, the front end's authentication, the org
+ * actor's webhook-target commands and the webhook actor all read and write it here, and nothing
+ * else touches where it is kept (docs/design.md, "The org directory").
+ *
+ * Reads are synchronous and cheap, because the front end authenticates every request from them:
+ * an implementation serves them from a view it holds (the LMDB environment's mapped pages here; a
+ * map filled from an etcd watch in cluster mode). A reader that derives something costly from the
+ * records (the verifier's key table, the webhook actor's decoded targets) keeps it while
+ * `version()` stays the same and rebuilds it when the number moves.
+ *
+ * Writes are committed when they return; called inside a caller's LMDB write transaction (the
+ * org actor's batch), the local implementation commits with that transaction. Each write checks
+ * what it depends on and applies in one step (a slug is taken once; a key update reads and writes
+ * the same record), the shape of an etcd compare-and-swap.
+ */
+export interface OrgDirectory {
+  /** A number that moves with every change to the directory; equal values mean nothing changed. */
+  version(): number;
+  /**
+   * Lets this thread's next reads see every change committed anywhere before this call, for a
+   * check that must not act on an older view (a key revoked while a token's signature was checked).
+   */
+  refresh(): void;
+
+  org(orgId: string): OrgRecord | undefined;
+  orgBySlug(slug: string): OrgRecord | undefined;
+  /** Every org, in no particular order. */
+  orgs(): Iterable<OrgRecord>;
+  /** Stores a new org; INVALID_REQUEST when its slug is taken. */
+  createOrg(org: OrgRecord): void;
+
+  key(keyId: string): SigningKeyRecord | undefined;
+  /** Every signing key of every org. */
+  keys(): Iterable<SigningKeyRecord>;
+  orgKeys(orgId: string): SigningKeyRecord[];
+  createKey(key: SigningKeyRecord): void;
+  /**
+   * Applies `change` to the key's current record and stores it; NOT_FOUND for an unknown key. A
+   * `change` that throws leaves the key as it was; it may run again on a newer record.
+   */
+  updateKey(keyId: string, change: (key: SigningKeyRecord) => void): SigningKeyRecord;
+
+  target(orgId: string, targetId: string): WebhookTargetRecord | undefined;
+  /** The org's webhook targets in creation order (their ids sort by creation time). */
+  targets(orgId: string): WebhookTargetRecord[];
+  /** Whether the org has any webhook target (asked by every write that emits an event). */
+  hasTargets(orgId: string): boolean;
+  /** Creates or replaces a target. */
+  putTarget(target: WebhookTargetRecord): void;
+  removeTarget(orgId: string, targetId: string): void;
+}
