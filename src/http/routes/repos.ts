@@ -7,13 +7,13 @@ import type { CreateRepoInput, UpdateRepoInput } from '../../actors/commands/rep
 import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
 import { ServiceError } from '../../errors.js';
 import { canAccessRepo, isRestricted, mayRenameRepo } from '../auth/principal.js';
-import { callActor } from '../actor-call.js';
-import { orgActor } from '../../actors/actor-names.js';
+import { relay, stepCaller } from '../actor-call.js';
+import { createRepository, deleteRepository, updateRepository } from '../../actors/repo-saga.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { parseTagFilter } from '../tag-filter.js';
 import { withBody, type RequestContext, type RouteDef } from '../route.js';
 
-/** Repository routes (API §4). Reads are served here from an LMDB snapshot; writes go to the org actor. */
+/** Repository routes (API §4). Reads are served here from an LMDB snapshot; writes run the sagas of actors/repo-saga.ts. */
 
 async function checkUpstream(ctx: RequestContext, upstream: UpstreamInput): Promise<void> {
   const url = checkUrlForm(upstream.url, 'upstream url');
@@ -52,7 +52,7 @@ export const repoRoutes: RouteDef[] = [
         tags: body.tags ?? {},
         upstream: body.upstream ?? null,
       };
-      return callActor(ctx, orgActor(ctx.org.id), 'repo.create', input);
+      return relay(await createRepository(stepCaller(ctx), input));
     },
   }),
   {
@@ -149,13 +149,13 @@ export const repoRoutes: RouteDef[] = [
         if (body.upstream) await checkUpstream(ctx, body.upstream);
         input.upstream = body.upstream;
       }
-      return callActor(ctx, orgActor(ctx.org.id), 'repo.update', input);
+      return relay(await updateRepository(stepCaller(ctx), ctx.org.id, ctx.repo!.name, input));
     },
   }),
   {
     method: 'DELETE',
     path: '/{org}/{repo}',
     permission: 'repo:delete',
-    handler: (ctx) => callActor(ctx, orgActor(ctx.org.id), 'repo.delete', { repo_id: ctx.repo!.id }),
+    handler: async (ctx) => relay(await deleteRepository(stepCaller(ctx), ctx.org.id, ctx.repo!.id, ctx.repo!.name)),
   },
 ];
