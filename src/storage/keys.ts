@@ -21,8 +21,8 @@ import type { Key } from 'lmdb';
  *   ['r', repoId, 'commit', oid]      changeId  every commit ever written for the repository (kept)
  *   ['r', repoId, 'evo', changeId, ulid]  EvolutionRecord, one per commit a change has had
  *   ['r', repoId, 'kid', parentId, childId]  true  children index (descendant walks for rebases)
- *   ['r', repoId, 'saga']             sagaId   the newest saga whose repository step ran (or was
- *                                     refused) here: an older saga's late step is not applied
+ *   ['r', repoId, 'saga']             SagaFence  the newest saga decided here (its step ran, or the
+ *                                     sweeper settled it without): an older or settled step is refused
  *   ['r', repoId, 'fmeta', path]      {k: v}   file metadata (set_metadata), outside git history
  *   ['r', repoId, 'analytics']        AnalyticsDocument (API §10), written by the analytics actor only
  *   ['r', repoId, 'analytics-state']  AnalyticsState: the head and inputs the document was computed at

@@ -7,7 +7,7 @@ import { allOrgIds } from './repo-store.js';
  * The durable state of repository sagas (create, rename, delete span the org's shard and the
  * repository's; `actors/repo-saga.ts` drives them). On the org's shard: the saga record, and a
  * claim in the name index that keeps the name taken while the saga runs but finds no repository.
- * On the repository's shard: the fence, the newest saga id whose repository step has run there.
+ * On the repository's shard: the fence, the newest saga decided there (its step ran, or never will).
  */
 type Meta = Database<unknown, Key>;
 
@@ -109,11 +109,19 @@ export function* staleSagas(meta: Meta, cutoff: string): Generator<RepoSagaRecor
   }
 }
 
-/** The newest saga whose repository step ran on the repository's shard, or null. */
-export function sagaFence(meta: RecordReader, repoId: string): string | null {
-  return (meta.get(K.repoSagaFence(repoId)) as string | undefined) ?? null;
+/**
+ * The newest saga the repository's shard has decided: its step ran (`applied`), or the sweeper
+ * settled it without the step, which must then never run.
+ */
+export interface SagaFence {
+  saga_id: string;
+  applied: boolean;
 }
 
-export function setSagaFence(meta: Meta, repoId: string, sagaId: string): void {
-  meta.putSync(K.repoSagaFence(repoId), sagaId);
+export function sagaFence(meta: RecordReader, repoId: string): SagaFence | null {
+  return (meta.get(K.repoSagaFence(repoId)) as SagaFence | undefined) ?? null;
+}
+
+export function setSagaFence(meta: Meta, repoId: string, fence: SagaFence): void {
+  meta.putSync(K.repoSagaFence(repoId), fence);
 }

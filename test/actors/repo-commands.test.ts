@@ -8,7 +8,8 @@ import { createOrg } from '../../src/storage/admin-store.js';
 import { K, under } from '../../src/storage/keys.js';
 import type { BookmarkRecord, EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../../src/storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../src/actors/commands/repos.js';
-import { createRepository, deleteRepository, updateRepository, type StepCall } from '../../src/actors/repo-saga.js';
+import { createRepository, deleteRepository, settleSaga, updateRepository, type StepCall } from '../../src/actors/repo-saga.js';
+import type { RepoSagaRecord } from '../../src/storage/repo-saga-store.js';
 import type { WebhookTargetRecord } from '../../src/storage/webhook-store.js';
 import { fixture, principal, startRuntime } from './runtime.js';
 
@@ -174,4 +175,31 @@ t.test('batching - concurrent creates commit many per LMDB transaction, each ans
   t.ok(txns <= batches.length, `at most one LMDB write transaction per batch (${txns} for ${batches.length}: queued batches may share one)`);
   t.ok(txns < 300, `${txns} transactions for 300 creates of three steps (largest batch ${Math.max(...batches)})`);
   for (const r of results) consistent(t, storage.meta.get(K.repo(r.json.id)) as RepoRecord);
+});
+
+t.test('settling - a create whose init never ran is undone for good; one whose init ran is confirmed', async (t) => {
+  const call: StepCall = (actor, command, input) => rt.runtime.call({ actor, command, input, principal: principal(org.id), traceId: 'trace' });
+  const json = async (p: Promise<{ body: Uint8Array }>): Promise<any> => JSON.parse(Buffer.from((await p).body).toString('utf8'));
+  const sagaOf = (id: string): RepoSagaRecord => storage.meta.get(K.repoSaga(org.id, id)) as RepoSagaRecord;
+
+  const lost = await json(call(`org:${org.id}`, 'repo.reserve', { org_id: org.id, name: 'Lost' }));
+  t.equal((await create(createInput('lost'))).code, 'REPO_EXISTS', 'a reserved name is taken');
+  const saga = sagaOf(lost.saga_id);
+  t.equal(await settleSaga(call, saga), 'undone');
+  t.equal(await settleSaga(call, saga), 'undone', 'settling twice changes nothing');
+  const late = await outcome((c) => c(`repo:${lost.repo_id}`, 'repo.init', { ...createInput('Lost'), repo_id: lost.repo_id, saga_id: lost.saga_id }), org);
+  t.equal(late.code, 'UNAVAILABLE', 'an init arriving after the saga was settled is refused');
+  t.equal(storage.meta.get(K.repo(lost.repo_id)), undefined, 'and writes nothing');
+  t.equal(storage.meta.get(K.repoName(org.id, 'lost')), undefined, 'the name is free');
+
+  const half = await json(call(`org:${org.id}`, 'repo.reserve', { org_id: org.id, name: 'Half' }));
+  await call(`repo:${half.repo_id}`, 'repo.init', { ...createInput('Half'), repo_id: half.repo_id, saga_id: half.saga_id });
+  t.equal(storage.meta.get(K.orgRepo(org.id, half.repo_id)), undefined, 'initialised, not yet listed');
+  const again = await json(call(`repo:${half.repo_id}`, 'repo.init', { ...createInput('Half'), repo_id: half.repo_id, saga_id: half.saga_id }));
+  t.equal(again.id, half.repo_id, 'a repeated init answers the same repository');
+  t.equal(ops(half.repo_id).length, 1, 'and writes no second operation');
+  t.equal(events(half.repo_id).length, 2, 'nor emits its events again');
+  t.equal(await settleSaga(call, sagaOf(half.saga_id)), 'finished');
+  consistent(t, storage.meta.get(K.repo(half.repo_id)) as RepoRecord);
+  t.equal(storage.meta.getKeysCount(under(['o', org.id, 'saga'])), 0, 'no saga left');
 });

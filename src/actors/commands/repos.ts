@@ -81,7 +81,9 @@ export const initRepo = defineCommand<InitRepoInput>('repo.init', (input, ctx) =
   const org = orgOf(ctx, input.org_id);
   const fence = sagaFence(meta, input.repo_id);
   const existing = getRepo(meta, input.repo_id);
-  if (fence === input.saga_id && existing) return { status: 201, body: repositoryView(meta, existing, org, ctx.settings.publicUrl), schema: 'repository' };
+  if (fence?.saga_id === input.saga_id && fence.applied && existing) {
+    return { status: 201, body: repositoryView(meta, existing, org, ctx.settings.publicUrl), schema: 'repository', partial: true };
+  }
   if (fence !== null || existing) throw expired();
   const now = ctx.now.toISOString();
   const repo: RepoRecord = {
@@ -99,7 +101,7 @@ export const initRepo = defineCommand<InitRepoInput>('repo.init', (input, ctx) =
   putBookmark(meta, repo.id, bookmark);
   ctx.mutation.operation(repo, 'repo.create', { name: repo.name, default_bookmark: repo.default_bookmark });
   putRepo(meta, repo);
-  setSagaFence(meta, repo.id, input.saga_id);
+  setSagaFence(meta, repo.id, { saga_id: input.saga_id, applied: true });
   ctx.mutation.emit('repo.created', org, repo, { repo: repoEventView(meta, repo) });
   ctx.mutation.emit('bookmark.created', org, repo, {
     bookmark: { name: bookmark.name, is_default: true, change_id: ROOT_CHANGE_ID, commit_oid: NULL_OID },
@@ -117,9 +119,9 @@ export const updateRepo = defineCommand<UpdateRepoInput>('repo.update', (input, 
   if (saga !== undefined) {
     const fence = sagaFence(meta, repo.id);
     // Already applied (a retried step): answered again, applied once.
-    if (fence === saga) return { status: 200, body: repositoryView(meta, repo, org, ctx.settings.publicUrl), schema: 'repository', partial: true };
-    if (fence !== null && fence > saga) throw expired();
-    setSagaFence(meta, repo.id, saga);
+    if (fence?.saga_id === saga && fence.applied) return { status: 200, body: repositoryView(meta, repo, org, ctx.settings.publicUrl), schema: 'repository', partial: true };
+    if (fence !== null && fence.saga_id >= saga) throw expired();
+    setSagaFence(meta, repo.id, { saga_id: saga, applied: true });
   }
   const before = { name: repo.name, default_bookmark: repo.default_bookmark, tags: { ...repo.tags } };
 
@@ -156,9 +158,9 @@ export const updateRepo = defineCommand<UpdateRepoInput>('repo.update', (input, 
 export const settleRepoStep = defineCommand<SagaStepInput>('repo.settle', (input, ctx) => {
   const { meta } = ctx.storage;
   const fence = sagaFence(meta, input.repo_id);
-  const ran = fence === input.saga_id;
-  if (!ran && (fence === null || fence < input.saga_id)) setSagaFence(meta, input.repo_id, input.saga_id);
-  return { status: 200, body: { ran }, schema: 'sagaStepRan' };
+  if (fence?.saga_id === input.saga_id) return { status: 200, body: { ran: fence.applied }, schema: 'sagaStepRan' };
+  if (fence === null || fence.saga_id < input.saga_id) setSagaFence(meta, input.repo_id, { saga_id: input.saga_id, applied: false });
+  return { status: 200, body: { ran: false }, schema: 'sagaStepRan' };
 });
 
 /** Hooks that clean up what other features keep about a repository outside its own key range. */
