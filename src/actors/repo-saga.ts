@@ -1,4 +1,4 @@
-import { isServiceError } from '../errors.js';
+import { isServiceError, ServiceError } from '../errors.js';
 import type { RepoSagaKind, RepoSagaRecord } from '../storage/repo-saga-store.js';
 import { orgActor, repoActor } from './actor-names.js';
 import { SAGA_BUSY, type SagaStarted, type SettleSagaInput } from './commands/repo-names.js';
@@ -24,15 +24,23 @@ const parse = <T>(reply: ActorResponse): T => JSON.parse(Buffer.from(reply.body)
 const BUSY_WAIT_MS = 2000;
 const BUSY_POLL_MS = 10;
 
-/** Starts a rename or delete once the repository has no other saga running (they end in moments). */
-async function startWhenFree(call: StepCall, actor: string, command: string, input: unknown): Promise<SagaStarted> {
+/**
+ * Starts a rename or delete of the repository by its current name (`nameOf`, read again on each
+ * attempt): it waits while another saga of the repository runs (they end in moments), and follows
+ * a rename that finished since the request looked the repository up.
+ */
+async function startWhenFree(call: StepCall, actor: string, command: string, nameOf: () => string | undefined, input: (name: string) => unknown): Promise<SagaStarted> {
   const deadline = Date.now() + BUSY_WAIT_MS;
   for (;;) {
+    const name = nameOf();
+    if (name === undefined) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
     try {
-      return parse<SagaStarted>(await call(actor, command, input));
+      return parse<SagaStarted>(await call(actor, command, input(name)));
     } catch (err) {
-      if (!isServiceError(err) || err.message !== SAGA_BUSY || Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, BUSY_POLL_MS));
+      if (!isServiceError(err) || Date.now() > deadline) throw err;
+      const renamed = err.code === 'REPO_NOT_FOUND' && nameOf() !== name;
+      if (err.message !== SAGA_BUSY && !renamed) throw err;
+      if (!renamed) await new Promise((resolve) => setTimeout(resolve, BUSY_POLL_MS));
     }
   }
 }
@@ -71,21 +79,25 @@ export async function createRepository(call: StepCall, input: CreateRepoInput): 
  * An update. A rename is a saga: hold the new name (org) → update the record (repository) →
  * move the index to the new name (org). Other fields are the repository's alone: one step.
  */
-export async function updateRepository(call: StepCall, orgId: string, currentName: string, input: UpdateRepoInput): Promise<ActorResponse> {
+export async function updateRepository(call: StepCall, orgId: string, nameOf: () => string | undefined, input: UpdateRepoInput): Promise<ActorResponse> {
   const repo = repoActor(input.repo_id);
-  if (input.name === undefined || input.name === currentName) return call(repo, 'repo.update', input);
-  const org = orgActor(orgId);
-  const started = await startWhenFree(call, org, 'repo.rename', { org_id: orgId, repo_id: input.repo_id, from: currentName, name: input.name });
+  const name = input.name;
+  if (name === undefined || name === nameOf()) return call(repo, 'repo.update', input);
+  let from = '';
+  const started = await startWhenFree(call, orgActor(orgId), 'repo.rename', nameOf, (current) => {
+    from = current;
+    return { org_id: orgId, repo_id: input.repo_id, from, name };
+  });
   faultPoint('repo.rename:after-reserve');
-  const updated = await repositoryStep(call, sagaRecord('rename', orgId, started, currentName), 'repo.update', { ...input, saga_id: started.saga_id });
+  const updated = await repositoryStep(call, sagaRecord('rename', orgId, started, from), 'repo.update', { ...input, saga_id: started.saga_id });
   faultPoint('repo.rename:after-update');
-  return call(org, 'repo.confirm', { org_id: orgId, saga_id: started.saga_id, reply: { status: updated.status, view: parse(updated) } });
+  return call(orgActor(orgId), 'repo.confirm', { org_id: orgId, saga_id: started.saga_id, reply: { status: updated.status, view: parse(updated) } });
 }
 
 /** Tombstone the name (org) → delete the repository's data (repository) → free the name (org). */
-export async function deleteRepository(call: StepCall, orgId: string, repoId: string, name: string): Promise<ActorResponse> {
+export async function deleteRepository(call: StepCall, orgId: string, repoId: string, nameOf: () => string | undefined): Promise<ActorResponse> {
   const org = orgActor(orgId);
-  const started = await startWhenFree(call, org, 'repo.retire', { org_id: orgId, repo_id: repoId, name });
+  const started = await startWhenFree(call, org, 'repo.retire', nameOf, (name) => ({ org_id: orgId, repo_id: repoId, name }));
   faultPoint('repo.delete:after-retire');
   await repositoryStep(call, sagaRecord('delete', orgId, started, null), 'repo.delete', { repo_id: repoId });
   faultPoint('repo.delete:after-delete');

@@ -65,8 +65,8 @@ async function outcome(run: (call: StepCall) => Promise<{ status: number; body: 
 }
 
 const create = (input: CreateRepoInput, asOrg: OrgRecord = org): Promise<Outcome> => outcome((call) => createRepository(call, input), asOrg);
-const update = (name: string, input: UpdateRepoInput): Promise<Outcome> => outcome((call) => updateRepository(call, org.id, name, input), org);
-const remove = (id: string, name: string): Promise<Outcome> => outcome((call) => deleteRepository(call, org.id, id, name), org);
+const update = (name: string, input: UpdateRepoInput): Promise<Outcome> => outcome((call) => updateRepository(call, org.id, () => name, input), org);
+const remove = (id: string, name: string): Promise<Outcome> => outcome((call) => deleteRepository(call, org.id, id, () => name), org);
 
 const createInput = (name: string | null, extra: Partial<CreateRepoInput> = {}): CreateRepoInput => ({ org_id: org.id, name, default_bookmark: 'main', tags: {}, upstream: null, ...extra });
 const events = (repoId: string): EventEnvelope[] => [...storage.meta.getRange(under(['outbox']))].map(({ value }) => value as EventEnvelope).filter((e) => e.repository?.id === repoId);

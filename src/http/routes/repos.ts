@@ -31,6 +31,12 @@ function* visibleRepos(ctx: RequestContext, afterId?: string): Generator<RepoRec
   }
 }
 
+/** The path's repository's name as its record has it now (a concurrent rename may change it). */
+const currentName =
+  (ctx: RequestContext) =>
+  (): string | undefined =>
+    getRepo(ctx.services.records, ctx.repo!.id)?.name;
+
 export const repoRoutes: RouteDef[] = [
   withBody(createRepoBody, {
     method: 'POST',
@@ -149,13 +155,13 @@ export const repoRoutes: RouteDef[] = [
         if (body.upstream) await checkUpstream(ctx, body.upstream);
         input.upstream = body.upstream;
       }
-      return relay(await updateRepository(stepCaller(ctx), ctx.org.id, ctx.repo!.name, input));
+      return relay(await updateRepository(stepCaller(ctx), ctx.org.id, currentName(ctx), input));
     },
   }),
   {
     method: 'DELETE',
     path: '/{org}/{repo}',
     permission: 'repo:delete',
-    handler: async (ctx) => relay(await deleteRepository(stepCaller(ctx), ctx.org.id, ctx.repo!.id, ctx.repo!.name)),
+    handler: async (ctx) => relay(await deleteRepository(stepCaller(ctx), ctx.org.id, ctx.repo!.id, currentName(ctx))),
   },
 ];
