@@ -23,6 +23,8 @@ export interface Config {
   minFreeBytes: number;
   /** Seconds an uploaded blob (or staged chunks) may stay unreferenced before it is collected. */
   blobRetentionS: number;
+  /** Seconds after which an unfinished repository create, rename or delete is settled by the sweeper. */
+  sagaTimeoutS: number;
   allowPrivateWebhooks: boolean;
   allowPrivateUpstreams: boolean;
   webhookRetryBaseMs: number;
@@ -50,6 +52,7 @@ const SETTINGS: Array<[keyof Config, string, string]> = [
   ['orgQuotaBytes', 'REPOHOST_ORG_QUOTA_BYTES', 'org-quota-bytes'],
   ['minFreeBytes', 'REPOHOST_MIN_FREE_BYTES', 'min-free-bytes'],
   ['blobRetentionS', 'REPOHOST_BLOB_RETENTION_S', 'blob-retention-s'],
+  ['sagaTimeoutS', 'REPOHOST_SAGA_TIMEOUT_S', 'saga-timeout-s'],
   ['allowPrivateWebhooks', 'REPOHOST_ALLOW_PRIVATE_WEBHOOKS', 'allow-private-webhooks'],
   ['allowPrivateUpstreams', 'REPOHOST_ALLOW_PRIVATE_UPSTREAMS', 'allow-private-upstreams'],
   ['webhookRetryBaseMs', 'REPOHOST_WEBHOOK_RETRY_BASE_MS', 'webhook-retry-base-ms'],
@@ -94,6 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     orgQuotaBytes: int(raw('orgQuotaBytes'), 0, 'REPOHOST_ORG_QUOTA_BYTES'),
     minFreeBytes: int(raw('minFreeBytes'), 256 * 1024 * 1024, 'REPOHOST_MIN_FREE_BYTES'),
     blobRetentionS: Math.max(1, int(raw('blobRetentionS'), 86400, 'REPOHOST_BLOB_RETENTION_S')),
+    sagaTimeoutS: Math.max(1, int(raw('sagaTimeoutS'), 30, 'REPOHOST_SAGA_TIMEOUT_S')),
     allowPrivateWebhooks: bool(raw('allowPrivateWebhooks')),
     allowPrivateUpstreams: bool(raw('allowPrivateUpstreams')),
     webhookRetryBaseMs: int(raw('webhookRetryBaseMs'), 10000, 'REPOHOST_WEBHOOK_RETRY_BASE_MS'),

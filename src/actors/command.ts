@@ -34,6 +34,11 @@ export interface CommandResult {
   body: unknown;
   /** The response schema (src/protocol/schemas/index.ts) whose compiled serializer writes `body`. */
   schema: SchemaName;
+  /**
+   * A saga's intermediate step (actors/repo-saga.ts): its success is not the request's response,
+   * so an Idempotency-Key does not record it (its client errors are recorded as usual).
+   */
+  partial?: boolean;
 }
 
 export interface Command<I = unknown, P = unknown> {

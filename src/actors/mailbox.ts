@@ -168,7 +168,7 @@ export class Mailboxes {
         };
         const result = command.handle(input.value, ctx, input.prepared);
         const body = serialize(result.schema, result.body);
-        if (idem) {
+        if (idem && !result.partial) {
           saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());
         }
         return { status: result.status, body };

@@ -1,6 +1,8 @@
 import { allowedRepoIds, isRestricted } from './auth/principal.js';
 import type { PrincipalMsg } from '../protocol/messages.js';
 import type { Reply, RequestContext } from './route.js';
+import type { ActorResponse } from '../actors/runtime.js';
+import type { StepCall } from '../actors/repo-saga.js';
 
 /**
  * The principal as an actor message carries it. A repository-restricted token's allowed ids are
@@ -19,14 +21,22 @@ function principalMsg(ctx: RequestContext): PrincipalMsg {
  * a command already sent would be applied without its response.
  */
 export async function callActor(ctx: RequestContext, actor: string, command: string, input: unknown): Promise<Reply> {
-  await ctx.connection.connectionSettled();
-  const reply = await ctx.services.runtime.call({
-    actor,
-    command,
-    input,
-    principal: principalMsg(ctx),
-    traceId: ctx.traceId,
-    idempotency: ctx.idempotency ? { keyId: ctx.principal.key.id, key: ctx.idempotency.key, fingerprint: ctx.idempotency.fingerprint } : undefined,
-  });
-  return { status: reply.status, json: reply.body };
+  return relay(await stepCaller(ctx)(actor, command, input));
+}
+
+export const relay = (reply: ActorResponse): Reply => ({ status: reply.status, json: reply.body });
+
+/** The steps of a saga (actors/repo-saga.ts) sent on behalf of the request, as `callActor` sends one. */
+export function stepCaller(ctx: RequestContext): StepCall {
+  return async (actor, command, input, keyed = true) => {
+    await ctx.connection.connectionSettled();
+    return ctx.services.runtime.call({
+      actor,
+      command,
+      input,
+      principal: principalMsg(ctx),
+      traceId: ctx.traceId,
+      idempotency: keyed && ctx.idempotency ? { keyId: ctx.principal.key.id, key: ctx.idempotency.key, fingerprint: ctx.idempotency.fingerprint } : undefined,
+    });
+  };
 }

@@ -43,7 +43,7 @@ export function ulid(now = Date.now()): string {
   return encodeTime(time) + nextRandom(time);
 }
 
-export type IdPrefix = 'org' | 'key' | 'repo' | 'evt' | 'op' | 'sync' | 'wht' | 'dlv' | 'upl' | 'push';
+export type IdPrefix = 'org' | 'key' | 'repo' | 'evt' | 'op' | 'sync' | 'wht' | 'dlv' | 'upl' | 'push' | 'saga';
 
 export function newId(prefix: IdPrefix, now?: number): string {
   return `${prefix}_${ulid(now)}`;

@@ -11,7 +11,10 @@ import type { Key } from 'lmdb';
  *   ['key', keyId]                    SigningKeyRecord
  *   ['o', orgId, 'key', keyId]        true     keys of an org
  *   ['o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
- *   ['o', orgId, 'name', lowerName]   repoId   case-insensitive name index
+ *   ['o', orgId, 'name', lowerName]   repoId   case-insensitive name index; a NameClaim instead
+ *                                     while a saga holds the name (repo-saga-store.ts)
+ *   ['o', orgId, 'saga', sagaId]      RepoSagaRecord  an unfinished create, rename or delete, in
+ *                                     start order (the sweeper settles the stale ones)
  *   ['r', repoId]                     RepoRecord
  *   ['r', repoId, <kind>, …]          everything owned by the repository (bookmarks, changes,
  *                                     operations, …) — deleting a repository is one range delete
@@ -19,6 +22,8 @@ import type { Key } from 'lmdb';
  *   ['r', repoId, 'commit', oid]      changeId  every commit ever written for the repository (kept)
  *   ['r', repoId, 'evo', changeId, ulid]  EvolutionRecord, one per commit a change has had
  *   ['r', repoId, 'kid', parentId, childId]  true  children index (descendant walks for rebases)
+ *   ['r', repoId, 'saga']             SagaFence  the newest saga decided here (its step ran, or the
+ *                                     sweeper settled it without): an older or settled step is refused
  *   ['r', repoId, 'fmeta', path]      {k: v}   file metadata (set_metadata), outside git history
  *   ['r', repoId, 'analytics']        AnalyticsDocument (API §10), written by the analytics actor only
  *   ['r', repoId, 'analytics-state']  AnalyticsState: the head and inputs the document was computed at
@@ -54,7 +59,9 @@ export const K = {
   orgKey: (orgId: string, keyId: string): Key => ['o', orgId, 'key', keyId],
   orgRepo: (orgId: string, repoId: string): Key => ['o', orgId, 'repo', repoId],
   repoName: (orgId: string, name: string): Key => ['o', orgId, 'name', name.toLowerCase()],
+  repoSaga: (orgId: string, sagaId: string): Key => ['o', orgId, 'saga', sagaId],
   repo: (repoId: string): Key => ['r', repoId],
+  repoSagaFence: (repoId: string): Key => ['r', repoId, 'saga'],
   bookmark: (repoId: string, name: string): Key => ['r', repoId, 'bm', name],
   operation: (repoId: string, opId: string): Key => ['r', repoId, 'op', opId],
   change: (repoId: string, changeId: string): Key => ['r', repoId, 'chg', changeId],
@@ -108,4 +115,9 @@ const HIGH = '\uffff\uffff';
 /** The range of every key that starts with `prefix` (and not the prefix key itself). */
 export function under(prefix: readonly (string | number)[]): { start: Key; end: Key } {
   return { start: [...prefix, null] as Key, end: [...prefix, HIGH] };
+}
+
+/** The org's unfinished repository sagas, oldest first (saga ids are ULIDs). */
+export function orgSagaRange(orgId: string): { start: Key; end: Key } {
+  return under(['o', orgId, 'saga']);
 }

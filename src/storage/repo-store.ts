@@ -26,27 +26,15 @@ export function repoExists(meta: Meta, repoId: string): boolean {
   return meta.doesExist(K.repo(repoId));
 }
 
-/** Repository lookup by name, case-insensitively (API §4.2). */
+/** Repository lookup by name, case-insensitively (API §4.2); a name a saga holds finds nothing. */
 export function getRepoByName(meta: RecordReader, orgId: string, name: string): RepoRecord | undefined {
-  const id = meta.get(K.repoName(orgId, name)) as string | undefined;
-  return id ? getRepo(meta, id) : undefined;
+  const id = meta.get(K.repoName(orgId, name));
+  return typeof id === 'string' ? getRepo(meta, id) : undefined;
 }
 
 /** Stores the repository record (in the caller's write transaction). */
 export function putRepo(meta: Meta, repo: RepoRecord): void {
   meta.putSync(K.repo(repo.id), repo);
-}
-
-/** Makes a new repository findable: by name in its org, and in the org's list. */
-export function indexRepo(meta: Meta, repo: RepoRecord): void {
-  meta.putSync(K.repoName(repo.org_id, repo.name), repo.id);
-  meta.putSync(K.orgRepo(repo.org_id, repo.id), true);
-}
-
-/** Moves a repository's name index entry from its current name to `name`. */
-export function renameRepo(meta: Meta, repo: RepoRecord, name: string): void {
-  meta.removeSync(K.repoName(repo.org_id, repo.name));
-  meta.putSync(K.repoName(repo.org_id, name), repo.id);
 }
 
 /** Whether a repository of the org has this name (case-insensitively). */
@@ -56,7 +44,7 @@ export function isRepoNameTaken(meta: RecordReader, orgId: string, name: string)
 
 /**
  * Removes everything the repository owns under `['r', repoId, …]` and its objects (not the
- * repository record itself, nor its index entries: `unindexRepo`).
+ * repository record itself: `removeRepo`).
  */
 export function clearRepository(storage: Storage, repoId: string): void {
   const { meta, objects } = storage;
@@ -65,11 +53,9 @@ export function clearRepository(storage: Storage, repoId: string): void {
   for (const key of [...objects.getKeys(under([repoId]))]) objects.removeSync(key);
 }
 
-/** Removes the repository record and its index entries. */
-export function unindexRepo(meta: Meta, repo: RepoRecord): void {
-  meta.removeSync(K.repo(repo.id));
-  meta.removeSync(K.repoName(repo.org_id, repo.name));
-  meta.removeSync(K.orgRepo(repo.org_id, repo.id));
+/** Removes the repository record (its org's indexes are the org actor's: repo-saga-store.ts). */
+export function removeRepo(meta: Meta, repoId: string): void {
+  meta.removeSync(K.repo(repoId));
 }
 
 export function getBookmark(meta: RecordReader, repoId: string, name: string): BookmarkRecord | undefined {

@@ -22,6 +22,7 @@ t.test('config - defaults of every setting', async (t) => {
     orgQuotaBytes: 0,
     minFreeBytes: 268435456,
     blobRetentionS: 86400,
+    sagaTimeoutS: 30,
     allowPrivateWebhooks: false,
     allowPrivateUpstreams: false,
     webhookRetryBaseMs: 10000,

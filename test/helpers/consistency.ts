@@ -3,11 +3,12 @@ import { openStorage } from '../../src/storage/database.js';
 import { K, under } from '../../src/storage/keys.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { BookmarkRecord, RepoRecord } from '../../src/storage/records.js';
+import type { NameClaim, RepoSagaRecord } from '../../src/storage/repo-saga-store.js';
 
 /**
  * Opens a data directory's LMDB and checks that every repository of the org is whole: org list ↔
- * record ↔ name index ↔ default bookmark ↔ creation operation, in both directions. Returns the
- * repositories by id.
+ * record ↔ name index ↔ default bookmark ↔ creation operation, in both directions, and that every
+ * name an unfinished saga holds has its saga's record. Returns the repositories by id.
  */
 export async function checkRepositories(t: Test, dataDir: string, orgSlug: string): Promise<Map<string, RepoRecord>> {
   const storage = openStorage(dataDir);
@@ -27,12 +28,23 @@ export async function checkRepositories(t: Test, dataDir: string, orgSlug: strin
         continue;
       }
       repos.set(id, repo);
-      if (storage.meta.get(K.repoName(org.id, repo.name)) !== id) problem(`${repo.name}: name index does not point at ${id}`);
+      const entry = storage.meta.get(K.repoName(org.id, repo.name)) as string | NameClaim | undefined;
+      // Mid-rename the record's name runs ahead: it is claimed, and the old name still finds it.
+      const saga = typeof entry === 'object' && entry.repo_id === id ? (storage.meta.get(K.repoSaga(org.id, entry.saga_id)) as RepoSagaRecord | undefined) : undefined;
+      const reachable = entry === id || (saga?.kind === 'rename' && storage.meta.get(K.repoName(org.id, saga.from!)) === id);
+      if (!reachable) problem(`${repo.name}: name index does not point at ${id}`);
       const bm = storage.meta.get(K.bookmark(id, repo.default_bookmark)) as BookmarkRecord | undefined;
       if (!bm) problem(`${repo.name}: default bookmark missing`);
       if (!repo.last_op_id || !storage.meta.get(K.operation(id, repo.last_op_id))) problem(`${repo.name}: its operation is missing`);
     }
     for (const { key, value } of storage.meta.getRange(under(['o', org.id, 'name']))) {
+      // A claim (an object) is a name an unfinished saga holds: it finds no repository, and the
+      // saga's record is there for the sweeper to settle it.
+      if (typeof value === 'object') {
+        const claim = value as NameClaim;
+        if (storage.meta.get(K.repoSaga(org.id, claim.saga_id)) === undefined) problem(`name ${(key as string[])[3]} is claimed by a saga that has no record`);
+        continue;
+      }
       const id = value as string;
       if (!repos.has(id)) problem(`name index ${(key as string[])[3]} points at ${id}, which is not in the org list`);
     }

@@ -56,8 +56,8 @@ export interface TestServer {
   api(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string | Uint8Array; signal?: AbortSignal }): Promise<{ status: number; headers: Headers; json: any; text: string }>;
   stop(): Promise<number | null>;
   kill(): Promise<void>;
-  /** Restarts a stopped or killed server on the same data directory (new port). */
-  restart(): Promise<void>;
+  /** Restarts a stopped or killed server on the same data directory (new port); `env` replaces the start's. */
+  restart(env?: Record<string, string>): Promise<void>;
   cleanup(): void;
   /** Runs the real CLI (`node dist/src/cli/main.js … --data <dataDir>`) in its own process. */
   cli(args: string[], env?: Record<string, string>): Promise<CliResult>;
@@ -227,8 +227,8 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
         child.kill('SIGKILL');
       });
     },
-    async restart() {
-      ({ child, port, metricsPort } = await launch(dataDir, opts, logs));
+    async restart(env) {
+      ({ child, port, metricsPort } = await launch(dataDir, env ? { ...opts, env } : opts, logs));
     },
     cleanup() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -7,8 +7,8 @@ import { createOrg, createSigningKey, setKeyStatus } from '../../src/storage/adm
 import { openStorage } from '../../src/storage/database.js';
 import { newId } from '../../src/storage/ids.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
-import { allRepoIds, indexRepo } from '../../src/storage/repo-store.js';
-import type { RepoRecord } from '../../src/storage/records.js';
+import { allRepoIds } from '../../src/storage/repo-store.js';
+import { beginSaga, finishSaga, type RepoSagaRecord } from '../../src/storage/repo-saga-store.js';
 import type { WebhookTargetRecord } from '../../src/storage/webhook-store.js';
 
 /**
@@ -102,9 +102,10 @@ t.test('repository walk - every org\'s repositories, whatever else the orgs hold
     if (slug === 'two') continue;
     s.root.transactionSync(() => {
       for (let i = 0; i < 2; i++) {
-        const repo = { id: newId('repo'), org_id: org.id, name: `${slug}-${i}` } as RepoRecord;
-        indexRepo(s.meta, repo);
-        expected.push(repo.id);
+        const saga: RepoSagaRecord = { id: newId('saga'), kind: 'create', org_id: org.id, repo_id: newId('repo'), name: `${slug}-${i}`, from: null, at: new Date().toISOString() };
+        beginSaga(s.meta, saga);
+        finishSaga(s.meta, saga);
+        expected.push(saga.repo_id);
       }
     });
   }

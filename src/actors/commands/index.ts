@@ -1,5 +1,6 @@
 import type { Command } from '../command.js';
-import { createRepo, deleteRepo, updateRepo } from './repos.js';
+import { deleteRepo, initRepo, settleRepoStep, updateRepo } from './repos.js';
+import { repoNameCommands } from './repo-names.js';
 import { syncCommands } from './syncs.js';
 import { webhookCommands } from './webhooks.js';
 import { createBookmark, moveBookmark, removeBookmark } from './bookmarks.js';
@@ -10,4 +11,4 @@ import { collectBlobsCommand } from './blob-collect.js';
 import { pushCommand } from './push.js';
 
 /** Every command the actors understand; the worker loads this module by default. */
-export const commands: Command[] = [createRepo, updateRepo, deleteRepo, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, collectBlobsCommand, pushCommand, ...syncCommands, ...webhookCommands];
+export const commands: Command[] = [...repoNameCommands, initRepo, updateRepo, deleteRepo, settleRepoStep, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, collectBlobsCommand, pushCommand, ...syncCommands, ...webhookCommands];

@@ -3,10 +3,12 @@ import { startSyncActor } from './sync/index.js';
 import { startAnalytics } from './analytics/index.js';
 import { startWebhookActor } from './webhooks/index.js';
 import { startBlobCollector } from './blob-collector.js';
+import { startRepoSagaSweeper } from './repo-saga-sweeper.js';
 
 /**
  * The system actors that run beside the repository actors (upstream sync, webhook fan-out,
- * analytics, the blob collector). Each is started here and stopped on shutdown.
+ * analytics, the blob collector, the repository saga sweeper). Each is started here and stopped
+ * on shutdown.
  */
 export interface SystemActor {
   stop(): Promise<void>;
@@ -17,7 +19,7 @@ export interface SystemActors {
 }
 
 type Starter = (services: Services) => SystemActor;
-const starters: Starter[] = [startAnalytics, startSyncActor, startWebhookActor, startBlobCollector];
+const starters: Starter[] = [startAnalytics, startSyncActor, startWebhookActor, startBlobCollector, startRepoSagaSweeper];
 
 export function startSystemActors(services: Services): SystemActors {
   const running = starters.map((start) => start(services));

@@ -7,13 +7,13 @@ import type { CreateRepoInput, UpdateRepoInput } from '../../actors/commands/rep
 import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
 import { ServiceError } from '../../errors.js';
 import { canAccessRepo, isRestricted, mayRenameRepo } from '../auth/principal.js';
-import { callActor } from '../actor-call.js';
-import { orgActor } from '../../actors/actor-names.js';
+import { relay, stepCaller } from '../actor-call.js';
+import { createRepository, deleteRepository, updateRepository } from '../../actors/repo-saga.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { parseTagFilter } from '../tag-filter.js';
 import { withBody, type RequestContext, type RouteDef } from '../route.js';
 
-/** Repository routes (API §4). Reads are served here from an LMDB snapshot; writes go to the org actor. */
+/** Repository routes (API §4). Reads are served here from an LMDB snapshot; writes run the sagas of actors/repo-saga.ts. */
 
 async function checkUpstream(ctx: RequestContext, upstream: UpstreamInput): Promise<void> {
   const url = checkUrlForm(upstream.url, 'upstream url');
@@ -30,6 +30,12 @@ function* visibleRepos(ctx: RequestContext, afterId?: string): Generator<RepoRec
     if (repo && canAccessRepo(ctx.principal, repo)) yield repo;
   }
 }
+
+/** The path's repository's name as its record has it now (a concurrent rename may change it). */
+const currentName =
+  (ctx: RequestContext) =>
+  (): string | undefined =>
+    getRepo(ctx.services.records, ctx.repo!.id)?.name;
 
 export const repoRoutes: RouteDef[] = [
   withBody(createRepoBody, {
@@ -52,7 +58,7 @@ export const repoRoutes: RouteDef[] = [
         tags: body.tags ?? {},
         upstream: body.upstream ?? null,
       };
-      return callActor(ctx, orgActor(ctx.org.id), 'repo.create', input);
+      return relay(await createRepository(stepCaller(ctx), input));
     },
   }),
   {
@@ -149,13 +155,13 @@ export const repoRoutes: RouteDef[] = [
         if (body.upstream) await checkUpstream(ctx, body.upstream);
         input.upstream = body.upstream;
       }
-      return callActor(ctx, orgActor(ctx.org.id), 'repo.update', input);
+      return relay(await updateRepository(stepCaller(ctx), ctx.org.id, currentName(ctx), input));
     },
   }),
   {
     method: 'DELETE',
     path: '/{org}/{repo}',
     permission: 'repo:delete',
-    handler: (ctx) => callActor(ctx, orgActor(ctx.org.id), 'repo.delete', { repo_id: ctx.repo!.id }),
+    handler: async (ctx) => relay(await deleteRepository(stepCaller(ctx), ctx.org.id, ctx.repo!.id, currentName(ctx))),
   },
 ];

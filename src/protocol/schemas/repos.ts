@@ -44,7 +44,11 @@ export const whoami: JsonSchema = obj({
   repo_ids: nullable(arr(str())),
 });
 
-export const responses = { repository, repositoryPage, repositoryNumberedPage, organization, whoami };
+/** Internal replies of the repository sagas' steps (actors/repo-saga.ts), never sent to a client. */
+export const sagaStarted: JsonSchema = obj({ saga_id: str(), repo_id: str(), name: str() });
+export const sagaStepRan: JsonSchema = obj({ ran: { type: 'boolean' } });
+
+export const responses = { repository, repositoryPage, repositoryNumberedPage, organization, whoami, sagaStarted, sagaStepRan };
 
 // ---- request bodies ----
 

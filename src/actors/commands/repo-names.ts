@@ -1,0 +1,137 @@
+import { randomInt } from 'node:crypto';
+import { ServiceError } from '../../errors.js';
+import { newId } from '../../storage/ids.js';
+import type { OrgRecord } from '../../storage/records.js';
+import { getRepo, isRepoNameTaken } from '../../storage/repo-store.js';
+import { beginSaga, finishSaga, getSaga, isListed, nameEntry, sagaOfRepo, undoSaga, unlistRepo, type RepoSagaKind, type RepoSagaRecord } from '../../storage/repo-saga-store.js';
+import { defineCommand, type CommandContext, type CommandResult } from '../command.js';
+
+/**
+ * The org actor's steps of the repository sagas (actors/repo-saga.ts): the name index and the
+ * org's list live on the org's shard, so name uniqueness is still one step of a single writer.
+ * Every step here writes only org-shard keys; the repository's own steps are in repos.ts.
+ */
+export interface ReserveRepoInput {
+  org_id: string;
+  /** null: a generated name. */
+  name: string | null;
+}
+
+export interface RenameRepoInput {
+  org_id: string;
+  repo_id: string;
+  /** The name the request found the repository by. */
+  from: string;
+  name: string;
+}
+
+export interface RetireRepoInput {
+  org_id: string;
+  repo_id: string;
+  name: string;
+}
+
+export interface SettleSagaInput {
+  org_id: string;
+  saga_id: string;
+  /**
+   * The request's response, made by the repository's step: returned, and recorded under the
+   * request's Idempotency-Key. Null from the sweeper (nobody is waiting).
+   */
+  reply: { status: number; view: Record<string, unknown> } | null;
+}
+
+/** What a started saga tells its driver. */
+export interface SagaStarted {
+  saga_id: string;
+  repo_id: string;
+  name: string;
+}
+
+function orgOf(ctx: CommandContext, orgId: string): OrgRecord {
+  const org = ctx.directory.org(orgId);
+  if (!org) throw new ServiceError('NOT_FOUND', 'organization not found');
+  return org;
+}
+
+function generatedName(ctx: CommandContext, orgId: string): string {
+  for (;;) {
+    let name = 'repo-';
+    for (let i = 0; i < 8; i++) name += String.fromCharCode(97 + randomInt(26));
+    if (!isRepoNameTaken(ctx.storage.meta, orgId, name)) return name;
+  }
+}
+
+/** Refuses a name another repository has or a saga holds, quoting it in its casing. */
+function assertNameFree(ctx: CommandContext, orgId: string, name: string, repoId: string | null): void {
+  const entry = nameEntry(ctx.storage.meta, orgId, name);
+  if (entry === undefined || entry === repoId) return;
+  // A repository's casing is in its record (on its own shard: a read, never a write).
+  const taken = typeof entry === 'string' ? (getRepo(ctx.storage.meta, entry)?.name ?? name) : entry.name;
+  throw new ServiceError('REPO_EXISTS', `a repository named "${taken}" already exists`);
+}
+
+/** The refusal of a rename or delete while another saga of the repository runs (repo-saga.ts waits on it). */
+export const SAGA_BUSY = 'the repository is being renamed or deleted; retry';
+
+/** Refuses a rename or delete while another saga of the repository runs (it ends within moments). */
+function assertNoSaga(ctx: CommandContext, orgId: string, repoId: string): void {
+  if (sagaOfRepo(ctx.storage.meta, orgId, repoId)) {
+    throw new ServiceError('UNAVAILABLE', SAGA_BUSY, undefined, { retryAfter: 1 });
+  }
+}
+
+function start(ctx: CommandContext, kind: RepoSagaKind, orgId: string, repoId: string, name: string, from: string | null): CommandResult {
+  const saga: RepoSagaRecord = { id: newId('saga'), kind, org_id: orgId, repo_id: repoId, name, from, at: ctx.now.toISOString() };
+  beginSaga(ctx.storage.meta, saga);
+  const body: SagaStarted = { saga_id: saga.id, repo_id: repoId, name };
+  // Not the request's response: an Idempotency-Key records the confirm's (or this step's error).
+  return { status: 200, body, schema: 'sagaStarted', partial: true };
+}
+
+/** Create, step 1: the name and a new repository id, held until the repository exists. */
+export const reserveRepo = defineCommand<ReserveRepoInput>('repo.reserve', (input, ctx) => {
+  const org = orgOf(ctx, input.org_id);
+  const name = input.name ?? generatedName(ctx, org.id);
+  assertNameFree(ctx, org.id, name, null);
+  return start(ctx, 'create', org.id, newId('repo'), name, null);
+});
+
+/** Rename, step 1: the new name is held (the old one still finds the repository). */
+export const renameRepo = defineCommand<RenameRepoInput>('repo.rename', (input, ctx) => {
+  const { meta } = ctx.storage;
+  // First: during another rename the record's name (what `from` was read from) runs ahead of the index.
+  assertNoSaga(ctx, input.org_id, input.repo_id);
+  if (nameEntry(meta, input.org_id, input.from) !== input.repo_id) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
+  assertNameFree(ctx, input.org_id, input.name, input.repo_id);
+  return start(ctx, 'rename', input.org_id, input.repo_id, input.name, input.from);
+});
+
+/** Delete, step 1: the tombstone. The name stays taken but finds nothing; the list drops it. */
+export const retireRepo = defineCommand<RetireRepoInput>('repo.retire', (input, ctx) => {
+  const { meta } = ctx.storage;
+  assertNoSaga(ctx, input.org_id, input.repo_id);
+  if (nameEntry(meta, input.org_id, input.name) !== input.repo_id || !isListed(meta, input.org_id, input.repo_id)) {
+    throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
+  }
+  unlistRepo(meta, input.org_id, input.repo_id);
+  return start(ctx, 'delete', input.org_id, input.repo_id, input.name, null);
+});
+
+/** The last step of every saga once the repository's step has run: the org's indexes follow it. */
+export const confirmRepoSaga = defineCommand<SettleSagaInput>('repo.confirm', (input, ctx) => {
+  const saga = getSaga(ctx.storage.meta, input.org_id, input.saga_id);
+  // Absent: the sweeper confirmed it first (it finds sagas older than its bound).
+  if (saga) finishSaga(ctx.storage.meta, saga);
+  if (!input.reply) return { status: 200, body: { success: true }, schema: 'success' };
+  return { status: input.reply.status, body: input.reply.view, schema: 'repository' };
+});
+
+/** Undoes a create or rename whose repository step did not run (the sweeper, or a refused step). */
+export const releaseRepoSaga = defineCommand<SettleSagaInput>('repo.release', (input, ctx) => {
+  const saga = getSaga(ctx.storage.meta, input.org_id, input.saga_id);
+  if (saga && saga.kind !== 'delete') undoSaga(ctx.storage.meta, saga);
+  return { status: 200, body: { success: true }, schema: 'success' };
+});
+
+export const repoNameCommands = [reserveRepo, renameRepo, retireRepo, confirmRepoSaga, releaseRepoSaga];

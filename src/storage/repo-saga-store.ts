@@ -1,0 +1,126 @@
+import type { Database, Key } from 'lmdb';
+import { K, orgSagaRange } from './keys.js';
+import type { RecordReader } from './read/record-cache.js';
+
+/**
+ * The durable state of repository sagas (create, rename, delete span the org's shard and the
+ * repository's; `actors/repo-saga.ts` drives them). On the org's shard: the saga record, and a
+ * claim in the name index that keeps the name taken while the saga runs but finds no repository.
+ * On the repository's shard: the fence, the newest saga decided there (its step ran, or never will).
+ */
+type Meta = Database<unknown, Key>;
+
+export type RepoSagaKind = 'create' | 'rename' | 'delete';
+
+export interface RepoSagaRecord {
+  id: string;
+  kind: RepoSagaKind;
+  org_id: string;
+  repo_id: string;
+  /** The name the saga claims (create, rename) or retires (delete), in its casing. */
+  name: string;
+  /** Rename only: the name the repository had, released when the rename is confirmed. */
+  from: string | null;
+  /** When the org's step ran (ISO); the sweeper settles sagas older than its bound. */
+  at: string;
+}
+
+/** A name index entry held by a saga: the name is taken, but no repository is found by it. */
+export interface NameClaim {
+  repo_id: string;
+  /** The name in the casing the saga gave it (a conflict message quotes it). */
+  name: string;
+  saga_id: string;
+}
+
+/** The name index entry: a repository's id, a saga's claim, or nothing. */
+export function nameEntry(meta: RecordReader, orgId: string, name: string): string | NameClaim | undefined {
+  return meta.get(K.repoName(orgId, name)) as string | NameClaim | undefined;
+}
+
+export function getSaga(meta: RecordReader, orgId: string, sagaId: string): RepoSagaRecord | undefined {
+  return meta.get(K.repoSaga(orgId, sagaId)) as RepoSagaRecord | undefined;
+}
+
+/** Whether the saga changes only the casing of the name: one index key, nothing to claim. */
+const casingOnly = (saga: RepoSagaRecord): boolean => saga.from !== null && saga.from.toLowerCase() === saga.name.toLowerCase();
+
+/** Records the saga and claims its name, in the org actor's transaction. */
+export function beginSaga(meta: Meta, saga: RepoSagaRecord): void {
+  meta.putSync(K.repoSaga(saga.org_id, saga.id), saga);
+  if (casingOnly(saga)) return;
+  const claim: NameClaim = { repo_id: saga.repo_id, name: saga.name, saga_id: saga.id };
+  meta.putSync(K.repoName(saga.org_id, saga.name), claim);
+}
+
+/** Removes the name entry of `name` if it is this saga's claim or the repository's own name. */
+function dropName(meta: Meta, saga: RepoSagaRecord, name: string): void {
+  const entry = nameEntry(meta, saga.org_id, name);
+  if (entry === saga.repo_id || (typeof entry === 'object' && entry.saga_id === saga.id)) meta.removeSync(K.repoName(saga.org_id, name));
+}
+
+/**
+ * The org's side of a saga whose repository step has run: a create's name becomes the
+ * repository's and it is listed; a rename's new name replaces the old; a delete's name is freed.
+ */
+export function finishSaga(meta: Meta, saga: RepoSagaRecord): void {
+  const claim = nameEntry(meta, saga.org_id, saga.name);
+  if (saga.kind === 'delete') dropName(meta, saga, saga.name);
+  else if (typeof claim === 'object' && claim.saga_id === saga.id) meta.putSync(K.repoName(saga.org_id, saga.name), saga.repo_id);
+  if (saga.kind === 'create') meta.putSync(K.orgRepo(saga.org_id, saga.repo_id), true);
+  if (saga.kind === 'rename' && !casingOnly(saga)) dropName(meta, saga, saga.from!);
+  meta.removeSync(K.repoSaga(saga.org_id, saga.id));
+}
+
+/** Undoes a create or rename whose repository step never ran: its claimed name is free again. */
+export function undoSaga(meta: Meta, saga: RepoSagaRecord): void {
+  if (!casingOnly(saga)) dropName(meta, saga, saga.name);
+  meta.removeSync(K.repoSaga(saga.org_id, saga.id));
+}
+
+/** Takes the repository out of its org's list (the start of a delete). */
+export function unlistRepo(meta: Meta, orgId: string, repoId: string): void {
+  meta.removeSync(K.orgRepo(orgId, repoId));
+}
+
+/** Whether the repository is in its org's list (created and confirmed, not being deleted). */
+export function isListed(meta: RecordReader, orgId: string, repoId: string): boolean {
+  return meta.get(K.orgRepo(orgId, repoId)) !== undefined;
+}
+
+/** The org's unfinished saga of this repository, if any (an org has few at a time). */
+export function sagaOfRepo(meta: Meta, orgId: string, repoId: string): RepoSagaRecord | undefined {
+  for (const { value } of meta.getRange(orgSagaRange(orgId))) {
+    const saga = value as RepoSagaRecord;
+    if (saga.repo_id === repoId) return saga;
+  }
+  return undefined;
+}
+
+/** Unfinished sagas of the given orgs that started before `cutoff` (ISO), oldest first per org. */
+export function* staleSagas(meta: Meta, orgIds: Iterable<string>, cutoff: string): Generator<RepoSagaRecord> {
+  for (const orgId of orgIds) {
+    for (const { value } of meta.getRange(orgSagaRange(orgId))) {
+      const saga = value as RepoSagaRecord;
+      if (saga.at >= cutoff) break;
+      yield saga;
+    }
+  }
+}
+
+/**
+ * The newest saga the repository's shard has decided: its step ran (`applied`), or the sweeper
+ * settled it without the step, which must then never run.
+ */
+export interface SagaFence {
+  saga_id: string;
+  applied: boolean;
+}
+
+export function sagaFence(meta: RecordReader, repoId: string): SagaFence | null {
+  return (meta.get(K.repoSagaFence(repoId)) as SagaFence | undefined) ?? null;
+}
+
+export function setSagaFence(meta: Meta, repoId: string, fence: SagaFence): void {
+  meta.putSync(K.repoSagaFence(repoId), fence);
+}
