@@ -1,6 +1,6 @@
 import type { Key } from 'lmdb';
 import { repoActor } from '../actors/actor-names.js';
-import type { Storage } from './database.js';
+import { COMMIT_THEN_SYNC, type Storage } from './database.js';
 import { K } from './keys.js';
 import type { GrantLedgerEntry } from './quota-ledger.js';
 import { repoBytesUsed, shardAllowance } from './quota.js';
@@ -35,5 +35,5 @@ export function migrateOrgQuota(storage: Storage): void {
       }
       meta.removeSync(key);
     }
-  });
+  }, COMMIT_THEN_SYNC);
 }
