@@ -2,7 +2,8 @@
  * Where a received pack goes as it is read (the `PackSink` of pack-reader.ts): a pull's pack from
  * an upstream, or a pack git pushes to us. Objects are stored in short transactions (other
  * writers wait on the same lock) of at most `BATCH_OBJECTS` objects or `BATCH_BYTES` bytes, each
- * batch charged to the org's quota and pending under its owner (the sync or the push,
+ * batch charged to its shard's allowance of the org's quota (refilled between batches when it
+ * runs short, `target.refill`) and pending under its owner (the sync or the push,
  * pending-objects.ts) until the refs that reach them land; blobs over 1 MiB are staged in chunks
  * as they arrive (blob-store.ts) and committed by the next batch. A batch that does not fit the
  * quota takes back everything the owner stored, so a refused pack keeps nothing. A push keeps its
