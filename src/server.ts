@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Config } from './config.js';
 import { log, setLogLevel } from './log.js';
 import { openStorage, type Storage } from './storage/database.js';
+import { migrateOrgQuota } from './storage/quota-migration.js';
 import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
 import { LmdbOrgDirectory } from './storage/lmdb-org-directory.js';
@@ -65,6 +66,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   mkdirSync(config.dataDir, { recursive: true });
   const lock = await lockDataDir(config.dataDir);
   const storage: Storage = openStorage(config.dataDir);
+  migrateOrgQuota(storage);
   const secrets = SecretBox.forDataDir(config.dataDir);
   const directory = new LmdbOrgDirectory(storage);
   compileResponses();

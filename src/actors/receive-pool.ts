@@ -8,7 +8,7 @@
  * The request body crosses a MessagePort as it arrives, with flow control (read-stream.ts's
  * `PortSink` here, `portSource` there), so a slow pack slows its client instead of filling memory.
  */
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { isServiceError, ServiceError, type ServiceErrorData } from '../errors.js';
@@ -56,8 +56,11 @@ export class ReceivePool {
     return result.advertisement;
   }
 
-  /** Reads a push whose body is `body`; the body is passed on as it arrives and let go of once the push is read. */
-  async receive(request: ReceivePackRequest, body: AsyncIterable<Uint8Array>): Promise<ReceiveOutcome> {
+  /**
+   * Reads a push whose body is `body`; the body is passed on as it arrives and let go of once the
+   * push is read. `quotaPort` serves the quota refills of its early batches (allowance-port.ts).
+   */
+  async receive(request: ReceivePackRequest, body: AsyncIterable<Uint8Array>, quotaPort: MessagePort | null): Promise<ReceiveOutcome> {
     const channel = new MessageChannel();
     const sink = new PortSink(channel.port1);
     void (async () => {
@@ -74,7 +77,8 @@ export class ReceivePool {
       }
     })();
     try {
-      const result = await this.run({ kind: 'receive', request, port: channel.port2 } as ReceiveTask, { transferList: [channel.port2] });
+      const ports = quotaPort ? [channel.port2, quotaPort] : [channel.port2];
+      const result = await this.run({ kind: 'receive', request, port: channel.port2, quotaPort } as ReceiveTask, { transferList: ports });
       if ('error' in result) throw ServiceError.fromJSON(result.error);
       if (!('outcome' in result)) throw new ServiceError('INTERNAL_ERROR', 'internal error');
       return result.outcome;

@@ -8,19 +8,25 @@ import { isServiceError, ServiceError } from '../errors.js';
 import { advertiseReceivePack, receivePack } from '../git/receive-pack.js';
 import { log } from '../log.js';
 import { openStorage } from '../storage/database.js';
+import { allowanceRequester } from './allowance-port.js';
 import { portSource } from './port-source.js';
 import type { ReceiveTask, ReceiveTaskResult } from './receive-pool.js';
 
 const storage = openStorage((workerData as { dataDir: string }).dataDir);
 
-export default async function handle(task: ReceiveTask & { port?: MessagePort }): Promise<ReceiveTaskResult> {
+export default async function handle(task: ReceiveTask & { port?: MessagePort; quotaPort?: MessagePort }): Promise<ReceiveTaskResult> {
   // lmdb-js renews a thread's read snapshot on a timer: a push must see the writes acknowledged before it.
   storage.root.resetReadTxn();
   try {
     if (task.kind === 'advertise') {
       return { advertisement: advertiseReceivePack(storage, task.repoId) };
     }
-    return { outcome: await receivePack(storage, task.request, portSource(task.port!)) };
+    const refill = task.quotaPort ? allowanceRequester(task.quotaPort) : null;
+    try {
+      return { outcome: await receivePack(storage, task.request, portSource(task.port!), refill) };
+    } finally {
+      task.quotaPort?.close();
+    }
   } catch (err) {
     if (isServiceError(err)) return { error: err.toJSON() };
     log.error('push failed', { err });

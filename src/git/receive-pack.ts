@@ -20,6 +20,7 @@ import { listGitRefs } from '../storage/git-refs.js';
 import type { StagedBlob } from '../storage/blob-store.js';
 import { getRepo } from '../storage/repo-store.js';
 import type { ObjectType } from '../vcs/object-store.js';
+import type { Refill } from '../actors/allowance-port.js';
 import { PackStoreSink } from '../actors/system/sync/pack-store-sink.js';
 import { PackError, readPack, type PackLimits } from '../actors/system/sync/pack-reader.js';
 import { PktReader } from '../actors/system/sync/pkt-line.js';
@@ -116,7 +117,7 @@ function unpackReason(err: unknown): string | null {
   return null;
 }
 
-export async function receivePack(storage: Storage, request: ReceivePackRequest, body: AsyncIterable<Uint8Array>): Promise<ReceiveOutcome> {
+export async function receivePack(storage: Storage, request: ReceivePackRequest, body: AsyncIterable<Uint8Array>, refill: Refill | null): Promise<ReceiveOutcome> {
   const limits: PackLimits = { ...PULL_PACK_LIMITS, maxPackBytes: request.maxPushBytes };
   const reader = new PktReader(request.gzip ? gunzipped(body) : body);
   try {
@@ -135,7 +136,7 @@ export async function receivePack(storage: Storage, request: ReceivePackRequest,
     if (tips.length === 0) return { kind: 'received', capabilities, command };
     let sink: PackStoreSink | null = null;
     try {
-      sink = new PackStoreSink(storage, { repoId: request.repoId, owner: request.pushId, quotaBytes: request.quotaBytes }, { maxExpected: limits.maxObjects, strict: true });
+      sink = new PackStoreSink(storage, { repoId: request.repoId, owner: request.pushId, quotaBytes: request.quotaBytes, refill }, { maxExpected: limits.maxObjects, strict: true });
       await readPack(reader.remaining(), sink, limits);
       sink.reference(tips);
       const rest = sink.take();

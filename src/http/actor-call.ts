@@ -1,4 +1,6 @@
 import { allowedRepoIds, isRestricted } from './auth/principal.js';
+import { repoIdOfActor } from '../actors/actor-names.js';
+import { withAllowance } from '../actors/quota-refill.js';
 import type { PrincipalMsg } from '../protocol/messages.js';
 import type { Reply, RequestContext } from './route.js';
 import type { ActorResponse } from '../actors/runtime.js';
@@ -18,7 +20,9 @@ function principalMsg(ctx: RequestContext): PrincipalMsg {
 /**
  * Sends a command to an actor on behalf of a request and relays the serialized reply. Not before
  * the request's connection has settled: a pipelined request read with this one closes it, and
- * a command already sent would be applied without its response.
+ * a command already sent would be applied without its response. A repository's write its
+ * shard's quota allowance refused is sent again once the org granted the shard more
+ * (quota-refill.ts).
  */
 export async function callActor(ctx: RequestContext, actor: string, command: string, input: unknown): Promise<Reply> {
   return relay(await stepCaller(ctx)(actor, command, input));
@@ -30,13 +34,17 @@ export const relay = (reply: ActorResponse): Reply => ({ status: reply.status, j
 export function stepCaller(ctx: RequestContext): StepCall {
   return async (actor, command, input, keyed = true) => {
     await ctx.connection.connectionSettled();
-    return ctx.services.runtime.call({
-      actor,
-      command,
-      input,
-      principal: principalMsg(ctx),
-      traceId: ctx.traceId,
-      idempotency: keyed && ctx.idempotency ? { keyId: ctx.principal.key.id, key: ctx.idempotency.key, fingerprint: ctx.idempotency.fingerprint } : undefined,
-    });
+    const { runtime, config } = ctx.services;
+    const send = () =>
+      runtime.call({
+        actor,
+        command,
+        input,
+        principal: principalMsg(ctx),
+        traceId: ctx.traceId,
+        idempotency: keyed && ctx.idempotency ? { keyId: ctx.principal.key.id, key: ctx.idempotency.key, fingerprint: ctx.idempotency.fingerprint } : undefined,
+      });
+    const repoId = repoIdOfActor(actor);
+    return repoId === null ? send() : withAllowance(runtime, ctx.org.id, repoId, config.orgQuotaBytes, ctx.traceId, send);
   };
 }

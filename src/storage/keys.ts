@@ -1,4 +1,5 @@
 import type { Key } from 'lmdb';
+import { orgShard } from './shards.js';
 
 /**
  * The key layout of the `meta` database: ordered tuples, so that everything one list or one
@@ -42,7 +43,10 @@ import type { Key } from 'lmdb';
  *                                     repository id, '-' for org events) in creation order: the
  *                                     webhook actor's durable queue
  *   ['r', repoId, 'bytes']            number   bytes of the repository's objects counted by the quota
- *   ['quota', orgId]                  number   bytes of the org's objects (quota.ts)
+ *   [shard, 'quota-allow', orgId]     ShardAllowance  the org's quota on one shard: bytes granted,
+ *                                     returned and used by its repositories there (quota.ts)
+ *   [orgShard, 'quota-grant', orgId, shard]  GrantLedgerEntry  what the org granted that shard
+ *                                     and knows it returned (quota-ledger.ts)
  *   ['pend', repoId, oid]             PendingObject  a stored object nothing references yet: an
  *                                     uploaded blob, or a fetched object before its pull applies
  *                                     (pending-objects.ts; collected after the retention)
@@ -94,7 +98,10 @@ export const K = {
   webhookDelivery: (orgId: string, targetId: string, deliveryId: string): Key => ['o', orgId, 'whd', targetId, deliveryId],
   webhookPending: (targetId: string, lane: string, deliveryId: string): Key => ['whq', targetId, lane, deliveryId],
   repoBytes: (repoId: string): Key => ['r', repoId, 'bytes'],
-  orgBytes: (orgId: string): Key => ['quota', orgId],
+  quotaAllowance: (shard: number, orgId: string): Key => [shard, 'quota-allow', orgId],
+  quotaGrant: (orgId: string, shard: number): Key => [orgShard(orgId), 'quota-grant', orgId, shard],
+  /** The org-wide counter of the single-shard layout, read once by the migration (quota-migration.ts). */
+  legacyOrgBytes: (orgId: string): Key => ['quota', orgId],
   pending: (repoId: string, oid: string): Key => ['pend', repoId, oid],
   stagedUpload: (uploadId: string): Key => ['staged', uploadId],
   outbox: (eventId: string): Key => ['outbox', eventId],
@@ -111,6 +118,11 @@ export function keyBytes(key: ReadonlyArray<string | number>): number {
 
 /** Sorts after any string element, so `[...prefix]` to `[...prefix, HIGH]` spans a prefix. */
 const HIGH = '\uffff\uffff';
+
+/** The org's grant ledger: one entry per shard it granted quota to. */
+export function quotaGrants(orgId: string): { start: Key; end: Key } {
+  return { start: [orgShard(orgId), 'quota-grant', orgId, -1], end: [orgShard(orgId), 'quota-grant', orgId, Number.MAX_SAFE_INTEGER] };
+}
 
 /** The range of every key that starts with `prefix` (and not the prefix key itself). */
 export function under(prefix: readonly (string | number)[]): { start: Key; end: Key } {

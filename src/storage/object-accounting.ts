@@ -54,14 +54,15 @@ export class ObjectAccounting implements ObjectWriteObserver {
   }
 
   /**
-   * Puts what was stored since the last settle on the org's counters, or refuses it with 413
-   * QUOTA_EXCEEDED when the org is at or over `limit` or this would take it over (0: unlimited).
-   * The caller's transaction must then roll back, which takes the objects and marks with it.
-   * Run inside the writer's transaction, so concurrent writers see each other's charges.
+   * Puts what was stored since the last settle on the repository's and its shard's counters, or
+   * refuses it with 413 QUOTA_EXCEEDED when the shard's allowance of the org's quota cannot take
+   * it (`limit` 0: unlimited). The caller's transaction must then roll back, which takes the
+   * objects and marks with it. Run inside the writer's transaction, so writers on the shard see
+   * each other's charges.
    */
   settle(orgId: string, limit: number): void {
     if (this.objects === 0) return;
-    assertRoom(this.meta, orgId, limit, this.bytes);
+    assertRoom(this.meta, orgId, this.repoId, limit, this.bytes);
     addBytes(this.meta, orgId, this.repoId, this.bytes);
     this.bytes = 0;
     this.objects = 0;

@@ -6,6 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { openStorage } from '../../src/storage/database.js';
 import { K, under } from '../../src/storage/keys.js';
+import { shardAllowance } from '../../src/storage/quota.js';
+import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import type { TestServer } from '../helpers/server.js';
 
 export const ROOT = 'z'.repeat(32);
@@ -32,7 +34,8 @@ export async function createRepo(s: TestServer, name: string): Promise<string> {
 }
 
 export interface StoredState {
-  orgBytes: number | undefined;
+  /** The org's stored bytes: what its repositories use, summed over the shards. */
+  orgBytes: number;
   repoBytes: number | undefined;
   pending: string[];
   staged: string[];
@@ -41,13 +44,21 @@ export interface StoredState {
   chunkUploads: string[];
 }
 
+type Meta = ReturnType<typeof openStorage>['meta'];
+
+export function orgBytesUsed(meta: Meta, orgId: string): number {
+  let used = 0;
+  for (let shard = 0; shard < SHARD_COUNT; shard++) used += shardAllowance(meta, shard, orgId).used;
+  return used;
+}
+
 /** What LMDB holds for an org and a repository (open only while the server is stopped). */
 export function storedState(dataDir: string, orgId: string, repoId: string): StoredState {
   const storage = openStorage(dataDir);
   try {
     const { meta } = storage;
     return {
-      orgBytes: meta.get(K.orgBytes(orgId)) as number | undefined,
+      orgBytes: orgBytesUsed(meta, orgId),
       repoBytes: meta.get(K.repoBytes(repoId)) as number | undefined,
       pending: [...meta.getKeys(under(['pend', repoId]))].map((k) => (k as string[])[2]!),
       staged: [...meta.getRange(under(['staged']))].filter((e) => e.value === repoId).map((e) => (e.key as string[])[1]!),

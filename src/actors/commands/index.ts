@@ -9,6 +9,7 @@ import { applyOpsCommand, storeBlobCommand } from './apply-ops.js';
 import { createChangeCommand, updateChangeCommand } from './changes.js';
 import { collectBlobsCommand } from './blob-collect.js';
 import { pushCommand } from './push.js';
+import { quotaCommands } from './quota.js';
 
 /** Every command the actors understand; the worker loads this module by default. */
-export const commands: Command[] = [...repoNameCommands, initRepo, updateRepo, deleteRepo, settleRepoStep, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, collectBlobsCommand, pushCommand, ...syncCommands, ...webhookCommands];
+export const commands: Command[] = [...repoNameCommands, initRepo, updateRepo, deleteRepo, settleRepoStep, createBookmark, moveBookmark, removeBookmark, mergeBookmarks, applyOpsCommand, storeBlobCommand, createChangeCommand, updateChangeCommand, collectBlobsCommand, pushCommand, ...syncCommands, ...webhookCommands, ...quotaCommands];

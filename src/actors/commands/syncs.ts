@@ -102,9 +102,10 @@ export const enqueueSync = defineCommand<EnqueueSyncInput>('sync.enqueue', (inpu
   const scope = repoScope(ctx, input.repo_id);
   const { repo } = scope;
   if (!repo.upstream) throw invalid('the repository has no upstream configured; set one with PATCH first');
-  // A pull adds objects: refused up front when the org has no room left (a pull that would take
-  // it over fails when its fetch finds out, fetch-job.ts).
-  if (input.direction === 'pull') assertRoom(meta, repo.org_id, ctx.settings.orgQuotaBytes, 0);
+  // A pull adds objects: refused up front when the shard has no allowance left (the front end
+  // then asks the org for some and sends this again, actor-call.ts; a pull that would take the
+  // org over fails when its fetch finds out, fetch-job.ts).
+  if (input.direction === 'pull') assertRoom(meta, repo.org_id, repo.id, ctx.settings.orgQuotaBytes, 0);
   const record: SyncRecord = {
     id: newId('sync'),
     repo_id: repo.id,

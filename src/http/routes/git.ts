@@ -1,6 +1,7 @@
 import { invalid, isServiceError, ServiceError } from '../../errors.js';
 import { readPool } from '../../actors/read-pool.js';
 import { receivePool } from '../../actors/receive-pool.js';
+import { serveAllowance } from '../../actors/allowance-port.js';
 import type { RefUpdate } from '../../git/receive-request.js';
 import { errorLine, reportStatus, type RefStatus } from '../../git/receive-report.js';
 import { advertiseReceivePack } from '../../git/receive-pack.js';
@@ -76,10 +77,17 @@ async function receivePack(ctx: RequestContext): Promise<Reply> {
   const gzip = gzipBody(ctx, RECEIVE_PACK);
   const { config } = ctx.services;
   const repoId = ctx.repo!.id;
-  const outcome = await receivePool(config.dataDir).receive(
-    { repoId, pushId: newId('push'), gzip, maxPushBytes: config.maxPushBytes, quotaBytes: config.orgQuotaBytes },
-    ctx.bodyStream!,
-  );
+  const allowance = config.orgQuotaBytes > 0 ? serveAllowance(ctx.services.runtime, ctx.org.id, repoId, ctx.traceId) : null;
+  let outcome;
+  try {
+    outcome = await receivePool(config.dataDir).receive(
+      { repoId, pushId: newId('push'), gzip, maxPushBytes: config.maxPushBytes, quotaBytes: config.orgQuotaBytes },
+      ctx.bodyStream!,
+      allowance?.port ?? null,
+    );
+  } finally {
+    allowance?.close();
+  }
   const reply = (body: Uint8Array): Reply => gitReply(body, `application/x-${RECEIVE_PACK}-result`);
   if (outcome.kind === 'nothing') return reply(new Uint8Array(0));
   if (outcome.kind === 'protocol-error') return reply(errorLine(outcome.message));

@@ -5,6 +5,7 @@ import * as common from './common.js';
 import * as content from './content.js';
 import * as diff from './diff.js';
 import * as git from './git.js';
+import * as quota from './quota.js';
 import * as repos from './repos.js';
 import * as syncs from './syncs.js';
 import * as webhooks from './webhooks.js';
@@ -43,6 +44,7 @@ export const RESPONSE_SCHEMAS = responseRegistry(
   analytics.responses,
   webhooks.responses,
   git.responses,
+  quota.responses,
 );
 
 export type SchemaName = keyof typeof RESPONSE_SCHEMAS;

@@ -2,7 +2,8 @@
  * Where a received pack goes as it is read (the `PackSink` of pack-reader.ts): a pull's pack from
  * an upstream, or a pack git pushes to us. Objects are stored in short transactions (other
  * writers wait on the same lock) of at most `BATCH_OBJECTS` objects or `BATCH_BYTES` bytes, each
- * batch charged to the org's quota and pending under its owner (the sync or the push,
+ * batch charged to its shard's allowance of the org's quota (refilled between batches when it
+ * runs short, `target.refill`) and pending under its owner (the sync or the push,
  * pending-objects.ts) until the refs that reach them land; blobs over 1 MiB are staged in chunks
  * as they arrive (blob-store.ts) and committed by the next batch. A batch that does not fit the
  * quota takes back everything the owner stored, so a refused pack keeps nothing. A push keeps its
@@ -27,7 +28,8 @@ import { objectStore } from '../../../storage/change-store.js';
 import { CHUNK_SIZE, decodeObjectValue, encodeInlineObject, isObjectStored, readChunk, storedObjectValue, type PreparedObject } from '../../../storage/git-object-store.js';
 import { ObjectAccounting } from '../../../storage/object-accounting.js';
 import { getPending, pendingOf } from '../../../storage/pending-objects.js';
-import { assertRoom } from '../../../storage/quota.js';
+import { assertRoom, refusalAfterRefill, shortfallOf } from '../../../storage/quota.js';
+import type { Refill } from '../../allowance-port.js';
 import { getRepo } from '../../../storage/repo-store.js';
 import { parseCommit, parseTree } from '../../../vcs/git-object.js';
 import { checkObject } from '../../../vcs/object-check.js';
@@ -43,6 +45,8 @@ export interface PackStoreTarget {
   /** The sync (a pull) or the push whose pack this is: its objects are pending under this id. */
   owner: string;
   quotaBytes: number;
+  /** Asks the org for more allowance on the repository's shard when a batch does not fit it (allowance-port.ts). */
+  refill: Refill | null;
 }
 
 export interface PackStoreOptions {
@@ -116,7 +120,8 @@ function chunkedBase(storage: Storage, repoId: string, uploadId: string, size: n
 const repoGone = (): Error => notFound('REPO_NOT_FOUND', 'the repository was deleted while the pack was received');
 
 export class PackStoreSink implements PackSink {
-  private readonly accounting: ObjectAccounting;
+  /** When the pack's new objects became pending. */
+  private readonly startedAt = Date.now();
   private readonly orgId: string;
   private batch = new Map<string, PreparedObject>();
   private staged = new Map<string, StagedBlob>();
@@ -135,7 +140,6 @@ export class PackStoreSink implements PackSink {
     const repo = getRepo(storage.meta, target.repoId);
     if (!repo) throw repoGone();
     this.orgId = repo.org_id;
-    this.accounting = new ObjectAccounting(storage.meta, target.repoId, { kind: 'fetch', owner: target.owner }, Date.now());
   }
 
   private storedValue(oid: string): Buffer | undefined {
@@ -194,11 +198,7 @@ export class PackStoreSink implements PackSink {
       write: async (bytes) => {
         if (!stager) {
           // Refused before the bytes go to disk when the blob alone cannot fit.
-          try {
-            assertRoom(this.storage.meta, this.orgId, this.target.quotaBytes, size);
-          } catch (err) {
-            await this.refuse(err);
-          }
+          await this.withRoom(() => assertRoom(this.storage.meta, this.orgId, this.target.repoId, this.target.quotaBytes, size));
           stager = new BlobStager(this.storage, this.target.repoId, size);
         }
         await stager.append(bytes);
@@ -281,31 +281,9 @@ export class PackStoreSink implements PackSink {
    */
   private async flush(last = false): Promise<void> {
     if (this.batch.size === 0 && this.staged.size === 0 && !(last && this.pendingRefs.size > 0)) return;
-    const { storage } = this;
-    const { repoId } = this.target;
     const objects = [...this.batch.values()];
     const staged = [...this.staged.values()];
-    // A store per batch: its cache of small objects lives as long as the batch.
-    const store = objectStore(storage, repoId, { observer: this.accounting });
-    try {
-      storage.root.transactionSync(() => {
-        // Checked in the same transaction: objects are never written under a deleted repository.
-        const repo = getRepo(storage.meta, repoId);
-        if (!repo) throw repoGone();
-        for (const object of objects) store.writePrepared(object);
-        for (const blob of staged) commitStagedBlob(storage, repoId, blob, this.accounting);
-        if (last) {
-          for (const oid of this.pendingRefs) {
-            if (!this.stored(oid)) throw new PackError('the pack is incomplete: an object it names was removed while it was received');
-            this.accounting.existing(oid);
-          }
-        }
-        this.accounting.settle(repo.org_id, this.target.quotaBytes);
-        // A batch is megabytes: its sync runs after the write lock is released.
-      }, COMMIT_THEN_SYNC);
-    } catch (err) {
-      await this.refuse(err);
-    }
+    await this.withRoom(() => this.store(objects, staged, last));
     for (const blob of staged) forgetStaging(blob.upload_id);
     this.storedBatches++;
     this.batch.clear();
@@ -313,6 +291,51 @@ export class PackStoreSink implements PackSink {
     this.bytes = 0;
     // Let other work of this thread make progress between batches.
     await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /** One transaction storing a batch, all or nothing (a refused one can run again after a refill). */
+  private store(objects: PreparedObject[], staged: StagedBlob[], last: boolean): void {
+    const { storage } = this;
+    const { repoId, owner } = this.target;
+    const accounting = new ObjectAccounting(storage.meta, repoId, { kind: 'fetch', owner }, this.startedAt);
+    // A store per batch: its cache of small objects lives as long as the batch.
+    const store = objectStore(storage, repoId, { observer: accounting });
+    storage.root.transactionSync(() => {
+      // Checked in the same transaction: objects are never written under a deleted repository.
+      const repo = getRepo(storage.meta, repoId);
+      if (!repo) throw repoGone();
+      for (const object of objects) store.writePrepared(object);
+      for (const blob of staged) commitStagedBlob(storage, repoId, blob, accounting);
+      if (last) {
+        for (const oid of this.pendingRefs) {
+          if (!this.stored(oid)) throw new PackError('the pack is incomplete: an object it names was removed while it was received');
+          accounting.existing(oid);
+        }
+      }
+      accounting.settle(repo.org_id, this.target.quotaBytes);
+      // A batch is megabytes: its sync runs after the write lock is released.
+    }, COMMIT_THEN_SYNC);
+  }
+
+  /**
+   * Runs `attempt`; when the shard's allowance refuses it, asks the org for the missing bytes and
+   * runs it once more. A refusal that stands, or any other failure, goes to `refuse`.
+   */
+  private async withRoom(attempt: () => void): Promise<void> {
+    try {
+      attempt();
+      return;
+    } catch (err) {
+      const { refill } = this.target;
+      if (!isServiceError(err) || err.code !== 'QUOTA_EXCEEDED' || !refill) return this.refuse(err);
+      const short = await refill(shortfallOf(err));
+      if (short > 0) await this.refuse(refusalAfterRefill(err, short));
+    }
+    try {
+      attempt();
+    } catch (err) {
+      await this.refuse(err);
+    }
   }
 
   /** A quota refusal takes back everything this owner stored, then passes on; so do other errors, without the taking back. */

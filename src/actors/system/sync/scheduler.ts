@@ -21,6 +21,7 @@ import { getSync, syncQueue, syncQueueLength } from '../../../storage/sync-store
 import type { SyncRecord } from '../../../storage/records.js';
 import type { SyncJob, SyncJobResult } from './sync-worker.js';
 import { repoActor } from '../../actor-names.js';
+import { serveAllowance } from '../../allowance-port.js';
 
 export const MAX_TRIES = 5;
 /** Unfinished syncs are looked for this often even without a wake-up (e.g. a lost notification). */
@@ -138,14 +139,19 @@ export class SyncScheduler {
       }
       attempt = (await this.call<SyncView>(record, 'sync.start', {})).attempt;
       const job: SyncJob = { sync_id: record.id, repo_id: record.repo_id, direction: record.direction, ref_globs: record.ref_globs };
+      const { runtime, config } = this.services;
+      const allowance = record.direction === 'pull' && config.orgQuotaBytes > 0 ? serveAllowance(runtime, record.org_id, record.repo_id, record.id) : null;
       let result: SyncJobResult;
       try {
-        result = (await this.pool.run(job)) as SyncJobResult;
+        if (allowance) job.quota_port = allowance.port;
+        result = (await this.pool.run(job, allowance ? { transferList: [allowance.port] } : undefined)) as SyncJobResult;
       } catch {
         // The worker died or is being stopped. When stopping, the record stays in_progress and
         // the next start retries it; otherwise this try counts as a transient failure.
         if (this.stopping) return;
         result = { ok: false, transient: true, message: 'the sync worker stopped during the try' };
+      } finally {
+        allowance?.close();
       }
       const tried = { attempt };
       if (result.ok) {

@@ -5,13 +5,14 @@
  * scheduler on the main thread decides which run. A job never writes repository metadata: it
  * returns what it found and the scheduler hands that to the repository's actor.
  */
-import { workerData } from 'node:worker_threads';
+import { workerData, type MessagePort } from 'node:worker_threads';
 import { openStorage } from '../../../storage/database.js';
 import { SecretBox } from '../../../storage/secret-box.js';
 import { getRepo } from '../../../storage/repo-store.js';
 import { checkUrlForm } from '../../../net/address-policy.js';
 import { log, setLogLevel } from '../../../log.js';
 import type { SyncDirection, SyncRefStat } from '../../../storage/records.js';
+import { allowanceRequester } from '../../allowance-port.js';
 import { fetchUpstream } from './fetch-job.js';
 import { gitHttpClient } from './git-http.js';
 import { remoteFor, type Remote, type UpstreamAuth } from './git-remote.js';
@@ -34,6 +35,8 @@ export interface SyncJob {
   repo_id: string;
   direction: SyncDirection;
   ref_globs: RefGlobs;
+  /** Serves a pull's quota refills (allowance-port.ts); absent when the quota is unlimited. */
+  quota_port?: MessagePort;
 }
 
 export type SyncJobResult =
@@ -66,11 +69,16 @@ export default async function runSyncJob(job: SyncJob): Promise<SyncJobResult> {
   storage.root.resetReadTxn();
   try {
     remote = openUpstream(job.repo_id);
-    if (job.direction === 'pull') return { ok: true, pulled: await fetchUpstream(storage, remote, { repoId: job.repo_id, owner: job.sync_id, quotaBytes: data.orgQuotaBytes }, job.ref_globs) };
+    if (job.direction === 'pull') {
+      const target = { repoId: job.repo_id, owner: job.sync_id, quotaBytes: data.orgQuotaBytes, refill: job.quota_port ? allowanceRequester(job.quota_port) : null };
+      return { ok: true, pulled: await fetchUpstream(storage, remote, target, job.ref_globs) };
+    }
     return { ok: true, pushed: await pushUpstream(storage, remote, job.repo_id, job.ref_globs) };
   } catch (err) {
     const verdict = classifyFailure(err, remote?.secrets ?? []);
     log.warn('sync try failed', { sync_id: job.sync_id, repo_id: job.repo_id, transient: verdict.transient, error: verdict.message });
     return { ok: false, ...verdict };
+  } finally {
+    job.quota_port?.close();
   }
 }

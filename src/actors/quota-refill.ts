@@ -1,0 +1,78 @@
+/**
+ * Moves org quota to the shard a write needs it on (main thread). A repository's command cannot
+ * wait for the org inside its batch, so a write its shard's allowance cannot cover is refused
+ * whole (quota.ts); the caller then asks the org's ledger for the missing bytes and sends the
+ * write once more. When the ledger has not that much left, it names the other shards holding
+ * allowance: each gives back what it has not used (a recall), and the ledger grants from that.
+ * Every step is one command on one shard; a step lost to a crash leaves the ledger counting the
+ * bytes as granted (never the org over its quota) until the next exchange with that shard, whose
+ * absolute totals settle it (quota.ts).
+ */
+import { isServiceError } from '../errors.js';
+import type { PrincipalMsg } from '../protocol/messages.js';
+import type { Storage } from '../storage/database.js';
+import type { GrantAnswer } from '../storage/quota-ledger.js';
+import { quotaFull, refusalAfterRefill, roomOf, shardAllowance, shortfallOf } from '../storage/quota.js';
+import { repoShard } from '../storage/shards.js';
+import type { QuotaGrantInput, QuotaShardInput } from './commands/quota.js';
+import { orgActor, repoActor } from './actor-names.js';
+import type { ActorRuntime } from './runtime.js';
+
+const QUOTA: PrincipalMsg = { orgId: '', orgSlug: '', keyId: '', keyName: 'quota', permissions: [], authors: [], restricted: false, allowedRepoIds: [] };
+
+async function send<T>(runtime: ActorRuntime, actor: string, command: string, input: unknown, traceId: string): Promise<T> {
+  const reply = await runtime.call({ actor, command, input, principal: QUOTA, traceId });
+  return JSON.parse(Buffer.from(reply.body).toString('utf8')) as T;
+}
+
+/**
+ * Gets `need` more bytes of allowance onto the repository's shard. Returns 0 once they are there,
+ * or how many bytes the org lacks even after recalling what other shards held unused.
+ */
+export async function refillAllowance(runtime: ActorRuntime, orgId: string, repoId: string, need: number, traceId: string): Promise<number> {
+  const shard = repoShard(repoId);
+  const actor = repoActor(repoId);
+  const ask = (returns: QuotaGrantInput['returns']): Promise<GrantAnswer> =>
+    send<GrantAnswer>(runtime, orgActor(orgId), 'quota.grant', { org_id: orgId, shard, actor, need, returns } satisfies QuotaGrantInput, traceId);
+  let answer = await ask([]);
+  if ('short' in answer && answer.holders.length > 0) {
+    const returns = await Promise.all(
+      answer.holders.map(async (h) => {
+        const input: QuotaShardInput = { org_id: orgId, shard: h.shard, granted: h.granted };
+        const { returned } = await send<{ returned: number }>(runtime, h.actor, 'quota.return', input, traceId);
+        return { shard: h.shard, returned };
+      }),
+    );
+    answer = await ask(returns);
+  }
+  if ('short' in answer) return answer.short;
+  await send(runtime, actor, 'quota.receive', { org_id: orgId, shard, granted: answer.granted } satisfies QuotaShardInput, traceId);
+  return 0;
+}
+
+/**
+ * Makes room for `bytes` on the repository's shard before anything is stored (a declared upload
+ * at the front door), or refuses with 413 QUOTA_EXCEEDED. `limit` 0 is unlimited.
+ */
+export async function ensureRoom(runtime: ActorRuntime, storage: Storage, orgId: string, repoId: string, limit: number, bytes: number, traceId: string): Promise<void> {
+  if (limit <= 0) return;
+  const room = roomOf(shardAllowance(storage.meta, repoShard(repoId), orgId));
+  if (room > 0 && bytes <= room) return;
+  const short = await refillAllowance(runtime, orgId, repoId, Math.max(1, bytes - Math.max(0, room)), traceId);
+  if (short > 0) throw quotaFull(limit, bytes - short, bytes);
+}
+
+/**
+ * Sends a repository's write; when its shard's allowance refuses it, refills the shard and sends
+ * it once more. A refusal that stands reports the room the org really had.
+ */
+export async function withAllowance<T>(runtime: ActorRuntime, orgId: string, repoId: string, limit: number, traceId: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    if (!isServiceError(err) || err.code !== 'QUOTA_EXCEEDED' || limit <= 0) throw err;
+    const short = await refillAllowance(runtime, orgId, repoId, shortfallOf(err), traceId);
+    if (short > 0) throw refusalAfterRefill(err, short);
+    return write();
+  }
+}
