@@ -19,6 +19,8 @@ function principalMsg(ctx: RequestContext): PrincipalMsg {
  * a command already sent would be applied without its response.
  */
 export async function callActor(ctx: RequestContext, actor: string, command: string, input: unknown): Promise<Reply> {
+  // A repeat looks for the key's record on the declared actor's shard only (RouteDef.actor).
+  if (ctx.idempotency && ctx.idempotency.actor !== actor) throw new Error(`${command} goes to ${actor}, not to the declared ${ctx.idempotency.actor}`);
   await ctx.connection.connectionSettled();
   const reply = await ctx.services.runtime.call({
     actor,

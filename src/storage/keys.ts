@@ -44,7 +44,9 @@ import type { Key } from 'lmdb';
  *   ['staged', uploadId]              repoId   chunks a request is staging, until the blob commits
  *                                     or the request discards them (orphans are collected)
  *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
- *   ['idem', keyId, idempotencyKey]   outcome (idempotency-store.ts)
+ *   [shard, 'idem', keyId, idempotencyKey]  outcome, on the shard of the actor that ran the request
+ *                                     (idempotency-store.ts)
+ *   ['idem', keyId, idempotencyKey]   outcome written before records moved into shards, read only
  */
 export const K = {
   keyVersion: (): Key => ['cfg', 'key-version'],
@@ -91,7 +93,9 @@ export const K = {
   pending: (repoId: string, oid: string): Key => ['pend', repoId, oid],
   stagedUpload: (uploadId: string): Key => ['staged', uploadId],
   outbox: (eventId: string): Key => ['outbox', eventId],
-  idempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
+  idempotency: (shard: number, keyId: string, key: string): Key => [shard, 'idem', keyId, key],
+  /** Where records were kept before they moved into shards (idempotency-store.ts reads it as a fallback). */
+  legacyIdempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
 };
 
 /** LMDB's largest key (its default `maxkeysize`): lmdb-js refuses to write a longer one. */
