@@ -328,8 +328,8 @@ class FrontEnd implements HttpFrontEnd {
   /** An Idempotency-Key (API §1): the handler runs behind the gate (idempotency-gate.ts). */
   private idempotent(x: Exchange, r: Routed, access: Authorized, query: ReturnType<typeof parseQuery>, body: unknown, raw: Buffer | null): Promise<Reply> {
     const request = { method: x.method, path: r.path!, raw, stream: r.bodyStream };
-    const { route } = r.match;
-    const target = idempotencyTarget(route, access.principal.org.id, access.repo);
+    const { route, params } = r.match;
+    const target = idempotencyTarget(this.services.storage.meta, route, access.principal.org.id, params.repo, access.repo);
     return this.idempotency.run(access.principal.key.id, access.idemKey, request, target, access.missing, (idempotency, stream) =>
       route.handler(this.context(x, r, access, query, body, idempotency, stream)),
     );

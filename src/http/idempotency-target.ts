@@ -1,6 +1,8 @@
+import type { Database, Key } from 'lmdb';
 import { orgActor, repoActor } from '../actors/actor-names.js';
 import { shardOf } from '../actors/shard-map.js';
 import type { RepoRecord } from '../storage/records.js';
+import { recentHoldersOf } from '../storage/released-names.js';
 import { repoShard } from '../storage/shards.js';
 import type { RouteDef } from './route.js';
 
@@ -15,12 +17,22 @@ export interface IdempotencyTarget {
 /**
  * A record lives on the shard of the actor that ran the request (idempotency-store.ts). An org
  * route's actor is known from the org alone, so a rename or a delete repeated by the old path
- * still finds it. A repository route's actor is that of the repository its name resolves to now.
+ * still finds it. A repository route is addressed by name, and the name may have been renamed
+ * away, deleted or taken by another repository since the first request: the repositories that
+ * gave the name up in the last 24 h are looked at too, so such a repeat replays, and is never
+ * applied to the name's new holder. Read after `repo` was resolved by name: a name given up after
+ * that shows among the holders.
  */
-export function idempotencyTarget(route: RouteDef, orgId: string, repo: RepoRecord | null): IdempotencyTarget {
+export function idempotencyTarget(meta: Database<unknown, Key>, route: RouteDef, orgId: string, repoName: string | undefined, repo: RepoRecord | null): IdempotencyTarget {
   if (route.actor === 'org') {
     const actor = orgActor(orgId);
     return { actor, shards: () => [shardOf(actor)] };
   }
-  return { actor: repo ? repoActor(repo.id) : null, shards: () => (repo ? [repoShard(repo.id)] : []) };
+  return {
+    actor: repo ? repoActor(repo.id) : null,
+    shards(now) {
+      const holders = recentHoldersOf(meta, orgId, repoName!, now);
+      return [...new Set((repo ? [repo.id, ...holders] : holders).map(repoShard))];
+    },
+  };
 }

@@ -1,4 +1,5 @@
 import type { Key } from 'lmdb';
+import { orgShard } from './shards.js';
 
 /**
  * The key layout of the `meta` database: ordered tuples, so that everything one list or one
@@ -47,6 +48,8 @@ import type { Key } from 'lmdb';
  *   [shard, 'idem', keyId, idempotencyKey]  outcome, on the shard of the actor that ran the request
  *                                     (idempotency-store.ts)
  *   ['idem', keyId, idempotencyKey]   outcome written before records moved into shards, read only
+ *   [orgShard, 'o', orgId, 'was', lowerName, repoId]  ms  a name the repository gave up (renamed
+ *                                     or deleted), kept for idempotent repeats (released-names.ts)
  */
 export const K = {
   keyVersion: (): Key => ['cfg', 'key-version'],
@@ -96,6 +99,7 @@ export const K = {
   idempotency: (shard: number, keyId: string, key: string): Key => [shard, 'idem', keyId, key],
   /** Where records were kept before they moved into shards (idempotency-store.ts reads it as a fallback). */
   legacyIdempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
+  releasedName: (orgId: string, name: string, repoId: string): Key => [orgShard(orgId), 'o', orgId, 'was', name.toLowerCase(), repoId],
 };
 
 /** LMDB's largest key (its default `maxkeysize`): lmdb-js refuses to write a longer one. */
@@ -108,6 +112,11 @@ export function keyBytes(key: ReadonlyArray<string | number>): number {
 
 /** Sorts after any string element, so `[...prefix]` to `[...prefix, HIGH]` spans a prefix. */
 const HIGH = '\uffff\uffff';
+
+/** The repositories that gave up `name` in the org (released-names.ts). */
+export function releasedNames(orgId: string, name: string): { start: Key; end: Key } {
+  return under([orgShard(orgId), 'o', orgId, 'was', name.toLowerCase()]);
+}
 
 /** The range of every key that starts with `prefix` (and not the prefix key itself). */
 export function under(prefix: readonly (string | number)[]): { start: Key; end: Key } {

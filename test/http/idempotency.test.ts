@@ -34,6 +34,7 @@ async function repoOffTheOrgShard(prefix: string): Promise<{ id: string; name: s
 }
 
 const ROOT = 'z'.repeat(32);
+const bookmarkNames = async (repo: string): Promise<string[]> => (await s.api('GET', `/acme/${repo}/bookmarks`)).json.bookmarks.map((b: { name: string }) => b.name).sort();
 const changeCount = async (repo: string): Promise<number> => (await s.api('GET', `/acme/${repo}/changes`)).json.changes.length;
 
 t.test('idempotency - the same key and body twice creates one repository and answers the same twice', async (t) => {
@@ -154,6 +155,60 @@ t.test('idempotency - a record lands on the shard of the actor that ran the requ
     t.notOk(at(repoShard(repo.id), 'shard-2'), "not on the repository's");
     t.notOk(loadLegacyOutcome(storage, secrets, s.key.id, 'shard-1', now), 'nothing under the unsharded key');
   });
+});
+
+t.test('idempotency - a repository write repeated after a rename, a delete or a new holder of the name replays', async (t) => {
+  const repo = await repoOffTheOrgShard('idem-moved');
+  const headers = { 'idempotency-key': 'moved-1' };
+  const bookmark = { name: 'once', change_id: ROOT };
+  const first = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: bookmark, headers });
+  t.equal(first.status, 201);
+  const same = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: bookmark, headers });
+  t.equal(same.text, first.text, 'after its own effect (the bookmark exists now)');
+
+  t.equal((await s.api('PATCH', `/acme/${repo.name}`, { body: { name: `${repo.name}-renamed` } })).status, 200);
+  const afterRename = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: bookmark, headers });
+  t.equal(afterRename.status, 201, 'the old name is gone: still the stored response, not 404');
+  t.equal(afterRename.text, first.text);
+
+  // Another repository now bears the name the request addressed: the repeat must not apply to it.
+  t.equal((await s.api('POST', '/acme/repos', { body: { name: repo.name } })).status, 201);
+  const afterReuse = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: bookmark, headers });
+  t.equal(afterReuse.text, first.text, 'the name has a new holder: replayed all the same');
+  t.same(await bookmarkNames(repo.name), ['main'], 'the new holder got no bookmark');
+  const other = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: { name: 'other', change_id: ROOT }, headers });
+  t.equal(other.status, 409, 'another body under the key is still refused');
+  t.equal(other.json.error.code, 'ABORTED');
+  t.same(await bookmarkNames(`${repo.name}-renamed`), ['main', 'once'], 'applied once, where it first ran');
+
+  // A write to the new holder, which is then deleted: its repeat still replays.
+  const later = { name: 'later', change_id: ROOT };
+  const second = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: later, headers: { 'idempotency-key': 'moved-2' } });
+  t.equal(second.status, 201);
+  t.equal((await s.api('DELETE', `/acme/${repo.name}`)).status, 200);
+  const afterDelete = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: later, headers: { 'idempotency-key': 'moved-2' } });
+  t.equal(afterDelete.status, 201, 'the repository is deleted: still the stored response');
+  t.equal(afterDelete.text, second.text);
+  const unknown = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: later, headers: { 'idempotency-key': 'moved-3' } });
+  t.equal(unknown.status, 404, 'a key never used there: the repository is missing');
+  t.equal(unknown.json.error.code, 'REPO_NOT_FOUND');
+});
+
+t.test('idempotency - a streamed write repeated after its repository moved replays or is refused', async (t) => {
+  const repo = await repoOffTheOrgShard('idem-stream');
+  const headers = { 'idempotency-key': 'stream-1' };
+  const body = { base_change_id: ROOT, ops: [{ op: 'write', path: 'a', content: 'a' }] };
+  const first = await s.api('POST', `/acme/${repo.name}/apply-ops`, { body, headers });
+  t.equal(first.status, 201);
+  t.equal((await s.api('PATCH', `/acme/${repo.name}`, { body: { name: `${repo.name}-renamed` } })).status, 200);
+  t.equal((await s.api('POST', `/acme/${repo.name}/apply-ops`, { body, headers })).text, first.text, 'the name is gone');
+  t.equal((await s.api('POST', '/acme/repos', { body: { name: repo.name } })).status, 201);
+  t.equal((await s.api('POST', `/acme/${repo.name}/apply-ops`, { body, headers })).text, first.text, 'the name has a new holder');
+  const other = await s.api('POST', `/acme/${repo.name}/apply-ops`, { body: { ...body, ops: [{ op: 'write', path: 'a', content: 'b' }] }, headers });
+  t.equal(other.status, 409);
+  t.equal(other.json.error.code, 'ABORTED');
+  t.equal(await changeCount(repo.name), 0, 'nothing applied to the new holder');
+  t.equal(await changeCount(`${repo.name}-renamed`), 1, 'applied once');
 });
 
 t.test('idempotency - concurrent repeats of a repository write apply once', async (t) => {

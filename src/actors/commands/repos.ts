@@ -4,6 +4,7 @@ import { newId } from '../../storage/ids.js';
 import { NULL_OID } from '../../vcs/ids.js';
 import { releaseRepository } from '../../storage/quota.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
+import { noteReleasedName } from '../../storage/released-names.js';
 import { clearRepository, getBookmark, getRepo, getRepoByName, indexRepo, isRepoNameTaken, putBookmark, putRepo, renameRepo, ROOT_CHANGE_ID, unindexRepo } from '../../storage/repo-store.js';
 import { repoEventView, repositoryView } from '../../protocol/views/repository.js';
 import { defineCommand, type CommandContext } from '../command.js';
@@ -101,6 +102,7 @@ export const updateRepo = defineCommand<UpdateRepoInput>('repo.update', (input, 
     const clash = getRepoByName(meta, org.id, input.name);
     if (clash && clash.id !== repo.id) throw new ServiceError('REPO_EXISTS', `a repository named "${clash.name}" already exists`);
     renameRepo(meta, repo, input.name);
+    noteReleasedName(meta, org.id, repo.name, repo.id, ctx.now.getTime());
     repo.name = input.name;
   }
   if (input.default_bookmark !== undefined && input.default_bookmark !== repo.default_bookmark) {
@@ -148,6 +150,7 @@ export const deleteRepo = defineCommand<DeleteRepoInput>('repo.delete', (input, 
   // record of who deleted it and when, chained to the last operation before it.
   ctx.mutation.operation(repo, 'repo.delete', { name: repo.name });
   unindexRepo(meta, repo);
+  noteReleasedName(meta, org.id, repo.name, repo.id, ctx.now.getTime());
   for (const hook of deletionHooks) hook(ctx, repo);
   ctx.mutation.emit('repo.deleted', org, repo, { repo: view });
   return { status: 200, body: { success: true }, schema: 'success' };
