@@ -12,6 +12,9 @@ type Meta = Database<unknown, Key>;
  * repository, so the repeat is replayed, not applied again.
  */
 export function noteReleasedName(meta: Meta, orgId: string, name: string, repoId: string, now: number): void {
+  // Expired entries of the name go in the same write, so a name's list stays as short as its last 24 h.
+  const expired = [...meta.getRange(releasedNames(orgId, name))].filter(({ value }) => now - (value as number) >= IDEMPOTENCY_TTL_MS);
+  for (const { key } of expired) meta.removeSync(key);
   meta.putSync(K.releasedName(orgId, name, repoId), now);
 }
 
