@@ -9,6 +9,7 @@ import { errorData, type ActorReplyMsg, type ActorRequestMsg } from '../protocol
 import type { Command, CommandContext } from './command.js';
 import { Batch } from './batch.js';
 import { Mutation } from './mutation.js';
+import { shardOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 import { log } from '../log.js';
 
@@ -142,10 +143,12 @@ export class Mailboxes {
     const { req } = p;
     const { now } = batch;
     const idem = req.idempotency;
+    // The record lives on this actor's shard: the only one its batch may write.
+    const shard = shardOf(req.actor);
     try {
       return this.storage.root.transactionSync((): Outcome => {
         if (idem) {
-          const prior = loadOutcome(this.storage, this.secrets, idem.keyId, idem.key, now.getTime());
+          const prior = loadOutcome(this.storage, this.secrets, shard, idem.keyId, idem.key, now.getTime());
           if (prior) {
             if (prior.fingerprint !== idem.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
             return { status: prior.status, body: prior.body };
@@ -169,7 +172,7 @@ export class Mailboxes {
         const result = command.handle(input.value, ctx, input.prepared);
         const body = serialize(result.schema, result.body);
         if (idem && !result.partial) {
-          saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());
+          saveOutcome(this.storage, this.secrets, shard, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());
         }
         return { status: result.status, body };
       });
@@ -179,7 +182,7 @@ export class Mailboxes {
       if (idem && replayable(error.status, error.code)) {
         // Outside the rolled-back child transaction, inside the batch: recorded iff the batch commits.
         const body = serialize('error', { error: errorBody(error) });
-        saveOutcome(this.storage, this.secrets, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: error.status, body }, now.getTime());
+        saveOutcome(this.storage, this.secrets, shard, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: error.status, body }, now.getTime());
       }
       return { error };
     }

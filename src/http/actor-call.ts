@@ -25,6 +25,8 @@ function principalMsg(ctx: RequestContext): PrincipalMsg {
  * (quota-refill.ts).
  */
 export async function callActor(ctx: RequestContext, actor: string, command: string, input: unknown): Promise<Reply> {
+  // A repeat looks for the key's record on the declared actor's shard only (RouteDef.actor).
+  if (ctx.idempotency && ctx.idempotency.actor !== actor) throw new Error(`${command} goes to ${actor}, not to the declared ${ctx.idempotency.actor}`);
   return relay(await stepCaller(ctx)(actor, command, input));
 }
 

@@ -20,6 +20,7 @@ import { Router, type Match } from './router.js';
 import type { Services } from './services.js';
 import { KeyRateLimiter } from './key-rate-limiter.js';
 import { IdempotencyGate } from './idempotency-gate.js';
+import { idempotencyTarget } from './idempotency-target.js';
 
 if (!String(uWS.App).includes('[native code]')) {
   // A JS fallback would silently cost most of the throughput; refuse to run on it.
@@ -161,6 +162,8 @@ class FrontEnd implements HttpFrontEnd {
     private readonly services: Services,
     routes: RouteDef[],
   ) {
+    const undeclared = routes.find((r) => !r.git && !r.actor && (r.method === 'POST' || r.method === 'PATCH'));
+    if (undeclared) throw new Error(`${undeclared.method} ${undeclared.path} takes an Idempotency-Key but does not name its actor`);
     this.router = new Router(routes.filter((r) => !r.git));
     this.gitRouter = new Router(routes.filter((r) => r.git));
     this.bodyChecks = new Map(routes.filter((r) => r.body).map((r) => [r, compileBodyCheck(r.body!)]));
@@ -292,7 +295,7 @@ class FrontEnd implements HttpFrontEnd {
     const missing = new ServiceError('REPO_NOT_FOUND', `repository "${params.repo}" not found`);
     // With an Idempotency-Key the repository may be missing because the first request renamed or
     // removed it: its stored response is still the answer (`idempotent`).
-    if (!idemKey || route.streamBody) throw missing;
+    if (!idemKey || !route.actor) throw missing;
     return { principal, repo: null, missing, idemKey };
   }
 
@@ -300,8 +303,9 @@ class FrontEnd implements HttpFrontEnd {
   private async withBody(x: Exchange, r: Routed, access: Authorized, query: ReturnType<typeof parseQuery>): Promise<Reply> {
     const raw = r.body ? await r.body : null;
     const body = raw ? this.parsedBody(r, raw) : undefined;
-    // Idempotency keys belong to the API; git's smart HTTP only reads, so a key there is ignored.
-    if (!access.idemKey || r.match.route.git) return r.match.route.handler(this.context(x, r, access, query, body, null, r.bodyStream));
+    // Idempotency keys belong to the API's writes, which name their actor; git's smart HTTP
+    // names none (its pushes are not replayed), so a key there is ignored.
+    if (!access.idemKey || !r.match.route.actor) return r.match.route.handler(this.context(x, r, access, query, body, null, r.bodyStream));
     return this.idempotent(x, r, access, query, body, raw);
   }
 
@@ -324,8 +328,10 @@ class FrontEnd implements HttpFrontEnd {
   /** An Idempotency-Key (API §1): the handler runs behind the gate (idempotency-gate.ts). */
   private idempotent(x: Exchange, r: Routed, access: Authorized, query: ReturnType<typeof parseQuery>, body: unknown, raw: Buffer | null): Promise<Reply> {
     const request = { method: x.method, path: r.path!, raw, stream: r.bodyStream };
-    return this.idempotency.run(access.principal.key.id, access.idemKey, request, access.missing, (idempotency, stream) =>
-      r.match.route.handler(this.context(x, r, access, query, body, idempotency, stream)),
+    const { route, params } = r.match;
+    const target = idempotencyTarget(this.services.storage.meta, route, access.principal.org.id, params.repo, access.repo);
+    return this.idempotency.run(access.principal.key.id, access.idemKey, request, target, access.missing, (idempotency, stream) =>
+      route.handler(this.context(x, r, access, query, body, idempotency, stream)),
     );
   }
 

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { ServiceError } from '../errors.js';
 import type { Storage } from '../storage/database.js';
-import { loadOutcome } from '../storage/idempotency-store.js';
+import { loadLegacyOutcome, loadOutcome, type IdempotentOutcome } from '../storage/idempotency-store.js';
 import type { SecretBox } from '../storage/secret-box.js';
+import type { IdempotencyTarget } from './idempotency-target.js';
 import type { Reply, RequestContext } from './route.js';
 
 type Idempotency = NonNullable<RequestContext['idempotency']>;
@@ -10,8 +11,10 @@ type Idempotency = NonNullable<RequestContext['idempotency']>;
 /**
  * The front end's side of an Idempotency-Key (API §1): the request's fingerprint (same route, same
  * body), and one request per key at a time. A repeat that arrives while the first is still running
- * waits for it; a repeat of a finished one replays its stored response. A streamed body is
- * compared by the actor, inside its transaction, once the body has been read (mailbox.ts).
+ * waits for it; a repeat of a finished one replays its stored response, found on the shard of the
+ * actor that ran it (idempotency-target.ts). A streamed body is fingerprinted as the handler reads
+ * it, and the actor compares it inside its transaction (mailbox.ts); when a record is found first,
+ * the body is read here to compare.
  */
 export class IdempotencyGate {
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -29,33 +32,36 @@ export class IdempotencyGate {
     keyId: string,
     key: string,
     request: { method: string; path: string; raw: Buffer | null; stream: AsyncIterable<Uint8Array> | null },
+    target: IdempotencyTarget,
     missing: ServiceError | null,
     handler: (idempotency: Idempotency, stream: AsyncIterable<Uint8Array> | null) => Reply | Promise<Reply>,
   ): Promise<Reply> {
-    let { stream } = request;
-    let idempotency: Idempotency;
-    if (stream) {
-      const hashed = fingerprintStream(request.method, request.path, stream);
+    let stream: AsyncIterable<Uint8Array> | null = null;
+    let fingerprint: () => string;
+    if (request.stream) {
+      const hashed = fingerprintStream(request.method, request.path, request.stream);
       stream = hashed.stream;
-      idempotency = {
-        key,
-        get fingerprint() {
-          return hashed.fingerprint();
-        },
-      };
+      fingerprint = hashed.fingerprint;
     } else {
-      idempotency = { key, fingerprint: requestFingerprint(request.method, request.path, request.raw ?? '') };
+      const whole = requestFingerprint(request.method, request.path, request.raw ?? '');
+      fingerprint = () => whole;
     }
     const slot = `${keyId}\0${key}`;
     while (this.inFlight.has(slot)) await this.inFlight.get(slot);
-    if (!stream) {
-      const prior = loadOutcome(this.storage, this.secrets, keyId, key, Date.now());
-      if (prior) {
-        if (prior.fingerprint !== idempotency.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
-        return { status: prior.status, json: prior.body };
-      }
+    const prior = this.stored(keyId, key, target, Date.now());
+    if (prior) {
+      if (stream) await drain(stream);
+      if (prior.fingerprint !== fingerprint()) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
+      return { status: prior.status, json: prior.body };
     }
     if (missing) throw missing;
+    const idempotency: Idempotency = {
+      key,
+      actor: target.actor!,
+      get fingerprint() {
+        return fingerprint();
+      },
+    };
     let release!: () => void;
     this.inFlight.set(slot, new Promise<void>((resolve) => (release = resolve)));
     try {
@@ -65,6 +71,21 @@ export class IdempotencyGate {
       release();
     }
   }
+
+  /** The key's record on the shards that may hold it, or where it was kept before shards (idempotency-store.ts). */
+  private stored(keyId: string, key: string, target: IdempotencyTarget, now: number): IdempotentOutcome | undefined {
+    for (const shard of target.shards(now)) {
+      const found = loadOutcome(this.storage, this.secrets, shard, keyId, key, now);
+      if (found) return found;
+    }
+    return loadLegacyOutcome(this.storage, this.secrets, keyId, key, now);
+  }
+}
+
+/** Reads a body to its end (a replayed request's body only matters for its fingerprint). */
+async function drain(body: AsyncIterable<Uint8Array>): Promise<void> {
+  const pieces = body[Symbol.asyncIterator]();
+  while (!(await pieces.next()).done);
 }
 
 /** Fingerprint of a request for idempotency: same route, same body. */
@@ -76,7 +97,7 @@ export function requestFingerprint(method: string, path: string, body: Uint8Arra
  * The same fingerprint for a body that streams through: `stream` hashes each piece as its consumer
  * reads it; `fingerprint()` covers what has been read (the whole body once the consumer is done).
  */
-function fingerprintStream(method: string, path: string, body: AsyncIterable<Uint8Array>): { stream: AsyncIterable<Uint8Array>; fingerprint(): string } {
+function fingerprintStream(method: string, path: string, body: AsyncIterable<Uint8Array>): { stream: AsyncIterable<Uint8Array>; fingerprint: () => string } {
   const hash = createHash('sha256').update(method).update('\0').update(path).update('\0');
   let digest: string | null = null;
   return {
@@ -88,9 +109,6 @@ function fingerprintStream(method: string, path: string, body: AsyncIterable<Uin
         }
       },
     },
-    fingerprint() {
-      digest ??= hash.digest('base64url');
-      return digest;
-    },
+    fingerprint: () => (digest ??= hash.digest('base64url')),
   };
 }

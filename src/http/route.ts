@@ -38,8 +38,11 @@ export interface RequestContext<Body = unknown> {
   repo: RepoRecord | null;
   traceId: string;
   requestId: string;
-  /** `Idempotency-Key` plus the request fingerprint, for commands that must not apply twice. */
-  idempotency: { key: string; fingerprint: string } | null;
+  /**
+   * `Idempotency-Key` plus the request fingerprint, for commands that must not apply twice, and
+   * the actor the route declared (`RouteDef.actor`): the one its command must go to.
+   */
+  idempotency: { key: string; fingerprint: string; actor: string } | null;
   services: Services;
   /** The request's connection: a command is sent to an actor only once it has settled. */
   connection: Pick<RequestState, 'connectionSettled'>;
@@ -70,6 +73,12 @@ export interface RouteDef<Body = unknown> {
    * come as HTTP Basic's password, and a 401 names the Basic scheme so git asks for credentials.
    */
   git?: boolean;
+  /**
+   * The actor a write's command runs in: the org's, or that of the repository `{repo}` names. The
+   * request's Idempotency-Key record is on that actor's shard; every API route that takes a key
+   * (POST, PATCH) declares it.
+   */
+  actor?: 'org' | 'repo';
   query?: QuerySpec;
   handler(ctx: RequestContext<Body>): Promise<Reply> | Reply;
 }

@@ -53,7 +53,11 @@ import { orgShard } from './shards.js';
  *   ['staged', uploadId]              repoId   chunks a request is staging, until the blob commits
  *                                     or the request discards them (orphans are collected)
  *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
- *   ['idem', keyId, idempotencyKey]   outcome (idempotency-store.ts)
+ *   [shard, 'idem', keyId, idempotencyKey]  outcome, on the shard of the actor that ran the request
+ *                                     (idempotency-store.ts)
+ *   ['idem', keyId, idempotencyKey]   outcome written before records moved into shards, read only
+ *   [orgShard, 'o', orgId, 'was', lowerName, repoId]  ms  a name the repository gave up (renamed
+ *                                     or deleted), kept for idempotent repeats (released-names.ts)
  */
 export const K = {
   keyVersion: (): Key => ['cfg', 'key-version'],
@@ -105,7 +109,10 @@ export const K = {
   pending: (repoId: string, oid: string): Key => ['pend', repoId, oid],
   stagedUpload: (uploadId: string): Key => ['staged', uploadId],
   outbox: (eventId: string): Key => ['outbox', eventId],
-  idempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
+  idempotency: (shard: number, keyId: string, key: string): Key => [shard, 'idem', keyId, key],
+  /** Where records were kept before they moved into shards (idempotency-store.ts reads it as a fallback). */
+  legacyIdempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
+  releasedName: (orgId: string, name: string, repoId: string): Key => [orgShard(orgId), 'o', orgId, 'was', name.toLowerCase(), repoId],
 };
 
 /** LMDB's largest key (its default `maxkeysize`): lmdb-js refuses to write a longer one. */
@@ -122,6 +129,11 @@ const HIGH = '\uffff\uffff';
 /** The org's grant ledger: one entry per shard it granted quota to. */
 export function quotaGrants(orgId: string): { start: Key; end: Key } {
   return { start: [orgShard(orgId), 'quota-grant', orgId, -1], end: [orgShard(orgId), 'quota-grant', orgId, Number.MAX_SAFE_INTEGER] };
+}
+
+/** The repositories that gave up `name` in the org (released-names.ts). */
+export function releasedNames(orgId: string, name: string): { start: Key; end: Key } {
+  return under([orgShard(orgId), 'o', orgId, 'was', name.toLowerCase()]);
 }
 
 /** The range of every key that starts with `prefix` (and not the prefix key itself). */

@@ -1,13 +1,41 @@
 import t from 'tap';
 import { serverForFile } from '../helpers/server.js';
-import { openStorage } from '../../src/storage/database.js';
+import { openStorage, type Storage } from '../../src/storage/database.js';
+import { loadLegacyOutcome, loadOutcome } from '../../src/storage/idempotency-store.js';
 import { K } from '../../src/storage/keys.js';
+import { SecretBox } from '../../src/storage/secret-box.js';
+import { orgShard, repoShard } from '../../src/storage/shards.js';
+import { requestFingerprint } from '../../src/http/idempotency-gate.js';
 
 /** Idempotency-Key (API §1): a repeat replays the first response and applies nothing again. */
 const s = await serverForFile(t);
 
 const createWithKey = (key: string, body: unknown, token?: string) => s.api('POST', '/acme/repos', { body, token, headers: { 'idempotency-key': key } });
 const repoCount = async (): Promise<number> => (await s.api('GET', '/acme')).json.num_repos;
+const orgId: string = (await s.api('GET', '/acme')).json.id;
+const secrets = SecretBox.forDataDir(s.dataDir);
+
+/** Runs `fn` on the server's data directory, opened beside the running server. */
+async function withStorage<T>(fn: (storage: Storage) => T | Promise<T>): Promise<T> {
+  const storage = openStorage(s.dataDir);
+  try {
+    return await fn(storage);
+  } finally {
+    await storage.close();
+  }
+}
+
+/** A new repository whose shard is not the org's (so a record's shard tells which actor wrote it). */
+async function repoOffTheOrgShard(prefix: string): Promise<{ id: string; name: string }> {
+  for (let i = 0; ; i++) {
+    const created = await s.api('POST', '/acme/repos', { body: { name: `${prefix}-${i}` } });
+    if (repoShard(created.json.id) !== orgShard(orgId)) return { id: created.json.id, name: created.json.name };
+  }
+}
+
+const ROOT = 'z'.repeat(32);
+const bookmarkNames = async (repo: string): Promise<string[]> => (await s.api('GET', `/acme/${repo}/bookmarks`)).json.bookmarks.map((b: { name: string }) => b.name).sort();
+const changeCount = async (repo: string): Promise<number> => (await s.api('GET', `/acme/${repo}/changes`)).json.changes.length;
 
 t.test('idempotency - the same key and body twice creates one repository and answers the same twice', async (t) => {
   const before = await repoCount();
@@ -99,18 +127,109 @@ t.test('idempotency - a key over 255 characters is 400; GET ignores the header',
 t.test('idempotency - a record older than 24 h no longer binds its key', async (t) => {
   const first = await createWithKey('expiring', {});
   t.equal(first.status, 201);
-  const storage = openStorage(s.dataDir);
-  try {
-    const key = K.idempotency(s.key.id, 'expiring');
+  await withStorage(async (storage) => {
+    const key = K.idempotency(orgShard(orgId), s.key.id, 'expiring');
     const record = storage.meta.get(key) as { status: number; at: number; sealed_body: string };
     t.equal(record.status, 201);
     t.notOk('body' in record, 'the stored response is sealed, never kept in plain text');
     t.notOk(record.sealed_body.includes(first.json.id), 'the sealed body does not show the response');
     await storage.meta.put(key, { ...record, at: Date.now() - 24 * 3600 * 1000 - 1000 });
-  } finally {
-    await storage.close();
-  }
+  });
   const fresh = await createWithKey('expiring', { name: 'after-expiry' });
   t.equal(fresh.status, 201, 'another body is accepted: the old record expired');
   t.equal(fresh.json.name, 'after-expiry');
+});
+
+t.test('idempotency - a record lands on the shard of the actor that ran the request', async (t) => {
+  const repo = await repoOffTheOrgShard('idem-shard');
+  const write = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: { name: 'b1', change_id: ROOT }, headers: { 'idempotency-key': 'shard-1' } });
+  t.equal(write.status, 201);
+  const rename = await s.api('PATCH', `/acme/${repo.name}`, { body: { name: `${repo.name}-x` }, headers: { 'idempotency-key': 'shard-2' } });
+  t.equal(rename.status, 200);
+  await withStorage((storage) => {
+    const now = Date.now();
+    const at = (shard: number, key: string) => loadOutcome(storage, secrets, shard, s.key.id, key, now);
+    t.equal(at(repoShard(repo.id), 'shard-1')?.body, write.text, "a repository write: on the repository's shard");
+    t.notOk(at(orgShard(orgId), 'shard-1'), "not on the org's");
+    t.equal(at(orgShard(orgId), 'shard-2')?.body, rename.text, "a rename runs in the org's actor: on the org's shard");
+    t.notOk(at(repoShard(repo.id), 'shard-2'), "not on the repository's");
+    t.notOk(loadLegacyOutcome(storage, secrets, s.key.id, 'shard-1', now), 'nothing under the unsharded key');
+  });
+});
+
+t.test('idempotency - a repository write repeated after a rename, a delete or a new holder of the name replays', async (t) => {
+  const repo = await repoOffTheOrgShard('idem-moved');
+  const headers = { 'idempotency-key': 'moved-1' };
+  const bookmark = { name: 'once', change_id: ROOT };
+  const first = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: bookmark, headers });
+  t.equal(first.status, 201);
+  const same = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: bookmark, headers });
+  t.equal(same.text, first.text, 'after its own effect (the bookmark exists now)');
+
+  t.equal((await s.api('PATCH', `/acme/${repo.name}`, { body: { name: `${repo.name}-renamed` } })).status, 200);
+  const afterRename = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: bookmark, headers });
+  t.equal(afterRename.status, 201, 'the old name is gone: still the stored response, not 404');
+  t.equal(afterRename.text, first.text);
+
+  // Another repository now bears the name the request addressed: the repeat must not apply to it.
+  t.equal((await s.api('POST', '/acme/repos', { body: { name: repo.name } })).status, 201);
+  const afterReuse = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: bookmark, headers });
+  t.equal(afterReuse.text, first.text, 'the name has a new holder: replayed all the same');
+  t.same(await bookmarkNames(repo.name), ['main'], 'the new holder got no bookmark');
+  const other = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: { name: 'other', change_id: ROOT }, headers });
+  t.equal(other.status, 409, 'another body under the key is still refused');
+  t.equal(other.json.error.code, 'ABORTED');
+  t.same(await bookmarkNames(`${repo.name}-renamed`), ['main', 'once'], 'applied once, where it first ran');
+
+  // A write to the new holder, which is then deleted: its repeat still replays.
+  const later = { name: 'later', change_id: ROOT };
+  const second = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: later, headers: { 'idempotency-key': 'moved-2' } });
+  t.equal(second.status, 201);
+  t.equal((await s.api('DELETE', `/acme/${repo.name}`)).status, 200);
+  const afterDelete = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: later, headers: { 'idempotency-key': 'moved-2' } });
+  t.equal(afterDelete.status, 201, 'the repository is deleted: still the stored response');
+  t.equal(afterDelete.text, second.text);
+  const unknown = await s.api('POST', `/acme/${repo.name}/bookmarks`, { body: later, headers: { 'idempotency-key': 'moved-3' } });
+  t.equal(unknown.status, 404, 'a key never used there: the repository is missing');
+  t.equal(unknown.json.error.code, 'REPO_NOT_FOUND');
+});
+
+t.test('idempotency - a streamed write repeated after its repository moved replays or is refused', async (t) => {
+  const repo = await repoOffTheOrgShard('idem-stream');
+  const headers = { 'idempotency-key': 'stream-1' };
+  const body = { base_change_id: ROOT, ops: [{ op: 'write', path: 'a', content: 'a' }] };
+  const first = await s.api('POST', `/acme/${repo.name}/apply-ops`, { body, headers });
+  t.equal(first.status, 201);
+  t.equal((await s.api('PATCH', `/acme/${repo.name}`, { body: { name: `${repo.name}-renamed` } })).status, 200);
+  t.equal((await s.api('POST', `/acme/${repo.name}/apply-ops`, { body, headers })).text, first.text, 'the name is gone');
+  t.equal((await s.api('POST', '/acme/repos', { body: { name: repo.name } })).status, 201);
+  t.equal((await s.api('POST', `/acme/${repo.name}/apply-ops`, { body, headers })).text, first.text, 'the name has a new holder');
+  const other = await s.api('POST', `/acme/${repo.name}/apply-ops`, { body: { ...body, ops: [{ op: 'write', path: 'a', content: 'b' }] }, headers });
+  t.equal(other.status, 409);
+  t.equal(other.json.error.code, 'ABORTED');
+  t.equal(await changeCount(repo.name), 0, 'nothing applied to the new holder');
+  t.equal(await changeCount(`${repo.name}-renamed`), 1, 'applied once');
+});
+
+t.test('idempotency - concurrent repeats of a repository write apply once', async (t) => {
+  const repo = await repoOffTheOrgShard('idem-race');
+  const token = await s.token();
+  const body = { base_change_id: ROOT, ops: [{ op: 'write', path: 'a', content: 'a' }] };
+  const results = await Promise.all(Array.from({ length: 12 }, () => s.api('POST', `/acme/${repo.name}/apply-ops`, { body, token, headers: { 'idempotency-key': 'race-1' } })));
+  t.ok(results.every((r) => r.status === 201), results.map((r) => r.status).join(','));
+  t.equal(new Set(results.map((r) => r.text)).size, 1, 'one body for all');
+  t.equal(await changeCount(repo.name), 1, 'exactly one change');
+});
+
+t.test('idempotency - a record written before records moved into shards still replays', async (t) => {
+  const before = await repoCount();
+  const stored = '{"kept":"from before the upgrade"}';
+  await withStorage((storage) =>
+    // The shape and key the unsharded layout wrote.
+    storage.meta.put(K.legacyIdempotency(s.key.id, 'legacy-1'), { fingerprint: requestFingerprint('POST', '/acme/repos', '{}'), status: 201, sealed_body: secrets.seal(stored), at: Date.now() }),
+  );
+  const repeat = await createWithKey('legacy-1', {});
+  t.equal(repeat.status, 201);
+  t.equal(repeat.text, stored);
+  t.equal(await repoCount(), before, 'nothing applied again');
 });

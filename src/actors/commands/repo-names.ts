@@ -4,6 +4,7 @@ import { newId } from '../../storage/ids.js';
 import type { OrgRecord } from '../../storage/records.js';
 import { getRepo, isRepoNameTaken } from '../../storage/repo-store.js';
 import { beginSaga, finishSaga, getSaga, isListed, nameEntry, sagaOfRepo, undoSaga, unlistRepo, type RepoSagaKind, type RepoSagaRecord } from '../../storage/repo-saga-store.js';
+import { noteReleasedName } from '../../storage/released-names.js';
 import { defineCommand, type CommandContext, type CommandResult } from '../command.js';
 
 /**
@@ -104,6 +105,8 @@ export const renameRepo = defineCommand<RenameRepoInput>('repo.rename', (input, 
   assertNoSaga(ctx, input.org_id, input.repo_id);
   if (nameEntry(meta, input.org_id, input.from) !== input.repo_id) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
   assertNameFree(ctx, input.org_id, input.name, input.repo_id);
+  // Noted at once, even if the saga is later undone: a repeat then merely looks on one more shard.
+  if (input.from.toLowerCase() !== input.name.toLowerCase()) noteReleasedName(meta, input.org_id, input.from, input.repo_id, ctx.now.getTime());
   return start(ctx, 'rename', input.org_id, input.repo_id, input.name, input.from);
 });
 
@@ -115,6 +118,7 @@ export const retireRepo = defineCommand<RetireRepoInput>('repo.retire', (input, 
     throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
   }
   unlistRepo(meta, input.org_id, input.repo_id);
+  noteReleasedName(meta, input.org_id, input.name, input.repo_id, ctx.now.getTime());
   return start(ctx, 'delete', input.org_id, input.repo_id, input.name, null);
 });
 

@@ -128,6 +128,7 @@ export const applyOpsRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/{repo}/apply-ops',
     permission: 'git:write',
+    actor: 'repo',
     streamBody: true,
     bodyLimit: WRITE_BODY_LIMIT,
     handler: (ctx) =>

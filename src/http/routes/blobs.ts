@@ -19,6 +19,7 @@ export const blobRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/{repo}/blobs',
     permission: 'git:write',
+    actor: 'repo',
     streamBody: true,
     bodyLimit: MAX_CONTENT_BYTES,
     async handler(ctx) {

@@ -61,6 +61,7 @@ export const bookmarkRoutes: RouteDef[] = [
     method: 'POST',
     path: BOOKMARKS,
     permission: 'git:write',
+    actor: 'repo',
     handler(ctx) {
       checkBookmarkName(ctx.body.name);
       const input: CreateBookmarkInput = { repo_id: ctx.repo!.id, name: ctx.body.name, change_id: ctx.body.change_id };
@@ -71,6 +72,7 @@ export const bookmarkRoutes: RouteDef[] = [
     method: 'PATCH',
     path: BOOKMARKS,
     permission: 'git:write',
+    actor: 'repo',
     handler(ctx) {
       const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: false, moves: ctx.body.moves.map(moveRequest) };
       return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.move', input);
@@ -80,6 +82,7 @@ export const bookmarkRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/{repo}/bookmarks/merge',
     permission: 'git:write',
+    actor: 'repo',
     handler(ctx) {
       const input: MergeBookmarksInput = { repo_id: ctx.repo!.id, ...ctx.body };
       return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.merge', input);
@@ -101,6 +104,7 @@ export const bookmarkRoutes: RouteDef[] = [
     method: 'PATCH',
     path: BOOKMARK,
     permission: 'git:write',
+    actor: 'repo',
     handler(ctx) {
       const input: MoveBookmarksInput = { repo_id: ctx.repo!.id, single: true, moves: [moveRequest({ ...ctx.body, name: ctx.params.bookmark! })] };
       return callActor(ctx, repoActor(ctx.repo!.id), 'bookmark.move', input);

@@ -172,6 +172,7 @@ export const changeRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/{repo}/changes',
     permission: 'git:write',
+    actor: 'repo',
     streamBody: true,
     bodyLimit: WRITE_BODY_LIMIT,
     handler: (ctx) =>
@@ -192,6 +193,7 @@ export const changeRoutes: RouteDef[] = [
     method: 'PATCH',
     path: '/{org}/{repo}/changes/{change_id}',
     permission: 'git:write',
+    actor: 'repo',
     streamBody: true,
     bodyLimit: WRITE_BODY_LIMIT,
     handler: (ctx) => {

@@ -42,6 +42,7 @@ export const repoRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/repos',
     permission: 'repo:create',
+    actor: 'org',
     async handler(ctx) {
       // It could not reach what it made (API §2), and a 409 would tell it which names exist.
       if (isRestricted(ctx.principal)) throw new ServiceError('FORBIDDEN', 'a token restricted to repositories cannot create repositories');
@@ -138,6 +139,7 @@ export const repoRoutes: RouteDef[] = [
     method: 'PATCH',
     path: '/{org}/{repo}',
     permission: 'repo:update',
+    actor: 'org',
     async handler(ctx) {
       const { body } = ctx;
       const input: UpdateRepoInput = { repo_id: ctx.repo!.id };

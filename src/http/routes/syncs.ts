@@ -56,6 +56,7 @@ export const syncRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/{repo}/upstream/syncs',
     permission: 'git:write',
+    actor: 'repo',
     handler: (ctx) => enqueue(ctx, ctx.body),
   }),
   {
@@ -83,6 +84,7 @@ export const syncRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/{repo}/push',
     permission: 'git:write',
+    actor: 'repo',
     handler: (ctx) => enqueue(ctx, { direction: 'push' }),
   }),
   {

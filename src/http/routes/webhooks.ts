@@ -50,6 +50,7 @@ export const webhookRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/webhook-targets',
     permission: 'admin',
+    actor: 'org',
     async handler(ctx) {
       const { body } = ctx;
       const url = await checkTargetUrl(ctx, body.url);
@@ -86,6 +87,7 @@ export const webhookRoutes: RouteDef[] = [
     method: 'PATCH',
     path: '/{org}/webhook-targets/{id}',
     permission: 'admin',
+    actor: 'org',
     async handler(ctx) {
       const { body } = ctx;
       const input: UpdateTargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
@@ -112,6 +114,7 @@ export const webhookRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/webhook-targets/{id}/rotate-secret',
     permission: 'admin',
+    actor: 'org',
     handler(ctx) {
       const input: TargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
       return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.rotate-secret', input);
@@ -133,6 +136,7 @@ export const webhookRoutes: RouteDef[] = [
     method: 'POST',
     path: '/{org}/webhook-targets/{id}/deliveries/{deliveryId}/redeliver',
     permission: 'admin',
+    actor: 'org',
     async handler(ctx) {
       const input: RedeliverInput = { ...restriction(ctx), target_id: ctx.params.id!, delivery_id: ctx.params.deliveryId! };
       const reply = await callActor(ctx, orgActor(ctx.org.id), 'webhook.redeliver', input);
