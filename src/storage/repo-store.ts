@@ -1,5 +1,5 @@
 import type { Database, Key, Transaction } from 'lmdb';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import type { Storage } from './database.js';
 import type { RecordReader } from './read/record-cache.js';
 import type { BookmarkRecord, OrgRecord, RepoRecord, SigningKeyRecord, TagRecord } from './records.js';
@@ -33,7 +33,7 @@ export function signingKeyVersion(meta: RecordReader): number {
 
 /** Every signing key of every org. */
 export function* allSigningKeys(meta: Meta): Generator<SigningKeyRecord> {
-  for (const { value } of meta.getRange(under(['key']))) yield value as SigningKeyRecord;
+  for (const { value } of meta.getRange(Ranges.signingKeys())) yield value as SigningKeyRecord;
 }
 
 export function getRepo(meta: RecordReader, repoId: string): RepoRecord | undefined {
@@ -84,8 +84,8 @@ export function isRepoNameTaken(meta: RecordReader, orgId: string, name: string)
 export function clearRepository(storage: Storage, repoId: string): void {
   const { meta, objects } = storage;
   // Keys are collected before removing: a cursor is not walked while its range is being deleted.
-  for (const key of [...meta.getKeys(under(['r', repoId]))]) meta.removeSync(key);
-  for (const key of [...objects.getKeys(under([repoId]))]) objects.removeSync(key);
+  for (const key of [...meta.getKeys(Ranges.repoOwned(repoId))]) meta.removeSync(key);
+  for (const key of [...objects.getKeys(Ranges.objects(repoId))]) objects.removeSync(key);
 }
 
 /** Removes the repository record and its index entries. */
@@ -109,19 +109,19 @@ export function removeBookmark(meta: Meta, repoId: string, name: string): void {
 
 /** Every bookmark of the repository, by name. */
 export function* bookmarksOf(meta: Meta, repoId: string): Generator<BookmarkRecord> {
-  for (const { value } of meta.getRange(under(['r', repoId, 'bm']))) yield value as BookmarkRecord;
+  for (const { value } of meta.getRange(Ranges.bookmarks(repoId))) yield value as BookmarkRecord;
 }
 
 /** The repository's bookmarks by name (names sort as UTF-8 bytes), from the name `from` on (inclusive). */
 export function* bookmarksFrom(meta: Meta, repoId: string, from: string | null): Generator<BookmarkRecord> {
-  const range = under(['r', repoId, 'bm']);
+  const range = Ranges.bookmarks(repoId);
   const start = from === null ? range.start : K.bookmark(repoId, from);
   for (const { value } of meta.getRange({ start, end: range.end })) yield value as BookmarkRecord;
 }
 
 /** Every tag of the repository, by name. */
 export function* tagsOf(meta: Meta, repoId: string): Generator<TagRecord> {
-  for (const { value } of meta.getRange(under(['r', repoId, 'tag']))) yield value as TagRecord;
+  for (const { value } of meta.getRange(Ranges.tags(repoId))) yield value as TagRecord;
 }
 
 /** The commit of `refs/notes/<name>` pulled from the upstream, if any. */
@@ -151,31 +151,31 @@ export function headChangeId(meta: RecordReader, repo: RepoRecord): string {
 
 /** Repository ids of an org, newest first, starting after `afterId` (exclusive) when given. */
 export function* orgRepoIds(meta: Meta, orgId: string, afterId?: string): Generator<string> {
-  const range = under(['o', orgId, 'repo']);
-  const start: Key = afterId ? ['o', orgId, 'repo', afterId] : range.end;
+  const range = Ranges.orgRepos(orgId);
+  const start: Key = afterId ? K.orgRepo(orgId, afterId) : range.end;
   for (const key of meta.getKeys({ start, end: range.start, reverse: true })) {
-    const id = (key as string[])[3]!;
+    const id = lastPart(key);
     if (id !== afterId) yield id;
   }
 }
 
 /** Ids of every repository: org by org, each org's in creation order. */
 export function* allRepoIds(meta: Meta): Generator<string> {
-  for (const orgId of allOrgIds(meta)) for (const key of meta.getKeys(under(['o', orgId, 'repo']))) yield (key as string[])[3]!;
+  for (const orgId of allOrgIds(meta)) for (const key of meta.getKeys(Ranges.orgRepos(orgId))) yield lastPart(key);
 }
 
 /** Ids of every org. */
 export function* allOrgIds(meta: Meta): Generator<string> {
-  for (const key of meta.getKeys(under(['org']))) yield (key as string[])[1]!;
+  for (const key of meta.getKeys(Ranges.orgs())) yield (key as string[])[1]!;
 }
 
 export function countOrgRepos(meta: Meta, orgId: string): number {
-  return meta.getKeysCount(under(['o', orgId, 'repo']));
+  return meta.getKeysCount(Ranges.orgRepos(orgId));
 }
 
 export function orgKeys(meta: Meta, orgId: string): SigningKeyRecord[] {
   const out: SigningKeyRecord[] = [];
-  for (const key of meta.getKeys(under(['o', orgId, 'key']))) {
+  for (const key of meta.getKeys(Ranges.orgKeys(orgId))) {
     const rec = getSigningKey(meta, (key as string[])[3]!);
     if (rec) out.push(rec);
   }

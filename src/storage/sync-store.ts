@@ -1,5 +1,5 @@
 import type { Database, Key } from 'lmdb';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import { newestFirst } from './newest-first.js';
 import type { RecordReader } from './read/record-cache.js';
 import type { SyncRecord } from './records.js';
@@ -47,8 +47,8 @@ export function dequeueSync(meta: Meta, syncId: string): void {
 
 /** Removes a deleted repository's syncs from the org's runs and the queue (its own range goes with it). */
 export function unindexRepoSyncs(meta: Meta, orgId: string, repoId: string): void {
-  for (const key of meta.getKeys(under(['sync-repo', repoId]))) {
-    const syncId = (key as string[])[2]!;
+  for (const key of meta.getKeys(Ranges.repoSyncIndex(repoId))) {
+    const syncId = lastPart(key);
     meta.removeSync(K.orgSync(orgId, syncId));
     meta.removeSync(K.syncQueue(syncId));
     meta.removeSync(key);
@@ -57,20 +57,20 @@ export function unindexRepoSyncs(meta: Meta, orgId: string, repoId: string): voi
 
 /** Unfinished syncs (queued or running). */
 export function syncQueueLength(meta: Meta): number {
-  return meta.getKeysCount(under(['syncq']));
+  return meta.getKeysCount(Ranges.syncQueue());
 }
 
 /** The queue in enqueue order: each unfinished sync with its repository. */
 export function* syncQueue(meta: Meta): Generator<{ syncId: string; repoId: string }> {
-  for (const { key, value } of meta.getRange(under(['syncq']))) yield { syncId: (key as string[])[1]!, repoId: value as string };
+  for (const { key, value } of meta.getRange(Ranges.syncQueue())) yield { syncId: lastPart(key), repoId: value as string };
 }
 
 /** A repository's syncs, newest first, strictly before `before` when given. */
 export function* repoSyncsNewestFirst(meta: Meta, repoId: string, before?: string): Generator<SyncRecord> {
-  for (const { value } of newestFirst(meta, ['r', repoId, 'sync'], before)) yield value as SyncRecord;
+  for (const { value } of newestFirst(meta, Ranges.syncs(repoId), before ? K.sync(repoId, before) : undefined)) yield value as SyncRecord;
 }
 
 /** The org's syncs (their ids and repositories), newest first, strictly before `before` when given. */
 export function* orgSyncsNewestFirst(meta: Meta, orgId: string, before?: string): Generator<{ syncId: string; repoId: string }> {
-  for (const { id, value } of newestFirst(meta, ['o', orgId, 'sync'], before)) yield { syncId: id, repoId: value as string };
+  for (const { id, value } of newestFirst(meta, Ranges.orgSyncs(orgId), before ? K.orgSync(orgId, before) : undefined)) yield { syncId: id, repoId: value as string };
 }

@@ -1,5 +1,5 @@
 import type { Database, Key } from 'lmdb';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import { newestFirst } from './newest-first.js';
 
 /** The webhook records kept in LMDB (layout in `storage/keys.ts`). Timestamps are ISO-8601 UTC. */
@@ -59,18 +59,18 @@ export function getTarget(meta: Meta, orgId: string, targetId: string): WebhookT
 
 /** Targets of an org in creation order. */
 export function* orgTargets(meta: Meta, orgId: string): Generator<WebhookTargetRecord> {
-  for (const { value } of meta.getRange(under(['o', orgId, 'wht']))) yield value as WebhookTargetRecord;
+  for (const { value } of meta.getRange(Ranges.webhookTargets(orgId))) yield value as WebhookTargetRecord;
 }
 
 /** Whether an org has any webhook target (a key lookup; no record is decoded). */
 export function orgHasTargets(meta: Meta, orgId: string): boolean {
-  for (const _ of meta.getKeys({ ...under(['o', orgId, 'wht']), limit: 1 })) return true;
+  for (const _ of meta.getKeys({ ...Ranges.webhookTargets(orgId), limit: 1 })) return true;
   return false;
 }
 
 /** Deliveries pending (queued, in flight or waiting for a retry), counted from the pending index. */
 export function pendingCount(meta: Meta): number {
-  return meta.getKeysCount(under(['whq']));
+  return meta.getKeysCount(Ranges.webhookPending());
 }
 
 export function putTarget(meta: Meta, target: WebhookTargetRecord): void {
@@ -80,7 +80,7 @@ export function putTarget(meta: Meta, target: WebhookTargetRecord): void {
 /** Removes a target with its delivery log and its pending index entries. */
 export function removeTarget(meta: Meta, target: WebhookTargetRecord): void {
   // Keys are collected first: a range is not iterated while it is being deleted.
-  for (const key of [...meta.getKeys(under(['o', target.org_id, 'whd', target.id])), ...meta.getKeys(under(['whq', target.id]))]) meta.removeSync(key);
+  for (const key of [...meta.getKeys(Ranges.webhookDeliveries(target.org_id, target.id)), ...meta.getKeys(Ranges.webhookPendingOf(target.id))]) meta.removeSync(key);
   meta.removeSync(K.webhookTarget(target.org_id, target.id));
 }
 
@@ -114,7 +114,7 @@ export function saveDeliveryAttempt(meta: Meta, record: DeliveryRecord): boolean
 /** Every (target, lane) with pending deliveries, once each. */
 export function* pendingLanes(meta: Meta): Generator<{ targetId: string; lane: string }> {
   let last = '';
-  for (const key of meta.getKeys(under(['whq']))) {
+  for (const key of meta.getKeys(Ranges.webhookPending())) {
     const [, targetId, lane] = key as string[];
     if (`${targetId}\0${lane}` === last) continue;
     last = `${targetId}\0${lane}`;
@@ -124,7 +124,7 @@ export function* pendingLanes(meta: Meta): Generator<{ targetId: string; lane: s
 
 /** The pending index of one lane, in order: each delivery id with its org. */
 export function* laneEntries(meta: Meta, targetId: string, lane: string): Generator<{ orgId: string; deliveryId: string }> {
-  for (const { key, value } of meta.getRange(under(['whq', targetId, lane]))) yield { orgId: value as string, deliveryId: (key as string[])[3]! };
+  for (const { key, value } of meta.getRange(Ranges.webhookLane(targetId, lane))) yield { orgId: value as string, deliveryId: lastPart(key) };
 }
 
 /** Removes index entries of deliveries that are no longer pending. */
@@ -134,17 +134,17 @@ export function dropLaneEntries(meta: Meta, targetId: string, lane: string, deli
 
 /** An org's targets, newest first, strictly before `before` when given. */
 export function* targetsNewestFirst(meta: Meta, orgId: string, before?: string): Generator<WebhookTargetRecord> {
-  for (const { value } of newestFirst(meta, ['o', orgId, 'wht'], before)) yield value as WebhookTargetRecord;
+  for (const { value } of newestFirst(meta, Ranges.webhookTargets(orgId), before ? K.webhookTarget(orgId, before) : undefined)) yield value as WebhookTargetRecord;
 }
 
 /** A target's delivery log, newest first, strictly before `before` when given. */
 export function* deliveriesNewestFirst(meta: Meta, orgId: string, targetId: string, before?: string): Generator<DeliveryRecord> {
-  for (const { value } of newestFirst(meta, ['o', orgId, 'whd', targetId], before)) yield value as DeliveryRecord;
+  for (const { value } of newestFirst(meta, Ranges.webhookDeliveries(orgId, targetId), before ? K.webhookDelivery(orgId, targetId, before) : undefined)) yield value as DeliveryRecord;
 }
 
 /** A target's delivery log, oldest first (delivery ids sort by creation time). */
 export function* deliveryLog(meta: Meta, orgId: string, targetId: string): Generator<DeliveryRecord> {
-  for (const { value } of meta.getRange(under(['o', orgId, 'whd', targetId]))) yield value as DeliveryRecord;
+  for (const { value } of meta.getRange(Ranges.webhookDeliveries(orgId, targetId))) yield value as DeliveryRecord;
 }
 
 /** Removes the delivery unless it is pending again; returns whether it was removed. */

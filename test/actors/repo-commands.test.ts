@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { isServiceError } from '../../src/errors.js';
 import { openStorage } from '../../src/storage/database.js';
 import { createOrg } from '../../src/storage/admin-store.js';
-import { K, under } from '../../src/storage/keys.js';
+import { K, Ranges } from '../../src/storage/keys.js';
 import type { BookmarkRecord, EventEnvelope, OperationRecord, RepoRecord } from '../../src/storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../src/actors/commands/repos.js';
 import type { WebhookTargetRecord } from '../../src/storage/webhook-store.js';
@@ -59,8 +59,8 @@ async function call(command: string, input: unknown, asOrg = org): Promise<{ sta
 }
 
 const createInput = (name: string | null, extra: Partial<CreateRepoInput> = {}): CreateRepoInput => ({ org_id: org.id, name, default_bookmark: 'main', tags: {}, upstream: null, ...extra });
-const events = (repoId: string): EventEnvelope[] => [...storage.meta.getRange(under(['outbox']))].map(({ value }) => value as EventEnvelope).filter((e) => e.repository?.id === repoId);
-const ops = (repoId: string): OperationRecord[] => [...storage.meta.getRange(under(['r', repoId, 'op']))].map(({ value }) => value as OperationRecord);
+const events = (repoId: string): EventEnvelope[] => [...storage.meta.getRange(Ranges.outbox())].map(({ value }) => value as EventEnvelope).filter((e) => e.repository?.id === repoId);
+const ops = (repoId: string): OperationRecord[] => [...storage.meta.getRange(Ranges.operations(repoId))].map(({ value }) => value as OperationRecord);
 
 /** Record ↔ name index ↔ org list ↔ default bookmark, all present. */
 function consistent(t: Test, repo: RepoRecord): void {
@@ -98,22 +98,22 @@ t.test('repo.create - record, indexes, default bookmark, operation and both even
 });
 
 t.test('repo.create - an org without webhook targets stores no events, the rest as usual', async (t) => {
-  const outboxBefore = storage.meta.getKeysCount(under(['outbox']));
+  const outboxBefore = storage.meta.getKeysCount(Ranges.outbox());
   const res = await call('repo.create', { ...createInput('Silent'), org_id: quiet.id }, quiet);
   t.equal(res.status, 201);
   const repo = storage.meta.get(K.repo(res.json.id)) as RepoRecord;
   t.equal(repo.last_op_id, ops(repo.id)[0]?.id, 'the operation is recorded');
-  t.equal(storage.meta.getKeysCount(under(['outbox'])), outboxBefore, 'nobody subscribes: no event kept');
+  t.equal(storage.meta.getKeysCount(Ranges.outbox()), outboxBefore, 'nobody subscribes: no event kept');
 });
 
 t.test('repo.create - a refused create writes nothing', async (t) => {
-  const outboxBefore = storage.meta.getKeysCount(under(['outbox']));
-  const reposBefore = storage.meta.getKeysCount(under(['o', org.id, 'repo']));
+  const outboxBefore = storage.meta.getKeysCount(Ranges.outbox());
+  const reposBefore = storage.meta.getKeysCount(Ranges.orgRepos(org.id));
   const dup = await call('repo.create', createInput('ONE'));
   t.equal(dup.status, 409);
   t.equal(dup.code, 'REPO_EXISTS');
-  t.equal(storage.meta.getKeysCount(under(['outbox'])), outboxBefore, 'no event');
-  t.equal(storage.meta.getKeysCount(under(['o', org.id, 'repo'])), reposBefore, 'no repository');
+  t.equal(storage.meta.getKeysCount(Ranges.outbox()), outboxBefore, 'no event');
+  t.equal(storage.meta.getKeysCount(Ranges.orgRepos(org.id)), reposBefore, 'no repository');
 });
 
 t.test('repo.update and repo.delete - operation chain and events with before/after', async (t) => {

@@ -107,6 +107,8 @@ export interface StartOptions {
   workers?: number;
   dataDir?: string;
   org?: string;
+  /** An admin key the data directory already has: the server starts on the directory as it is. */
+  key?: TestKey;
 }
 
 function withStorage<T>(dataDir: string, fn: (s: Storage) => T): T {
@@ -159,14 +161,16 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const org = opts.org ?? 'acme';
   const logs: string[] = [];
   const makeKey = (o: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey => createTestKey(dataDir, { ...o, org: o.org ?? org });
-  withStorage(dataDir, (s) => {
-    try {
-      createOrg(s, org, `${org} inc`);
-    } catch {
-      // already there (restart on an existing data directory)
-    }
-  });
-  const key = makeKey({ scopes: ['admin'], name: 'test-admin' });
+  if (!opts.key) {
+    withStorage(dataDir, (s) => {
+      try {
+        createOrg(s, org, `${org} inc`);
+      } catch {
+        // already there (restart on an existing data directory)
+      }
+    });
+  }
+  const key = opts.key ?? makeKey({ scopes: ['admin'], name: 'test-admin' });
   let { child, port, metricsPort } = await launch(dataDir, opts, logs);
 
   const server: TestServer = {

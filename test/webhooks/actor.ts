@@ -9,7 +9,7 @@ import { WebhookDispatcher } from '../../src/actors/system/webhooks/dispatcher.j
 import type { DeliveryRecord } from '../../src/storage/webhook-store.js';
 import { createOrg } from '../../src/storage/admin-store.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
-import { under } from '../../src/storage/keys.js';
+import { Ranges } from '../../src/storage/keys.js';
 import type { OrgRecord } from '../../src/storage/records.js';
 import { SecretBox } from '../../src/storage/secret-box.js';
 import { ManualClock } from '../helpers/manual-clock.js';
@@ -81,7 +81,7 @@ export async function startActor(t: Test, opts: { timeoutMs?: number; allowPriva
     d.start();
     return d;
   };
-  const deliveries = (): DeliveryRecord[] => [...storage.meta.getRange(under(['o', org.id, 'whd', created.id]))].map((e) => e.value as DeliveryRecord);
+  const deliveries = (): DeliveryRecord[] => [...storage.meta.getRange(Ranges.webhookDeliveries(org.id, created.id))].map((e) => e.value as DeliveryRecord);
   const actor: Actor = {
     clock,
     rx,
@@ -93,7 +93,7 @@ export async function startActor(t: Test, opts: { timeoutMs?: number; allowPriva
       actor.dispatcher.wake();
     },
     deliveries,
-    queued: () => [...storage.meta.getKeys({ ...under(['whq', created.id]), limit: 1 })].length > 0,
+    queued: () => [...storage.meta.getKeys({ ...Ranges.webhookPendingOf(created.id), limit: 1 })].length > 0,
     settled(repo, n, attempts) {
       return until(() => {
         const d = deliveries().find((x) => JSON.parse(x.body).repository.id === repo && JSON.parse(x.body).data.n === n);

@@ -1,0 +1,8 @@
+import { orgActor, repoActor } from '../actors/actor-names.js';
+import { shardOf } from '../actors/shard-map.js';
+
+/** The shard that owns a repository's data: its actor's. */
+export const repoShard = (repoId: string): number => shardOf(repoActor(repoId));
+
+/** The shard that owns an org's shard-level data (repository names and list, sync list): its actor's. */
+export const orgShard = (orgId: string): number => shardOf(orgActor(orgId));
