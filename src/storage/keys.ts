@@ -192,11 +192,6 @@ export const Ranges = {
   outbox: (): KeyRange => under(['outbox']),
 };
 
-/** A range as the bytes lmdb-js stores its bounds as (for readers of raw, undecoded entries). */
-export function encodeRange(range: KeyRange): { start: Buffer; end: Buffer } {
-  return { start: Buffer.from(encodeKey(range.start)), end: Buffer.from(encodeKey(range.end)) };
-}
-
 /** The layout `K` and `Ranges` describe, recorded under `K.layoutVersion()` (layout-migration.ts). */
 export const LAYOUT_VERSION = 2;
 
