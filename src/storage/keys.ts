@@ -38,6 +38,8 @@ import { orgShard, repoShard } from './shards.js';
  *                                        (pending-objects.ts; collected after the retention)
  *   [s, 'staged', repoId, uploadId]      repoId   chunks a request is staging, until the blob commits
  *                                        or the request discards them (orphans are collected)
+ *   [s, 'syncq', repoId, syncId]         repoId   the repository's unfinished syncs in enqueue order (the
+ *                                        sync scheduler reads every shard's: sync-store.ts)
  *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
  *   [o, 'o', orgId, 'name', lowerName]   repoId   case-insensitive name index
  *   [o, 'o', orgId, 'sync', syncId]      repoId   the org's syncs in creation order (sync-runs)
@@ -60,7 +62,6 @@ import { orgShard, repoShard } from './shards.js';
  *   ['whq', targetId, lane, deliveryId]  orgId  pending deliveries per target and lane (the event's
  *                                        repository id, '-' for org events) in creation order: the
  *                                        webhook actor's durable queue
- *   ['syncq', syncId]                    repoId   unfinished syncs in enqueue order (the sync queue)
  *   ['outbox', eventId]                  EventEnvelope, written with the mutation that caused it
  *   ['idem', keyId, idempotencyKey]      outcome (idempotency-store.ts)
  *   ['quota', orgId]                     number   bytes of the org's objects (quota.ts)
@@ -109,7 +110,7 @@ export const K = {
   tag: (repoId: string, name: string): Key => inRepo(repoId, 'tag', name),
   notes: (repoId: string, name: string): Key => inRepo(repoId, 'notes', name),
   orgSync: (orgId: string, syncId: string): Key => inOrg(orgId, 'sync', syncId),
-  syncQueue: (syncId: string): Key => ['syncq', syncId],
+  syncQueue: (repoId: string, syncId: string): Key => [repoShard(repoId), 'syncq', repoId, syncId],
   repoSyncIndex: (repoId: string, syncId: string): Key => [repoShard(repoId), 'sync-repo', repoId, syncId],
   webhookTarget: (orgId: string, targetId: string): Key => ['o', orgId, 'wht', targetId],
   webhookDelivery: (orgId: string, targetId: string, deliveryId: string): Key => ['o', orgId, 'whd', targetId, deliveryId],
@@ -188,7 +189,8 @@ export const Ranges = {
   webhookPending: (): KeyRange => under(['whq']),
   webhookPendingOf: (targetId: string): KeyRange => under(['whq', targetId]),
   webhookLane: (targetId: string, lane: string): KeyRange => under(['whq', targetId, lane]),
-  syncQueue: (): KeyRange => under(['syncq']),
+  /** The unfinished syncs of a shard's repositories, repository by repository. */
+  shardSyncQueue: (shard: number): KeyRange => under([shard, 'syncq']),
   outbox: (): KeyRange => under(['outbox']),
 };
 
@@ -197,13 +199,13 @@ export const LAYOUT_VERSION = 2;
 
 /**
  * Layout 1, from before shards: the same tuples without the shard number in front (and an
- * upload's staging entry `['staged', uploadId]` → repoId). What the layout migration moves, and
- * where each entry goes.
+ * upload's staging entry `['staged', uploadId]` and a queued sync's `['syncq', syncId]`, each →
+ * repoId). What the layout migration moves, and where each entry goes.
  */
 export const Layout1 = {
   /** `meta` ranges whose keys became shard-owned, given every org id. */
   metaRanges: (orgIds: readonly string[]): KeyRange[] => [
-    ...['r', 'pend', 'staged', 'sync-repo'].map((kind) => under([kind])),
+    ...['r', 'pend', 'staged', 'sync-repo', 'syncq'].map((kind) => under([kind])),
     ...orgIds.flatMap((orgId) => ['repo', 'name', 'sync'].map((kind) => under(['o', orgId, kind]))),
   ],
   /** `objects` and `chunks`: every key started with the repository id. */
@@ -212,6 +214,7 @@ export const Layout1 = {
   metaKey: (key: Key, value: unknown): Key => {
     const parts = key as Part[];
     if (parts[0] === 'staged') return K.stagedUpload(value as string, parts[1] as string);
+    if (parts[0] === 'syncq') return K.syncQueue(value as string, parts[1] as string);
     const owner = parts[1] as string;
     return [parts[0] === 'o' ? orgShard(owner) : repoShard(owner), ...parts];
   },
@@ -225,7 +228,7 @@ export function lastPart(key: Key): string {
   return parts[parts.length - 1]!;
 }
 
-/** The repository of a `[s, 'pend', repoId, oid]` or `[s, 'staged', repoId, uploadId]` key. */
+/** The repository of a `[s, 'pend' | 'staged' | 'syncq', repoId, id]` key. */
 export function repoOfShardEntry(key: Key): string {
   return (key as Part[])[2] as string;
 }

@@ -1,4 +1,5 @@
 import type { Database, Key } from 'lmdb';
+import { SHARD_COUNT } from '../actors/shard-map.js';
 import { K, lastPart, Ranges } from './keys.js';
 import { newestFirst } from './newest-first.js';
 import type { RecordReader } from './read/record-cache.js';
@@ -37,12 +38,12 @@ export function offerLatestSync(meta: Meta, repoId: string, view: LatestSync): v
 /** Indexes a new sync: in the org's runs, at the end of the queue, and for the repository's cleanup. */
 export function indexNewSync(meta: Meta, record: SyncRecord): void {
   meta.putSync(K.orgSync(record.org_id, record.id), record.repo_id);
-  meta.putSync(K.syncQueue(record.id), record.repo_id);
+  meta.putSync(K.syncQueue(record.repo_id, record.id), record.repo_id);
   meta.putSync(K.repoSyncIndex(record.repo_id, record.id), record.org_id);
 }
 
-export function dequeueSync(meta: Meta, syncId: string): void {
-  meta.removeSync(K.syncQueue(syncId));
+export function dequeueSync(meta: Meta, repoId: string, syncId: string): void {
+  meta.removeSync(K.syncQueue(repoId, syncId));
 }
 
 /** Removes a deleted repository's syncs from the org's runs and the queue (its own range goes with it). */
@@ -50,19 +51,33 @@ export function unindexRepoSyncs(meta: Meta, orgId: string, repoId: string): voi
   for (const key of meta.getKeys(Ranges.repoSyncIndex(repoId))) {
     const syncId = lastPart(key);
     meta.removeSync(K.orgSync(orgId, syncId));
-    meta.removeSync(K.syncQueue(syncId));
+    meta.removeSync(K.syncQueue(repoId, syncId));
     meta.removeSync(key);
   }
 }
 
 /** Unfinished syncs (queued or running). */
 export function syncQueueLength(meta: Meta): number {
-  return meta.getKeysCount(Ranges.syncQueue());
+  let n = 0;
+  for (let shard = 0; shard < SHARD_COUNT; shard++) n += meta.getKeysCount(Ranges.shardSyncQueue(shard));
+  return n;
 }
 
-/** The queue in enqueue order: each unfinished sync with its repository. */
-export function* syncQueue(meta: Meta): Generator<{ syncId: string; repoId: string }> {
-  for (const { key, value } of meta.getRange(Ranges.syncQueue())) yield { syncId: lastPart(key), repoId: value as string };
+/**
+ * Each repository's oldest unfinished sync, oldest first: the queue's heads, in the order they
+ * were enqueued. Each shard keeps its repositories' queues (a repository's in enqueue order).
+ */
+export function syncQueueHeads(meta: Meta): Array<{ syncId: string; repoId: string }> {
+  const heads: Array<{ syncId: string; repoId: string }> = [];
+  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+    let previous: string | null = null;
+    for (const { key, value } of meta.getRange(Ranges.shardSyncQueue(shard))) {
+      const repoId = value as string;
+      if (repoId !== previous) heads.push({ syncId: lastPart(key), repoId });
+      previous = repoId;
+    }
+  }
+  return heads.sort((a, b) => (a.syncId < b.syncId ? -1 : a.syncId > b.syncId ? 1 : 0));
 }
 
 /** A repository's syncs, newest first, strictly before `before` when given. */

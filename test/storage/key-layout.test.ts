@@ -43,7 +43,7 @@ t.test('every key of a repository sorts inside its shard, org-shard keys inside 
     const owned = [
       K.repo(repoId), K.bookmark(repoId, 'main'), K.operation(repoId, 'op_1'), K.change(repoId, 'c'), K.commit(repoId, OID), K.evolution(repoId, 'c', 'e'),
       K.child(repoId, 'p', 'c'), K.fileMeta(repoId, 'a/b'), K.latestSync(repoId), K.analytics(repoId), K.analyticsState(repoId), K.analyticsCommit(repoId, OID),
-      K.sync(repoId, 's'), K.tag(repoId, 'v1'), K.notes(repoId, 'n'), K.repoBytes(repoId), K.pending(repoId, OID), K.stagedUpload(repoId, 'upl_1'), K.repoSyncIndex(repoId, 's'),
+      K.sync(repoId, 's'), K.tag(repoId, 'v1'), K.notes(repoId, 'n'), K.repoBytes(repoId), K.pending(repoId, OID), K.stagedUpload(repoId, 'upl_1'), K.repoSyncIndex(repoId, 's'), K.syncQueue(repoId, 's'),
     ];
     for (const key of owned) storage.meta.putSync(key, true);
     storage.objects.putSync(K.object(repoId, OID), Buffer.from('x'));
@@ -59,7 +59,7 @@ t.test('every key of a repository sorts inside its shard, org-shard keys inside 
     storage.meta.putSync(key, true);
     t.ok(holds(storage.meta, Ranges.shard(orgShard(orgId)), key), `${JSON.stringify(key)} in the org's shard`);
   }
-  const global = [K.keyVersion(), K.layoutVersion(), K.org(orgId), K.orgSlug('acme'), K.key('key_1'), K.orgKey(orgId, 'key_1'), K.webhookTarget(orgId, 'wht_1'), K.outbox('evt_1'), K.syncQueue('s'), K.orgBytes(orgId)];
+  const global = [K.keyVersion(), K.layoutVersion(), K.org(orgId), K.orgSlug('acme'), K.key('key_1'), K.orgKey(orgId, 'key_1'), K.webhookTarget(orgId, 'wht_1'), K.outbox('evt_1'), K.orgBytes(orgId)];
   for (const key of global) {
     storage.meta.putSync(key, true);
     t.ok(holds(storage.meta, Ranges.global(), key), `${JSON.stringify(key)} is global`);

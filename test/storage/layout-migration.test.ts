@@ -112,3 +112,27 @@ t.test('a data directory of a newer layout is refused, not misread', async (t) =
   t.not(res.code, 0);
   t.match(res.stderr + res.stdout, /storage layout 3, newer than this build's 2/);
 });
+
+t.test('entries the fixture lacks move too: a queued sync, a staging upload and its chunk', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'repohost-layout1-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const repoId = 'repo_01M8EV46RZ7TABSPW1YB7YA64B';
+  // Layout 1's keys, written as the build before shards wrote them.
+  const legacy = openStorage(dir);
+  legacy.meta.removeSync(K.layoutVersion());
+  legacy.meta.putSync(['syncq', 'sync_01'], repoId);
+  legacy.meta.putSync(['staged', 'upl_01'], repoId);
+  legacy.chunks.putSync([repoId, 'upl_01', 0], Buffer.from('chunk'));
+  await legacy.close();
+
+  const storage = openStorage(dir);
+  try {
+    t.equal(storage.meta.get(K.syncQueue(repoId, 'sync_01')), repoId, 'the queued sync, under its repository');
+    t.equal(storage.meta.get(K.stagedUpload(repoId, 'upl_01')), repoId, 'the staging announcement');
+    t.same(storage.chunks.get(K.chunk(repoId, 'upl_01', 0)), Buffer.from('chunk'), 'the chunk');
+    t.equal(storage.meta.get(['syncq', 'sync_01']), undefined, 'the old keys are gone');
+    t.equal(storage.meta.get(K.layoutVersion()), LAYOUT_VERSION);
+  } finally {
+    await storage.close();
+  }
+});
