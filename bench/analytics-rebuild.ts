@@ -27,7 +27,7 @@ import type { Histogram } from './histogram.js';
 import { createOrgAndKey, startRepohost } from './server-process.js';
 import type { SigningKey } from './tokens.js';
 import { openStorage } from '../src/storage/database.js';
-import { K, under } from '../src/storage/keys.js';
+import { K, Ranges } from '../src/storage/keys.js';
 
 const ORG = 'bench';
 const ROOT = 'z'.repeat(32);
@@ -185,7 +185,7 @@ async function main(): Promise<void> {
       if (mode === 'cold') {
         // Each remove's own promise settles with the batch, which is awaited.
         await storage.meta.batch(() => {
-          for (const k of storage.meta.getKeys(under(['r', repoId, 'analytics-commit']))) void storage.meta.remove(k);
+          for (const k of storage.meta.getKeys(Ranges.analyticsCommits(repoId))) void storage.meta.remove(k);
           void storage.meta.remove(K.analyticsState(repoId));
         });
       } else {

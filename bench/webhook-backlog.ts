@@ -26,7 +26,7 @@ import { ReceiverProcess } from './receiver-process.js';
 import { createOrgAndKey, startRepohost } from './server-process.js';
 import { createSigner } from './tokens.js';
 import { openStorage } from '../src/storage/database.js';
-import { K, under } from '../src/storage/keys.js';
+import { K, Ranges } from '../src/storage/keys.js';
 import { newId } from '../src/storage/ids.js';
 import type { EventEnvelope } from '../src/storage/records.js';
 
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
     await server.stop();
 
     const storage = openStorage(dataDir);
-    const sample = [...storage.meta.getRange(under(['o']))].find((e) => (e.value as { event_type?: string }).event_type === 'change.created');
+    const sample = [...storage.meta.getRange(Ranges.global())].find((e) => (e.value as { event_type?: string }).event_type === 'change.created');
     if (!sample) throw new Error('no change.created delivery to copy');
     const template = JSON.parse((sample.value as { body: string }).body) as EventEnvelope;
     for (let done = 0; done < events; done += FILL_BATCH) {

@@ -11,6 +11,7 @@ import type { OrgDirectory } from '../storage/org-directory.js';
 import { getRepoByName } from '../storage/repo-store.js';
 import { exportRepository } from '../storage/export.js';
 import { backupDataDir } from '../storage/backup.js';
+import { exportShard, importShard, parseShardName } from '../storage/shard-stream.js';
 import type { SigningKeyRecord } from '../storage/records.js';
 
 export interface CliContext {
@@ -192,6 +193,33 @@ export const commandHandlers: Record<string, Handler> = {
       if (!repo) throw invalid(`repository ${target} not found`);
       const summary = await exportRepository(storage, repo, dir);
       out(ctx, summary, `exported ${target} to ${summary.dir}: ${summary.objects} objects, ${summary.bookmarks} bookmarks, ${summary.tags} tags, ${summary.notes} notes refs, ${summary.kept_commits} kept commits`);
+      return 0;
+    } finally {
+      await storage.close();
+    }
+  },
+
+  async 'shard export'(ctx) {
+    const [name, file] = ctx.args;
+    if (!name || !file) throw invalid('usage: repohost shard export <n|global> <file> [--data DIR]');
+    const shard = parseShardName(name);
+    const storage = openStorage(ctx.config.dataDir);
+    try {
+      const { records, bytes } = exportShard(storage, shard, file);
+      out(ctx, { shard, file, records, bytes }, `exported shard ${shard} to ${file}: ${records} records, ${bytes} bytes`);
+      return 0;
+    } finally {
+      await storage.close();
+    }
+  },
+
+  async 'shard import'(ctx) {
+    const [file] = ctx.args;
+    if (!file) throw invalid('usage: repohost shard import <file> [--replace] [--data DIR]');
+    const storage = openStorage(ctx.config.dataDir);
+    try {
+      const { shard, records } = importShard(storage, file, { replace: ctx.values.replace === true });
+      out(ctx, { shard, file, records }, `imported shard ${shard} from ${file}: ${records} records`);
       return 0;
     } finally {
       await storage.close();

@@ -19,6 +19,8 @@ const USAGE = `usage: repohost <command> [options]
   token --key <private key file> --org <slug> [--scopes s,…] [--repos a,…] [--ttl 3600] [--author "Name <email>"]…
   export <org>/<repo> <dir>
   backup <dir>
+  shard export <n|global> <file>
+  shard import <file> [--replace]
 
 common options: --data DIR, --json`;
 
@@ -31,6 +33,7 @@ async function main(argv: string[]): Promise<number> {
     strict: true,
     options: {
       json: { type: 'boolean' },
+      replace: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       author: { type: 'string', multiple: true },
       ...Object.fromEntries(stringOptions.map((o) => [o, { type: 'string' as const }])),
@@ -44,7 +47,7 @@ async function main(argv: string[]): Promise<number> {
   for (const [k, v] of Object.entries(values)) if (typeof v === 'string') flags[k] = v;
   const config = loadConfig(process.env, flags);
   const [group, ...rest] = positionals;
-  const name = group === 'org' || group === 'key' ? `${group} ${rest.shift() ?? ''}` : group!;
+  const name = group === 'org' || group === 'key' || group === 'shard' ? `${group} ${rest.shift() ?? ''}` : group!;
   const handler = commandHandlers[name.trim()];
   if (!handler) {
     process.stderr.write(`unknown command "${name.trim()}"\n${USAGE}\n`);

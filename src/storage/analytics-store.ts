@@ -1,5 +1,5 @@
 import type { Database, Key } from 'lmdb';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import type { RecordReader } from './read/record-cache.js';
 
 /**
@@ -61,5 +61,5 @@ export function removeKeptCommit(meta: Meta, repoId: string, oid: string): void 
 
 /** Oids of every commit with a kept result. */
 export function* keptCommitOids(meta: Meta, repoId: string): Generator<string> {
-  for (const key of meta.getKeys(under(['r', repoId, 'analytics-commit']))) yield (key as string[])[3]!;
+  for (const key of meta.getKeys(Ranges.analyticsCommits(repoId))) yield lastPart(key);
 }

@@ -3,7 +3,8 @@ import type { Storage } from './database.js';
 import { removeUploadSync } from './blob-store.js';
 import { decodeObjectValue } from './git-object-store.js';
 import { idTime } from './ids.js';
-import { K, under } from './keys.js';
+import { SHARD_COUNT } from '../actors/shard-map.js';
+import { K, lastPart, Ranges, repoOfShardEntry } from './keys.js';
 import { getPending, pendingOf } from './pending-objects.js';
 import { addBytes } from './quota.js';
 import type { RepoRecord, SyncRecord } from './records.js';
@@ -25,19 +26,19 @@ type Meta = Database<unknown, Key>;
  */
 export function findCollectable(meta: Meta, cutoff: number, lastActivity: (uploadId: string) => number | undefined): Map<string, string[]> {
   const repos = new Map<string, string[]>();
-  for (const { key, value } of meta.getRange(under(['pend']))) {
-    const repoId = (key as string[])[1]!;
-    if (!repos.has(repoId) && (value as { at: number }).at <= cutoff) repos.set(repoId, []);
-  }
-  // Upload ids are ULIDs: the range is in staging order, so the old ones come first.
-  for (const { key, value } of meta.getRange(under(['staged']))) {
-    const uploadId = (key as string[])[1]!;
-    if (idTime(uploadId) > cutoff) break;
-    if ((lastActivity(uploadId) ?? 0) > cutoff) continue;
-    const repoId = value as string;
-    let uploads = repos.get(repoId);
-    if (!uploads) repos.set(repoId, (uploads = []));
-    uploads.push(uploadId);
+  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+    for (const { key, value } of meta.getRange(Ranges.shardPending(shard))) {
+      const repoId = repoOfShardEntry(key);
+      if (!repos.has(repoId) && (value as { at: number }).at <= cutoff) repos.set(repoId, []);
+    }
+    for (const { key, value } of meta.getRange(Ranges.shardStaged(shard))) {
+      const uploadId = lastPart(key);
+      if (idTime(uploadId) > cutoff || (lastActivity(uploadId) ?? 0) > cutoff) continue;
+      const repoId = value as string;
+      let uploads = repos.get(repoId);
+      if (!uploads) repos.set(repoId, (uploads = []));
+      uploads.push(uploadId);
+    }
   }
   return repos;
 }
@@ -93,7 +94,7 @@ export function collectRepository(storage: Storage, repoId: string, cutoff: numb
   if (repo) addBytes(meta, repo.org_id, repoId, -result.bytes);
   for (const uploadId of uploadIds) {
     // Re-checked here: the upload may have committed since the collector looked.
-    if (meta.get(K.stagedUpload(uploadId)) !== repoId || idTime(uploadId) > cutoff) continue;
+    if (meta.get(K.stagedUpload(repoId, uploadId)) !== repoId || idTime(uploadId) > cutoff) continue;
     removeUploadSync(storage, repoId, uploadId);
     result.uploads++;
   }

@@ -3,7 +3,7 @@ import { ServiceError, storageUnavailable } from '../errors.js';
 import { log } from '../log.js';
 import type { Storage } from './database.js';
 import { newId } from './ids.js';
-import { K, under } from './keys.js';
+import { K, Ranges } from './keys.js';
 import { CHUNK_SIZE, encodeChunkedHeader, encodeInlineObject, readChunk, type ObjectWriteObserver } from './git-object-store.js';
 
 /**
@@ -49,29 +49,29 @@ function staged(write: Promise<boolean>): Promise<void> {
   return outcome;
 }
 
-/** Upload id → when its stager last received bytes (ms), for uploads this process is staging. */
-const activity = new Map<string, number>();
+/** Upload id → its repository and when its stager last received bytes (ms), for uploads this process is staging. */
+const activity = new Map<string, { repoId: string; at: number }>();
 
 /**
  * When this process last saw bytes of `uploadId` (undefined when it is not staging it). Entries
  * of uploads that committed are dropped by `forgetStaging`, which the collector calls.
  */
 export function lastStagingActivity(uploadId: string): number | undefined {
-  return activity.get(uploadId);
+  return activity.get(uploadId)?.at;
 }
 
 /** Whether an upload is still announced as staging (its blob neither committed nor discarded). */
-export function isUploadStaged(storage: Storage, uploadId: string): boolean {
-  return storage.meta.doesExist(K.stagedUpload(uploadId));
+export function isUploadStaged(storage: Storage, repoId: string, uploadId: string): boolean {
+  return storage.meta.doesExist(K.stagedUpload(repoId, uploadId));
 }
 
 export function forgetStaging(uploadId: string): void {
   activity.delete(uploadId);
 }
 
-/** Upload ids this process has staged and not discarded (committed ones included until forgotten). */
-export function stagingUploads(): IterableIterator<string> {
-  return activity.keys();
+/** Uploads this process has staged and not discarded (committed ones included until forgotten). */
+export function* stagingUploads(): Generator<{ uploadId: string; repoId: string }> {
+  for (const [uploadId, { repoId }] of activity) yield { uploadId, repoId };
 }
 
 export class BlobStager {
@@ -94,8 +94,8 @@ export class BlobStager {
     this.hash = declaredSize === null ? null : createHash('sha1').update(`blob ${declaredSize}\0`);
     // Queued before any chunk: lmdb-js commits asynchronous writes in order, so no chunk is ever
     // on disk without the entry that lets the collector find it.
-    this.announced = staged(storage.meta.put(K.stagedUpload(this.uploadId), repoId));
-    activity.set(this.uploadId, Date.now());
+    this.announced = staged(storage.meta.put(K.stagedUpload(repoId, this.uploadId), repoId));
+    activity.set(this.uploadId, { repoId: this.repoId, at: Date.now() });
   }
 
   get size(): number {
@@ -103,7 +103,7 @@ export class BlobStager {
   }
 
   async append(bytes: Uint8Array): Promise<void> {
-    activity.set(this.uploadId, Date.now());
+    activity.set(this.uploadId, { repoId: this.repoId, at: Date.now() });
     let pos = 0;
     this.hash?.update(bytes);
     this.total += bytes.length;
@@ -140,7 +140,7 @@ export class BlobStager {
     } else {
       oid = await hashStoredBlob(this.storage, this.repoId, this.uploadId, this.chunkCount, this.total);
     }
-    activity.set(this.uploadId, Date.now());
+    activity.set(this.uploadId, { repoId: this.repoId, at: Date.now() });
     return { upload_id: this.uploadId, oid, size: this.total, chunks: this.chunkCount };
   }
 
@@ -171,16 +171,16 @@ async function hashStoredBlob(storage: Storage, repoId: string, uploadId: string
 /** Deletes every chunk staged under an upload id and its announcement (async; for the front end). */
 export async function discardUpload(storage: Storage, repoId: string, uploadId: string): Promise<void> {
   const removals: Promise<boolean>[] = [];
-  for (const key of storage.chunks.getKeys(under([repoId, uploadId]))) removals.push(storage.chunks.remove(key));
-  removals.push(storage.meta.remove(K.stagedUpload(uploadId)));
+  for (const key of storage.chunks.getKeys(Ranges.uploadChunks(repoId, uploadId))) removals.push(storage.chunks.remove(key));
+  removals.push(storage.meta.remove(K.stagedUpload(repoId, uploadId)));
   await Promise.all(removals);
 }
 
 /** The same inside the caller's transaction (a commit that needs no staged copy, the collector). */
 export function removeUploadSync(storage: Storage, repoId: string, uploadId: string): void {
   // Keys are collected first: a cursor is not walked while its range is being deleted.
-  for (const key of [...storage.chunks.getKeys(under([repoId, uploadId]))]) storage.chunks.removeSync(key);
-  storage.meta.removeSync(K.stagedUpload(uploadId));
+  for (const key of [...storage.chunks.getKeys(Ranges.uploadChunks(repoId, uploadId))]) storage.chunks.removeSync(key);
+  storage.meta.removeSync(K.stagedUpload(repoId, uploadId));
 }
 
 /**
@@ -205,12 +205,12 @@ export function commitStagedBlob(storage: Storage, repoId: string, staged: Stage
     removeUploadSync(storage, repoId, staged.upload_id);
   } else {
     storage.objects.putSync(key, encodeChunkedHeader({ u: staged.upload_id, s: staged.size, n: staged.chunks }));
-    storage.meta.removeSync(K.stagedUpload(staged.upload_id));
+    storage.meta.removeSync(K.stagedUpload(repoId, staged.upload_id));
   }
   observer.stored(staged.oid, staged.size);
 }
 
 /** Removes every chunk of a repository (its deletion; objects are removed by the repo command). */
 export function removeRepositoryChunks(storage: Storage, repoId: string): void {
-  for (const key of storage.chunks.getKeys(under([repoId]))) storage.chunks.removeSync(key);
+  for (const key of storage.chunks.getKeys(Ranges.chunks(repoId))) storage.chunks.removeSync(key);
 }

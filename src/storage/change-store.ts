@@ -4,7 +4,7 @@ import type { Storage } from './database.js';
 import { LmdbObjectStore } from './git-object-store.js';
 import { LmdbRepoStore } from './lmdb-repo-store.js';
 import { insertChange, isChangeAncestor as isAncestor } from '../vcs/change-graph.js';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import type { RecordReader } from './read/record-cache.js';
 import type { ChangeRecord, EvolutionRecord } from './records.js';
 
@@ -47,10 +47,10 @@ export function putEvolution(meta: Meta, repoId: string, changeId: string, recor
 
 /** A change's evolution, newest first, starting after the entry `beforeId` (exclusive) when given. */
 export function* evolutionOf(meta: Meta, repoId: string, changeId: string, beforeId?: string): Generator<{ id: string; record: EvolutionRecord }> {
-  const range = under(['r', repoId, 'evo', changeId]);
+  const range = Ranges.evolutions(repoId, changeId);
   const start: Key = beforeId ? K.evolution(repoId, changeId, beforeId) : range.end;
   for (const { key, value } of meta.getRange({ start, end: range.start, reverse: true })) {
-    const id = (key as string[])[4]!;
+    const id = lastPart(key);
     if (id !== beforeId) yield { id, record: value as EvolutionRecord };
   }
 }

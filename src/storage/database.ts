@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { migrateLayout, type MigrationOptions } from './layout-migration.js';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath, type Key, type TransactionFlags } from 'lmdb';
 
 /**
@@ -8,10 +9,12 @@ import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPat
  *
  * - `meta`: every record, under ordered-tuple keys (see `keys.ts`) so range scans serve lists,
  *   cursors and per-repository cleanup;
- * - `objects`: git objects by `[repoId, oid]`, committed in the same transaction as the metadata
- *   that references them;
- * - `chunks`: the 1 MiB pieces of large blobs by `[uploadId, index]`, streamed in before the
- *   mutation that references them commits.
+ * - `objects`: git objects by `[shard, repoId, oid]`, committed in the same transaction as the
+ *   metadata that references them;
+ * - `chunks`: the 1 MiB pieces of large blobs by `[shard, repoId, uploadId, index]`, streamed in
+ *   before the mutation that references them commits.
+ *
+ * Opening brings a directory of an older key layout to the current one (layout-migration.ts).
  */
 /**
  * Flags for `transactionSync` (lmdb-js's `TransactionFlags` enum is a type only): NO_SYNC_FLUSH |
@@ -30,7 +33,8 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-export function openStorage(dataDir: string): Storage {
+/** `migration` tunes the layout migration, if one is due (tests interrupt it). */
+export function openStorage(dataDir: string, migration: MigrationOptions = {}): Storage {
   const path = join(dataDir, 'db');
   mkdirSync(path, { recursive: true });
   const options: RootDatabaseOptionsWithPath & { trackMetrics: boolean } = {
@@ -50,11 +54,14 @@ export function openStorage(dataDir: string): Storage {
   const meta = root.openDB<unknown, Key>({ name: 'meta', encoder: { useRecords: false } } as unknown as { name: string });
   const objects = root.openDB<Buffer, Key>({ name: 'objects', encoding: 'binary' });
   const chunks = root.openDB<Buffer, Key>({ name: 'chunks', encoding: 'binary' });
-  return {
+  const storage: Storage = {
     root,
     meta,
     objects,
     chunks,
     close: () => root.close(),
   };
+  // Here, so that the server and every CLI command pass through it before reading anything.
+  migrateLayout(storage, migration);
+  return storage;
 }

@@ -7,7 +7,7 @@ import { ServiceError, invalid } from '../errors.js';
 import type { Storage } from './database.js';
 import { decodeObjectValue } from './git-object-store.js';
 import { listGitRefs } from './git-refs.js';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import { pendingOids } from './pending-objects.js';
 import type { RepoRecord } from './records.js';
 
@@ -86,8 +86,8 @@ async function exportSnapshot(storage: Storage, txn: Transaction, repo: RepoReco
   const pending = pendingOids(storage.meta, repo.id, txn);
   let objects = 0;
   const folders = new Set<string>();
-  for (const { key, value } of storage.objects.getRange({ ...under([repo.id]), transaction: txn })) {
-    const oid = (key as string[])[1]!;
+  for (const { key, value } of storage.objects.getRange({ ...Ranges.objects(repo.id), transaction: txn })) {
+    const oid = lastPart(key);
     if (pending.has(oid)) continue;
     const folder = join(dir, 'objects', oid.slice(0, 2));
     if (!folders.has(folder)) {

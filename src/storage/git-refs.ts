@@ -2,7 +2,7 @@ import type { Transaction } from 'lmdb';
 import { ROOT_CHANGE_ID } from '../vcs/ids.js';
 import type { Storage } from './database.js';
 import { decodeObjectValue } from './git-object-store.js';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import type { BookmarkRecord, ChangeRecord, RepoRecord, TagRecord } from './records.js';
 
 /**
@@ -28,8 +28,8 @@ export interface RepoRefs {
 /** Whether the repository has at most `limit` branches and tags: few enough to list on the front end. */
 export function refCountAtMost(storage: Storage, repoId: string, limit: number): boolean {
   let count = 0;
-  for (const kind of ['bm', 'tag']) {
-    for (const _ of storage.meta.getKeys({ ...under(['r', repoId, kind]), limit: limit + 1 - count })) if (++count > limit) return false;
+  for (const range of [Ranges.bookmarks(repoId), Ranges.tags(repoId)]) {
+    for (const _ of storage.meta.getKeys({ ...range, limit: limit + 1 - count })) if (++count > limit) return false;
   }
   return true;
 }
@@ -53,7 +53,7 @@ export function listGitRefs(storage: Storage, txn: Transaction, repo: RepoRecord
   const { meta } = storage;
   const refs: GitRef[] = [];
   let head: RepoRefs['head'] = { target: `refs/heads/${repo.default_bookmark}`, oid: null };
-  for (const { value } of meta.getRange({ ...under(['r', repo.id, 'bm']), transaction: txn })) {
+  for (const { value } of meta.getRange({ ...Ranges.bookmarks(repo.id), transaction: txn })) {
     const bookmark = value as BookmarkRecord;
     if (bookmark.change_id === ROOT_CHANGE_ID) continue;
     const change = meta.get(K.change(repo.id, bookmark.change_id), { transaction: txn }) as ChangeRecord | undefined;
@@ -62,18 +62,18 @@ export function listGitRefs(storage: Storage, txn: Transaction, repo: RepoRecord
     if (bookmark.name === repo.default_bookmark) head = { target: head.target, oid: change.commit_oid };
   }
   if (opts.kept) {
-    for (const key of meta.getKeys({ ...under(['r', repo.id, 'commit']), transaction: txn })) {
-      const oid = (key as string[])[3]!;
+    for (const key of meta.getKeys({ ...Ranges.commits(repo.id), transaction: txn })) {
+      const oid = lastPart(key);
       refs.push({ name: `refs/jj/keep/${oid}`, oid, peeled: null });
     }
   }
-  for (const { value } of meta.getRange({ ...under(['r', repo.id, 'tag']), transaction: txn })) {
+  for (const { value } of meta.getRange({ ...Ranges.tags(repo.id), transaction: txn })) {
     const tag = value as TagRecord;
     const peeled = peel(storage, txn, repo.id, tag.oid);
     refs.push({ name: `refs/tags/${tag.name}`, oid: tag.oid, peeled: peeled === tag.oid ? null : peeled });
   }
-  for (const { key, value } of meta.getRange({ ...under(['r', repo.id, 'notes']), transaction: txn })) {
-    refs.push({ name: `refs/notes/${(key as string[])[3]!}`, oid: value as string, peeled: null });
+  for (const { key, value } of meta.getRange({ ...Ranges.notes(repo.id), transaction: txn })) {
+    refs.push({ name: `refs/notes/${lastPart(key)}`, oid: value as string, peeled: null });
   }
   refs.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { refs, head };

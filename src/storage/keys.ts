@@ -1,118 +1,152 @@
+import * as lmdb from 'lmdb';
 import type { Key } from 'lmdb';
-import { orgShard } from './shards.js';
+import { SHARD_COUNT } from '../actors/shard-map.js';
+import { orgShard, repoShard } from './shards.js';
 
 /**
- * The key layout of the `meta` database: ordered tuples, so that everything one list or one
- * cleanup needs is one contiguous range.
+ * The key layout. 256 shards (`actors/shard-map.ts`); everything a shard owns is one contiguous
+ * range `[shard] .. [shard + 1]` in each database, so a shard is copied, streamed and dropped as a
+ * unit. A repository's data belongs to its actor's shard (`repoShard`), an org's repository
+ * index and sync list to the org actor's (`orgShard`). Shard numbers sort before every string,
+ * so the global keys (first part a string) follow all the shards.
  *
- *   ['cfg', 'key-version']            number   the org directory's version: bumped on every change to
- *                                     an org, key or webhook target (lmdb-org-directory.ts)
- *   ['org', orgId]                    OrgRecord
- *   ['org-slug', slug]                orgId
- *   ['key', keyId]                    SigningKeyRecord
- *   ['o', orgId, 'key', keyId]        true     keys of an org
- *   ['o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
- *   ['o', orgId, 'name', lowerName]   repoId   case-insensitive name index; a NameClaim instead
- *                                     while a saga holds the name (repo-saga-store.ts)
- *   ['o', orgId, 'saga', sagaId]      RepoSagaRecord  an unfinished create, rename or delete, in
- *                                     start order (the sweeper settles the stale ones)
- *   ['r', repoId]                     RepoRecord
- *   ['r', repoId, <kind>, …]          everything owned by the repository (bookmarks, changes,
- *                                     operations, …) — deleting a repository is one range delete
- *   ['r', repoId, 'chg', changeId]    ChangeRecord: the change's current commit and parents
- *   ['r', repoId, 'commit', oid]      changeId  every commit ever written for the repository (kept)
- *   ['r', repoId, 'evo', changeId, ulid]  EvolutionRecord, one per commit a change has had
- *   ['r', repoId, 'kid', parentId, childId]  true  children index (descendant walks for rebases)
- *   ['r', repoId, 'saga']             SagaFence  the newest saga decided here (its step ran, or the
- *                                     sweeper settled it without): an older or settled step is refused
- *   ['r', repoId, 'fmeta', path]      {k: v}   file metadata (set_metadata), outside git history
- *   ['r', repoId, 'analytics']        AnalyticsDocument (API §10), written by the analytics actor only
- *   ['r', repoId, 'analytics-state']  AnalyticsState: the head and inputs the document was computed at
- *   ['r', repoId, 'analytics-commit', oid]  one commit's analytics result, kept for the commits the
- *                                     document counts (incremental walks stop at them; rebuilds reuse them)
- *   ['r', repoId, 'sync', syncId]     SyncRecord (upstream syncs, newest last)
- *   ['r', repoId, 'tag', name]        TagRecord: a tag pulled from the upstream
- *   ['r', repoId, 'notes', name]      commit oid of `refs/notes/<name>` (pulled agentblame notes)
- *   ['o', orgId, 'sync', syncId]      repoId   the org's syncs in creation order (sync-runs)
- *   ['syncq', syncId]                 repoId   unfinished syncs in enqueue order (the sync queue)
- *   ['sync-repo', repoId, syncId]     orgId    a repository's sync entries outside its own range,
- *                                     so that deleting the repository can remove them
- *   ['o', orgId, 'wht', targetId]     WebhookTargetRecord (actors/system/webhooks/records.ts)
+ * `meta`, shard-owned (ordered tuples, so that everything one list or one cleanup needs is one
+ * contiguous range):
+ *   [s, 'r', repoId]                     RepoRecord
+ *   [s, 'r', repoId, <kind>, …]          everything owned by the repository (bookmarks, changes,
+ *                                        operations, …) — deleting a repository is one range delete
+ *   [s, 'r', repoId, 'bm', name]         BookmarkRecord
+ *   [s, 'r', repoId, 'op', opId]         OperationRecord
+ *   [s, 'r', repoId, 'chg', changeId]    ChangeRecord: the change's current commit and parents
+ *   [s, 'r', repoId, 'commit', oid]      changeId  every commit ever written for the repository (kept)
+ *   [s, 'r', repoId, 'evo', changeId, ulid]  EvolutionRecord, one per commit a change has had
+ *   [s, 'r', repoId, 'kid', parentId, childId]  true  children index (descendant walks for rebases)
+ *   [s, 'r', repoId, 'fmeta', path]      {k: v}   file metadata (set_metadata), outside git history
+ *   [s, 'r', repoId, 'analytics']        AnalyticsDocument (API §10), written by the analytics actor only
+ *   [s, 'r', repoId, 'analytics-state']  AnalyticsState: the head and inputs the document was computed at
+ *   [s, 'r', repoId, 'analytics-commit', oid]  one commit's analytics result, kept for the commits the
+ *                                        document counts (incremental walks stop at them; rebuilds reuse them)
+ *   [s, 'r', repoId, 'sync', syncId]     SyncRecord (upstream syncs, newest last)
+ *   [s, 'r', repoId, 'sync-latest']      the newest SyncRecord (denormalized for the repository view)
+ *   [s, 'r', repoId, 'tag', name]        TagRecord: a tag pulled from the upstream
+ *   [s, 'r', repoId, 'notes', name]      commit oid of `refs/notes/<name>` (pulled agentblame notes)
+ *   [s, 'r', repoId, 'bytes']            number   bytes of the repository's objects counted by the quota
+ *   [s, 'sync-repo', repoId, syncId]     orgId    a repository's sync entries outside its own range,
+ *                                        so that deleting the repository can remove them
+ *   [s, 'pend', repoId, oid]             PendingObject  a stored object nothing references yet: an
+ *                                        uploaded blob, or a fetched object before its pull applies
+ *                                        (pending-objects.ts; collected after the retention)
+ *   [s, 'staged', repoId, uploadId]      repoId   chunks a request is staging, until the blob commits
+ *                                        or the request discards them (orphans are collected)
+ *   [s, 'syncq', repoId, syncId]         repoId   the repository's unfinished syncs in enqueue order (the
+ *                                        sync scheduler reads every shard's: sync-store.ts)
+ *   [s, 'r', repoId, 'saga']             SagaFence  the newest saga decided here (its step ran, or the
+ *                                        sweeper settled it without): an older or settled step is refused
+ *   [s, 'quota-allow', orgId]            ShardAllowance  the org's quota on one shard: bytes granted,
+ *                                        returned and used by its repositories there (quota.ts)
+ *   [s, 'idem', keyId, idempotencyKey]   outcome, on the shard of the actor that ran the request
+ *                                        (idempotency-store.ts)
+ *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
+ *   [o, 'o', orgId, 'name', lowerName]   repoId   case-insensitive name index; a NameClaim instead
+ *                                        while a saga holds the name (repo-saga-store.ts)
+ *   [o, 'o', orgId, 'saga', sagaId]      RepoSagaRecord  an unfinished create, rename or delete, in
+ *                                        start order (the sweeper settles the stale ones)
+ *   [o, 'o', orgId, 'sync', syncId]      repoId   the org's syncs in creation order (sync-runs)
+ *   [o, 'o', orgId, 'was', lowerName, repoId]  ms  a name the repository gave up (renamed or
+ *                                        deleted), kept for idempotent repeats (released-names.ts)
+ *   [o, 'quota-grant', orgId, shard]     GrantLedgerEntry  what the org granted that shard and knows
+ *                                        it returned (quota-ledger.ts)
+ *   (s = the repository's shard, o = the org's)
+ *
+ * `objects`: [s, repoId, oid] → a git object (git-object-store.ts). `chunks`: [s, repoId,
+ * uploadId, index] → a 1 MiB piece of a large blob (blob-store.ts).
+ *
+ * `meta`, global (org-level data every node needs):
+ *   ['cfg', 'key-version']               number   the org directory's version: bumped on every change to
+ *                                        an org, key or webhook target (lmdb-org-directory.ts)
+ *   ['cfg', 'layout']                    number   the layout version of the data directory (layout-migration.ts)
+ *   ['org', orgId]                       OrgRecord
+ *   ['org-slug', slug]                   orgId
+ *   ['key', keyId]                       SigningKeyRecord
+ *   ['o', orgId, 'key', keyId]           true     keys of an org
+ *   ['o', orgId, 'wht', targetId]        WebhookTargetRecord (actors/system/webhooks/records.ts)
+ *
+ * `meta`, not yet per shard (global today; each belongs to the shard of the actor that writes it):
  *   ['o', orgId, 'whd', targetId, deliveryId]  DeliveryRecord: the target's delivery log (7 days)
  *   ['whq', targetId, lane, deliveryId]  orgId  pending deliveries per target and lane (the event's
- *                                     repository id, '-' for org events) in creation order: the
- *                                     webhook actor's durable queue
- *   ['r', repoId, 'bytes']            number   bytes of the repository's objects counted by the quota
- *   [shard, 'quota-allow', orgId]     ShardAllowance  the org's quota on one shard: bytes granted,
- *                                     returned and used by its repositories there (quota.ts)
- *   [orgShard, 'quota-grant', orgId, shard]  GrantLedgerEntry  what the org granted that shard
- *                                     and knows it returned (quota-ledger.ts)
- *   ['pend', repoId, oid]             PendingObject  a stored object nothing references yet: an
- *                                     uploaded blob, or a fetched object before its pull applies
- *                                     (pending-objects.ts; collected after the retention)
- *   ['staged', uploadId]              repoId   chunks a request is staging, until the blob commits
- *                                     or the request discards them (orphans are collected)
- *   ['outbox', eventId]               EventEnvelope, written with the mutation that caused it
- *   [shard, 'idem', keyId, idempotencyKey]  outcome, on the shard of the actor that ran the request
- *                                     (idempotency-store.ts)
- *   ['idem', keyId, idempotencyKey]   outcome written before records moved into shards, read only
- *   [orgShard, 'o', orgId, 'was', lowerName, repoId]  ms  a name the repository gave up (renamed
- *                                     or deleted), kept for idempotent repeats (released-names.ts)
+ *                                        repository id, '-' for org events) in creation order: the
+ *                                        webhook actor's durable queue
+ *   ['outbox', eventId]                  EventEnvelope, written with the mutation that caused it
+ *
+ * `meta`, from before shards, read once or as a fallback:
+ *   ['idem', keyId, idempotencyKey]      outcome, read by repeats until it expires (idempotency-store.ts)
+ *   ['quota', orgId]                     number   the org-wide counter, read by the migration to
+ *                                        allowances (quota-migration.ts)
  */
+type Part = string | number;
+
+/** lmdb-js's own key encoder (exported at run time, missing from its type declarations). */
+const encodeKey = (lmdb as unknown as { keyValueToBuffer: (key: Key) => Uint8Array }).keyValueToBuffer;
+
+const inRepo = (repoId: string, ...rest: Part[]): Part[] => [repoShard(repoId), 'r', repoId, ...rest];
+const inOrg = (orgId: string, ...rest: Part[]): Part[] => [orgShard(orgId), 'o', orgId, ...rest];
+
 export const K = {
   keyVersion: (): Key => ['cfg', 'key-version'],
+  layoutVersion: (): Key => ['cfg', 'layout'],
   org: (orgId: string): Key => ['org', orgId],
   orgSlug: (slug: string): Key => ['org-slug', slug],
   key: (keyId: string): Key => ['key', keyId],
   orgKey: (orgId: string, keyId: string): Key => ['o', orgId, 'key', keyId],
-  orgRepo: (orgId: string, repoId: string): Key => ['o', orgId, 'repo', repoId],
-  repoName: (orgId: string, name: string): Key => ['o', orgId, 'name', name.toLowerCase()],
-  repoSaga: (orgId: string, sagaId: string): Key => ['o', orgId, 'saga', sagaId],
-  repo: (repoId: string): Key => ['r', repoId],
-  repoSagaFence: (repoId: string): Key => ['r', repoId, 'saga'],
-  bookmark: (repoId: string, name: string): Key => ['r', repoId, 'bm', name],
-  operation: (repoId: string, opId: string): Key => ['r', repoId, 'op', opId],
-  change: (repoId: string, changeId: string): Key => ['r', repoId, 'chg', changeId],
-  commit: (repoId: string, oid: string): Key => ['r', repoId, 'commit', oid],
-  evolution: (repoId: string, changeId: string, id: string): Key => ['r', repoId, 'evo', changeId, id],
-  child: (repoId: string, parentId: string, childId: string): Key => ['r', repoId, 'kid', parentId, childId],
-  fileMeta: (repoId: string, path: string): Key => ['r', repoId, 'fmeta', path],
+  orgRepo: (orgId: string, repoId: string): Key => inOrg(orgId, 'repo', repoId),
+  repoName: (orgId: string, name: string): Key => inOrg(orgId, 'name', name.toLowerCase()),
+  repoSaga: (orgId: string, sagaId: string): Key => inOrg(orgId, 'saga', sagaId),
+  repo: (repoId: string): Key => inRepo(repoId),
+  repoSagaFence: (repoId: string): Key => inRepo(repoId, 'saga'),
+  bookmark: (repoId: string, name: string): Key => inRepo(repoId, 'bm', name),
+  operation: (repoId: string, opId: string): Key => inRepo(repoId, 'op', opId),
+  change: (repoId: string, changeId: string): Key => inRepo(repoId, 'chg', changeId),
+  commit: (repoId: string, oid: string): Key => inRepo(repoId, 'commit', oid),
+  evolution: (repoId: string, changeId: string, id: string): Key => inRepo(repoId, 'evo', changeId, id),
+  child: (repoId: string, parentId: string, childId: string): Key => inRepo(repoId, 'kid', parentId, childId),
+  fileMeta: (repoId: string, path: string): Key => inRepo(repoId, 'fmeta', path),
   /** `objects` database: a git object of the repository (see git-object-store.ts). */
-  object: (repoId: string, oid: string): Key => [repoId, oid],
+  object: (repoId: string, oid: string): Key => [repoShard(repoId), repoId, oid],
   /**
-   * The same key encoded (ordered-binary: the id's bytes, a 0 separator, the oid's 40 ASCII
-   * digits), room left for the oid: a reader that looks up thousands of objects writes each oid
-   * into it instead of having an array of strings encoded each time.
+   * The same key encoded as lmdb-js writes it (ordered-binary: the shard number, the id, a 0
+   * separator after each), room left for the oid's 40 ASCII digits: a reader that looks up
+   * thousands of objects writes each oid into it instead of having a tuple encoded each time.
    */
-  objectKeyPrefix: (repoId: string): Buffer => Buffer.concat([Buffer.from(repoId, 'latin1'), Buffer.from([0])]),
+  objectKeyPrefix: (repoId: string): Buffer => Buffer.concat([encodeKey([repoShard(repoId), repoId]), Buffer.from([0])]),
   /** `chunks` database: piece `index` of a large blob staged under `uploadId` (see blob-store.ts). */
-  chunk: (repoId: string, uploadId: string, index: number): Key => [repoId, uploadId, index],
+  chunk: (repoId: string, uploadId: string, index: number): Key => [repoShard(repoId), repoId, uploadId, index],
   /** The newest sync record of the repository (denormalized for the repository view). */
-  latestSync: (repoId: string): Key => ['r', repoId, 'sync-latest'],
-  analytics: (repoId: string): Key => ['r', repoId, 'analytics'],
-  analyticsState: (repoId: string): Key => ['r', repoId, 'analytics-state'],
-  analyticsCommit: (repoId: string, oid: string): Key => ['r', repoId, 'analytics-commit', oid],
-  sync: (repoId: string, syncId: string): Key => ['r', repoId, 'sync', syncId],
-  tag: (repoId: string, name: string): Key => ['r', repoId, 'tag', name],
-  notes: (repoId: string, name: string): Key => ['r', repoId, 'notes', name],
-  orgSync: (orgId: string, syncId: string): Key => ['o', orgId, 'sync', syncId],
-  syncQueue: (syncId: string): Key => ['syncq', syncId],
-  repoSyncIndex: (repoId: string, syncId: string): Key => ['sync-repo', repoId, syncId],
+  latestSync: (repoId: string): Key => inRepo(repoId, 'sync-latest'),
+  analytics: (repoId: string): Key => inRepo(repoId, 'analytics'),
+  analyticsState: (repoId: string): Key => inRepo(repoId, 'analytics-state'),
+  analyticsCommit: (repoId: string, oid: string): Key => inRepo(repoId, 'analytics-commit', oid),
+  sync: (repoId: string, syncId: string): Key => inRepo(repoId, 'sync', syncId),
+  tag: (repoId: string, name: string): Key => inRepo(repoId, 'tag', name),
+  notes: (repoId: string, name: string): Key => inRepo(repoId, 'notes', name),
+  orgSync: (orgId: string, syncId: string): Key => inOrg(orgId, 'sync', syncId),
+  syncQueue: (repoId: string, syncId: string): Key => [repoShard(repoId), 'syncq', repoId, syncId],
+  repoSyncIndex: (repoId: string, syncId: string): Key => [repoShard(repoId), 'sync-repo', repoId, syncId],
   webhookTarget: (orgId: string, targetId: string): Key => ['o', orgId, 'wht', targetId],
   webhookDelivery: (orgId: string, targetId: string, deliveryId: string): Key => ['o', orgId, 'whd', targetId, deliveryId],
   webhookPending: (targetId: string, lane: string, deliveryId: string): Key => ['whq', targetId, lane, deliveryId],
-  repoBytes: (repoId: string): Key => ['r', repoId, 'bytes'],
+  repoBytes: (repoId: string): Key => inRepo(repoId, 'bytes'),
   quotaAllowance: (shard: number, orgId: string): Key => [shard, 'quota-allow', orgId],
   quotaGrant: (orgId: string, shard: number): Key => [orgShard(orgId), 'quota-grant', orgId, shard],
   /** The org-wide counter of the single-shard layout, read once by the migration (quota-migration.ts). */
   legacyOrgBytes: (orgId: string): Key => ['quota', orgId],
-  pending: (repoId: string, oid: string): Key => ['pend', repoId, oid],
-  stagedUpload: (uploadId: string): Key => ['staged', uploadId],
+  pending: (repoId: string, oid: string): Key => [repoShard(repoId), 'pend', repoId, oid],
+  /** An upload's staging announcement: under the repository's shard, so it names the repository. */
+  stagedUpload: (repoId: string, uploadId: string): Key => [repoShard(repoId), 'staged', repoId, uploadId],
   outbox: (eventId: string): Key => ['outbox', eventId],
   idempotency: (shard: number, keyId: string, key: string): Key => [shard, 'idem', keyId, key],
   /** Where records were kept before they moved into shards (idempotency-store.ts reads it as a fallback). */
   legacyIdempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
-  releasedName: (orgId: string, name: string, repoId: string): Key => [orgShard(orgId), 'o', orgId, 'was', name.toLowerCase(), repoId],
+  releasedName: (orgId: string, name: string, repoId: string): Key => inOrg(orgId, 'was', name.toLowerCase(), repoId),
 };
 
 /** LMDB's largest key (its default `maxkeysize`): lmdb-js refuses to write a longer one. */
@@ -126,22 +160,115 @@ export function keyBytes(key: ReadonlyArray<string | number>): number {
 /** Sorts after any string element, so `[...prefix]` to `[...prefix, HIGH]` spans a prefix. */
 const HIGH = '\uffff\uffff';
 
-/** The org's grant ledger: one entry per shard it granted quota to. */
-export function quotaGrants(orgId: string): { start: Key; end: Key } {
-  return { start: [orgShard(orgId), 'quota-grant', orgId, -1], end: [orgShard(orgId), 'quota-grant', orgId, Number.MAX_SAFE_INTEGER] };
-}
-
-/** The repositories that gave up `name` in the org (released-names.ts). */
-export function releasedNames(orgId: string, name: string): { start: Key; end: Key } {
-  return under([orgShard(orgId), 'o', orgId, 'was', name.toLowerCase()]);
+export interface KeyRange {
+  start: Key;
+  end: Key;
 }
 
 /** The range of every key that starts with `prefix` (and not the prefix key itself). */
-export function under(prefix: readonly (string | number)[]): { start: Key; end: Key } {
+function under(prefix: readonly Part[]): KeyRange {
   return { start: [...prefix, null] as Key, end: [...prefix, HIGH] };
 }
 
-/** The org's unfinished repository sagas, oldest first (saga ids are ULIDs). */
-export function orgSagaRange(orgId: string): { start: Key; end: Key } {
-  return under(['o', orgId, 'saga']);
+/** The named key ranges: what lists, scans and cleanups walk (the only place a prefix is spelled). */
+export const Ranges = {
+  /** Everything a repository owns in `meta` besides its record (see `clearRepository`). */
+  repoOwned: (repoId: string): KeyRange => under(inRepo(repoId)),
+  bookmarks: (repoId: string): KeyRange => under(inRepo(repoId, 'bm')),
+  operations: (repoId: string): KeyRange => under(inRepo(repoId, 'op')),
+  changes: (repoId: string): KeyRange => under(inRepo(repoId, 'chg')),
+  commits: (repoId: string): KeyRange => under(inRepo(repoId, 'commit')),
+  evolutions: (repoId: string, changeId: string): KeyRange => under(inRepo(repoId, 'evo', changeId)),
+  children: (repoId: string, parentId: string): KeyRange => under(inRepo(repoId, 'kid', parentId)),
+  analyticsCommits: (repoId: string): KeyRange => under(inRepo(repoId, 'analytics-commit')),
+  syncs: (repoId: string): KeyRange => under(inRepo(repoId, 'sync')),
+  tags: (repoId: string): KeyRange => under(inRepo(repoId, 'tag')),
+  notes: (repoId: string): KeyRange => under(inRepo(repoId, 'notes')),
+  repoSyncIndex: (repoId: string): KeyRange => under([repoShard(repoId), 'sync-repo', repoId]),
+  pending: (repoId: string): KeyRange => under([repoShard(repoId), 'pend', repoId]),
+  staged: (repoId: string): KeyRange => under([repoShard(repoId), 'staged', repoId]),
+  /** Every pending object of a shard's repositories. */
+  shardPending: (shard: number): KeyRange => under([shard, 'pend']),
+  /** Every staged upload of a shard's repositories. */
+  shardStaged: (shard: number): KeyRange => under([shard, 'staged']),
+  orgRepos: (orgId: string): KeyRange => under(inOrg(orgId, 'repo')),
+  /** Everything an org keeps on its shard. */
+  orgData: (orgId: string): KeyRange => under(inOrg(orgId)),
+  /** The shard-owned data of every org whose shard is `shard`. */
+  shardOrgData: (shard: number): KeyRange => under([shard, 'o']),
+  orgNames: (orgId: string): KeyRange => under(inOrg(orgId, 'name')),
+  orgSyncs: (orgId: string): KeyRange => under(inOrg(orgId, 'sync')),
+  /** The org's unfinished repository sagas, oldest first (saga ids are ULIDs). */
+  orgSagas: (orgId: string): KeyRange => under(inOrg(orgId, 'saga')),
+  /** The repositories that gave up `name` in the org (released-names.ts). */
+  releasedNames: (orgId: string, name: string): KeyRange => under(inOrg(orgId, 'was', name.toLowerCase())),
+  /** The org's grant ledger: one entry per shard it granted quota to. */
+  quotaGrants: (orgId: string): KeyRange => ({ start: [orgShard(orgId), 'quota-grant', orgId, -1], end: [orgShard(orgId), 'quota-grant', orgId, Number.MAX_SAFE_INTEGER] }),
+  /** `objects`: every object of a repository. */
+  objects: (repoId: string): KeyRange => under([repoShard(repoId), repoId]),
+  /** `chunks`: every chunk of a repository. */
+  chunks: (repoId: string): KeyRange => under([repoShard(repoId), repoId]),
+  /** `chunks`: the chunks of one upload. */
+  uploadChunks: (repoId: string, uploadId: string): KeyRange => under([repoShard(repoId), repoId, uploadId]),
+  /** Everything shard `shard` owns, in any of the three databases. */
+  shard: (shard: number): KeyRange => ({ start: [shard], end: [shard + 1] }),
+  /** Every shard-owned key, in any of the three databases (shard numbers sort before strings). */
+  allShards: (): KeyRange => ({ start: [0], end: [SHARD_COUNT] }),
+  /** `meta`'s global keys (first part a string: they sort after every shard). */
+  global: (): KeyRange => ({ start: [''], end: [HIGH] }),
+  orgs: (): KeyRange => under(['org']),
+  signingKeys: (): KeyRange => under(['key']),
+  orgKeys: (orgId: string): KeyRange => under(['o', orgId, 'key']),
+  webhookTargets: (orgId: string): KeyRange => under(['o', orgId, 'wht']),
+  webhookDeliveries: (orgId: string, targetId: string): KeyRange => under(['o', orgId, 'whd', targetId]),
+  webhookPending: (): KeyRange => under(['whq']),
+  webhookPendingOf: (targetId: string): KeyRange => under(['whq', targetId]),
+  webhookLane: (targetId: string, lane: string): KeyRange => under(['whq', targetId, lane]),
+  /** The unfinished syncs of a shard's repositories, repository by repository. */
+  shardSyncQueue: (shard: number): KeyRange => under([shard, 'syncq']),
+  outbox: (): KeyRange => under(['outbox']),
+};
+
+/** The layout `K` and `Ranges` describe, recorded under `K.layoutVersion()` (layout-migration.ts). */
+export const LAYOUT_VERSION = 2;
+
+/**
+ * Layout 1, from before shards: the same tuples without the shard number in front (and an
+ * upload's staging entry `['staged', uploadId]` and a queued sync's `['syncq', syncId]`, each →
+ * repoId). What the layout migration moves, and where each entry goes.
+ */
+export const Layout1 = {
+  /** `meta` ranges whose keys became shard-owned, given every org id. */
+  metaRanges: (orgIds: readonly string[]): KeyRange[] => [
+    ...['r', 'pend', 'staged', 'sync-repo', 'syncq'].map((kind) => under([kind])),
+    ...orgIds.flatMap((orgId) => ['repo', 'name', 'sync'].map((kind) => under(['o', orgId, kind]))),
+  ],
+  /** `objects` and `chunks`: every key started with the repository id. */
+  binaryRange: (): KeyRange => Ranges.global(),
+  /** Where a `meta` entry of layout 1 lives now. */
+  metaKey: (key: Key, value: unknown): Key => {
+    const parts = key as Part[];
+    if (parts[0] === 'staged') return K.stagedUpload(value as string, parts[1] as string);
+    if (parts[0] === 'syncq') return K.syncQueue(value as string, parts[1] as string);
+    const owner = parts[1] as string;
+    return [parts[0] === 'o' ? orgShard(owner) : repoShard(owner), ...parts];
+  },
+  /** Where an `objects` or `chunks` entry of layout 1 lives now. */
+  binaryKey: (key: Key): Key => [repoShard((key as Part[])[0] as string), ...(key as Part[])],
+};
+
+/** The last part of a tuple key: the id that a range's keys differ by. */
+export function lastPart(key: Key): string {
+  const parts = key as string[];
+  return parts[parts.length - 1]!;
+}
+
+/** The repository of a `[s, 'pend' | 'staged' | 'syncq', repoId, id]` key. */
+export function repoOfShardEntry(key: Key): string {
+  return (key as Part[])[2] as string;
+}
+
+/** A key without its shard number: the tuple a shard-owned key had before shards (global keys as they are). */
+export function withoutShard(key: readonly unknown[]): readonly unknown[] {
+  return typeof key[0] === 'number' ? key.slice(1) : key;
 }

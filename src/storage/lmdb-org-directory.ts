@@ -1,6 +1,6 @@
 import { ServiceError } from '../errors.js';
 import type { Storage } from './database.js';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import type { OrgDirectory } from './org-directory.js';
 import type { OrgRecord, SigningKeyRecord } from './records.js';
 import type { WebhookTargetRecord } from './webhook-store.js';
@@ -37,7 +37,7 @@ export class LmdbOrgDirectory implements OrgDirectory {
   }
 
   *orgs(): Generator<OrgRecord> {
-    for (const { value } of this.storage.meta.getRange(under(['org']))) yield value as OrgRecord;
+    for (const { value } of this.storage.meta.getRange(Ranges.orgs())) yield value as OrgRecord;
   }
 
   createOrg(org: OrgRecord): void {
@@ -54,13 +54,13 @@ export class LmdbOrgDirectory implements OrgDirectory {
   }
 
   *keys(): Generator<SigningKeyRecord> {
-    for (const { value } of this.storage.meta.getRange(under(['key']))) yield value as SigningKeyRecord;
+    for (const { value } of this.storage.meta.getRange(Ranges.signingKeys())) yield value as SigningKeyRecord;
   }
 
   orgKeys(orgId: string): SigningKeyRecord[] {
     const out: SigningKeyRecord[] = [];
-    for (const key of this.storage.meta.getKeys(under(['o', orgId, 'key']))) {
-      const record = this.key((key as string[])[3]!);
+    for (const key of this.storage.meta.getKeys(Ranges.orgKeys(orgId))) {
+      const record = this.key(lastPart(key));
       if (record) out.push(record);
     }
     return out;
@@ -89,12 +89,12 @@ export class LmdbOrgDirectory implements OrgDirectory {
   }
 
   targets(orgId: string): WebhookTargetRecord[] {
-    return [...this.storage.meta.getRange(under(['o', orgId, 'wht']))].map(({ value }) => value as WebhookTargetRecord);
+    return [...this.storage.meta.getRange(Ranges.webhookTargets(orgId))].map(({ value }) => value as WebhookTargetRecord);
   }
 
   /** A key lookup: no record is decoded. */
   hasTargets(orgId: string): boolean {
-    for (const _ of this.storage.meta.getKeys({ ...under(['o', orgId, 'wht']), limit: 1 })) return true;
+    for (const _ of this.storage.meta.getKeys({ ...Ranges.webhookTargets(orgId), limit: 1 })) return true;
     return false;
   }
 

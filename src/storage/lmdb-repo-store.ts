@@ -1,7 +1,7 @@
 import type { Database, Key } from 'lmdb';
 import type { BookmarkRecord, ChangeRecord, EvolutionRecord, OperationRecord, RepoStore } from '../vcs/repo-store.js';
 import { ulid } from './ids.js';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import { getBookmark, putBookmark, removeBookmark } from './repo-store.js';
 
 /**
@@ -29,13 +29,13 @@ export class LmdbRepoStore implements RepoStore {
   }
 
   hasChanges(): boolean {
-    for (const _ of this.meta.getKeys({ ...under(['r', this.repoId, 'chg']), limit: 1 })) return true;
+    for (const _ of this.meta.getKeys({ ...Ranges.changes(this.repoId), limit: 1 })) return true;
     return false;
   }
 
   children(changeId: string): string[] {
     const out: string[] = [];
-    for (const key of this.meta.getKeys(under(['r', this.repoId, 'kid', changeId]))) out.push((key as string[])[4]!);
+    for (const key of this.meta.getKeys(Ranges.children(this.repoId, changeId))) out.push(lastPart(key));
     return out;
   }
 

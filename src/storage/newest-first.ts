@@ -1,15 +1,14 @@
 import type { Database, Key } from 'lmdb';
-import { under } from './keys.js';
+import { lastPart, type KeyRange } from './keys.js';
 
 /**
- * The records under `prefix` whose next key part is a time-ordered id, newest first, starting
- * strictly before `before` when given: the shape of every cursor-paged list.
+ * The records of `range` whose last key part is a time-ordered id, newest first, starting
+ * strictly before the key `before` when given: the shape of every cursor-paged list.
  */
-export function* newestFirst(meta: Database<unknown, Key>, prefix: readonly string[], before?: string): Generator<{ id: string; value: unknown }> {
-  const range = under(prefix);
-  const start: Key = before ? [...prefix, before] : range.end;
-  for (const { key, value } of meta.getRange({ start, end: range.start, reverse: true })) {
-    const id = (key as string[])[prefix.length]!;
-    if (id !== before) yield { id, value };
+export function* newestFirst(meta: Database<unknown, Key>, range: KeyRange, before?: Key): Generator<{ id: string; value: unknown }> {
+  const beforeId = before === undefined ? undefined : lastPart(before);
+  for (const { key, value } of meta.getRange({ start: before ?? range.end, end: range.start, reverse: true })) {
+    const id = lastPart(key);
+    if (id !== beforeId) yield { id, value };
   }
 }

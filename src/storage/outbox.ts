@@ -1,5 +1,5 @@
 import type { Database, Key } from 'lmdb';
-import { K, under } from './keys.js';
+import { K, Ranges } from './keys.js';
 import type { EventEnvelope } from './records.js';
 
 /**
@@ -13,13 +13,13 @@ export function putOutboxEvent(meta: Meta, event: EventEnvelope): void {
 }
 
 export function hasOutboxEvents(meta: Meta): boolean {
-  for (const _ of meta.getKeys({ ...under(['outbox']), limit: 1 })) return true;
+  for (const _ of meta.getKeys({ ...Ranges.outbox(), limit: 1 })) return true;
   return false;
 }
 
 /** Takes (reads and removes, in the caller's write transaction) up to `limit` of the oldest events. */
 export function takeOutboxEvents(meta: Meta, limit: number): EventEnvelope[] {
-  const entries = [...meta.getRange({ ...under(['outbox']), limit })];
+  const entries = [...meta.getRange({ ...Ranges.outbox(), limit })];
   for (const { key } of entries) meta.removeSync(key);
   return entries.map((e) => e.value as EventEnvelope);
 }

@@ -1,5 +1,5 @@
 import type { Database, Key, Transaction } from 'lmdb';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 
 /**
  * Stored objects that nothing references yet, under `['pend', repoId, oid]`: blobs uploaded with
@@ -38,11 +38,11 @@ export function dropPending(meta: Meta, repoId: string, oid: string): void {
 /** Drops every pending mark of the repository (it is being deleted). */
 export function dropAllPending(meta: Meta, repoId: string): void {
   // Keys are collected before removing: a cursor is not walked while its range is being deleted.
-  for (const key of [...meta.getKeys(under(['pend', repoId]))]) meta.removeSync(key);
+  for (const key of [...meta.getKeys(Ranges.pending(repoId))]) meta.removeSync(key);
 }
 
 export function* pendingOf(meta: Meta, repoId: string): Generator<{ oid: string; mark: PendingObject }> {
-  for (const { key, value } of meta.getRange(under(['pend', repoId]))) yield { oid: (key as string[])[2]!, mark: value as PendingObject };
+  for (const { key, value } of meta.getRange(Ranges.pending(repoId))) yield { oid: lastPart(key), mark: value as PendingObject };
 }
 
 /** A pull applied or a push landed: what its pack stored is referenced by the refs it brought. */
@@ -56,6 +56,6 @@ export function dropPendingOwnedBy(meta: Meta, repoId: string, owner: string): n
 /** Oids of a repository's pending objects, for readers that skip them (export). */
 export function pendingOids(meta: Meta, repoId: string, transaction?: Transaction): Set<string> {
   const out = new Set<string>();
-  for (const key of meta.getKeys({ ...under(['pend', repoId]), transaction })) out.add((key as string[])[2]!);
+  for (const key of meta.getKeys({ ...Ranges.pending(repoId), transaction })) out.add(lastPart(key));
   return out;
 }

@@ -1,5 +1,5 @@
 import type { Database, Key } from 'lmdb';
-import { K, quotaGrants } from './keys.js';
+import { K, Ranges } from './keys.js';
 
 /**
  * The org's side of the quota: on the org's shard, a ledger entry per shard it granted
@@ -33,7 +33,7 @@ export type GrantAnswer = { granted: number } | { short: number; holders: Holder
 export const grantChunk = (limit: number): number => Math.ceil(limit / 64);
 
 function entries(meta: Meta, orgId: string): Array<{ shard: number; entry: GrantLedgerEntry }> {
-  return [...meta.getRange(quotaGrants(orgId))].map(({ key, value }) => ({ shard: (key as unknown[])[3] as number, entry: value as GrantLedgerEntry }));
+  return [...meta.getRange(Ranges.quotaGrants(orgId))].map(({ key, value }) => ({ shard: (key as unknown[])[3] as number, entry: value as GrantLedgerEntry }));
 }
 
 /** Notes a shard's total returned (absolute, so a repeated or late report changes nothing). */

@@ -1,6 +1,6 @@
 import type { Database, Key } from 'lmdb';
 import { IDEMPOTENCY_TTL_MS } from './idempotency-store.js';
-import { K, releasedNames } from './keys.js';
+import { K, Ranges } from './keys.js';
 
 type Meta = Database<unknown, Key>;
 
@@ -13,7 +13,7 @@ type Meta = Database<unknown, Key>;
  */
 export function noteReleasedName(meta: Meta, orgId: string, name: string, repoId: string, now: number): void {
   // Expired entries of the name go in the same write, so a name's list stays as short as its last 24 h.
-  const expired = [...meta.getRange(releasedNames(orgId, name))].filter(({ value }) => now - (value as number) >= IDEMPOTENCY_TTL_MS);
+  const expired = [...meta.getRange(Ranges.releasedNames(orgId, name))].filter(({ value }) => now - (value as number) >= IDEMPOTENCY_TTL_MS);
   for (const { key } of expired) meta.removeSync(key);
   meta.putSync(K.releasedName(orgId, name, repoId), now);
 }
@@ -21,7 +21,7 @@ export function noteReleasedName(meta: Meta, orgId: string, name: string, repoId
 /** The repositories that gave up `name` in the last 24 h. */
 export function recentHoldersOf(meta: Meta, orgId: string, name: string, now: number): string[] {
   const holders: string[] = [];
-  for (const { key, value } of meta.getRange(releasedNames(orgId, name))) {
+  for (const { key, value } of meta.getRange(Ranges.releasedNames(orgId, name))) {
     if (now - (value as number) < IDEMPOTENCY_TTL_MS) holders.push((key as string[])[5]!);
   }
   return holders;

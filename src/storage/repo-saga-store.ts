@@ -1,5 +1,5 @@
 import type { Database, Key } from 'lmdb';
-import { K, orgSagaRange } from './keys.js';
+import { K, Ranges } from './keys.js';
 import type { RecordReader } from './read/record-cache.js';
 
 /**
@@ -90,7 +90,7 @@ export function isListed(meta: RecordReader, orgId: string, repoId: string): boo
 
 /** The org's unfinished saga of this repository, if any (an org has few at a time). */
 export function sagaOfRepo(meta: Meta, orgId: string, repoId: string): RepoSagaRecord | undefined {
-  for (const { value } of meta.getRange(orgSagaRange(orgId))) {
+  for (const { value } of meta.getRange(Ranges.orgSagas(orgId))) {
     const saga = value as RepoSagaRecord;
     if (saga.repo_id === repoId) return saga;
   }
@@ -100,7 +100,7 @@ export function sagaOfRepo(meta: Meta, orgId: string, repoId: string): RepoSagaR
 /** Unfinished sagas of the given orgs that started before `cutoff` (ISO), oldest first per org. */
 export function* staleSagas(meta: Meta, orgIds: Iterable<string>, cutoff: string): Generator<RepoSagaRecord> {
   for (const orgId of orgIds) {
-    for (const { value } of meta.getRange(orgSagaRange(orgId))) {
+    for (const { value } of meta.getRange(Ranges.orgSagas(orgId))) {
       const saga = value as RepoSagaRecord;
       if (saga.at >= cutoff) break;
       yield saga;

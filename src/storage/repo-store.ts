@@ -1,5 +1,6 @@
 import type { Database, Key, Transaction } from 'lmdb';
-import { K, under } from './keys.js';
+import { SHARD_COUNT } from '../actors/shard-map.js';
+import { K, lastPart, Ranges } from './keys.js';
 import type { Storage } from './database.js';
 import type { RecordReader } from './read/record-cache.js';
 import type { BookmarkRecord, RepoRecord, TagRecord } from './records.js';
@@ -49,8 +50,8 @@ export function isRepoNameTaken(meta: RecordReader, orgId: string, name: string)
 export function clearRepository(storage: Storage, repoId: string): void {
   const { meta, objects } = storage;
   // Keys are collected before removing: a cursor is not walked while its range is being deleted.
-  for (const key of [...meta.getKeys(under(['r', repoId]))]) meta.removeSync(key);
-  for (const key of [...objects.getKeys(under([repoId]))]) objects.removeSync(key);
+  for (const key of [...meta.getKeys(Ranges.repoOwned(repoId))]) meta.removeSync(key);
+  for (const key of [...objects.getKeys(Ranges.objects(repoId))]) objects.removeSync(key);
 }
 
 /** Removes the repository record (its org's indexes are the org actor's: repo-saga-store.ts). */
@@ -72,19 +73,19 @@ export function removeBookmark(meta: Meta, repoId: string, name: string): void {
 
 /** Every bookmark of the repository, by name. */
 export function* bookmarksOf(meta: Meta, repoId: string): Generator<BookmarkRecord> {
-  for (const { value } of meta.getRange(under(['r', repoId, 'bm']))) yield value as BookmarkRecord;
+  for (const { value } of meta.getRange(Ranges.bookmarks(repoId))) yield value as BookmarkRecord;
 }
 
 /** The repository's bookmarks by name (names sort as UTF-8 bytes), from the name `from` on (inclusive). */
 export function* bookmarksFrom(meta: Meta, repoId: string, from: string | null): Generator<BookmarkRecord> {
-  const range = under(['r', repoId, 'bm']);
+  const range = Ranges.bookmarks(repoId);
   const start = from === null ? range.start : K.bookmark(repoId, from);
   for (const { value } of meta.getRange({ start, end: range.end })) yield value as BookmarkRecord;
 }
 
 /** Every tag of the repository, by name. */
 export function* tagsOf(meta: Meta, repoId: string): Generator<TagRecord> {
-  for (const { value } of meta.getRange(under(['r', repoId, 'tag']))) yield value as TagRecord;
+  for (const { value } of meta.getRange(Ranges.tags(repoId))) yield value as TagRecord;
 }
 
 /** The commit of `refs/notes/<name>` pulled from the upstream, if any. */
@@ -114,29 +115,33 @@ export function headChangeId(meta: RecordReader, repo: RepoRecord): string {
 
 /** Repository ids of an org, newest first, starting after `afterId` (exclusive) when given. */
 export function* orgRepoIds(meta: Meta, orgId: string, afterId?: string): Generator<string> {
-  const range = under(['o', orgId, 'repo']);
-  const start: Key = afterId ? ['o', orgId, 'repo', afterId] : range.end;
+  const range = Ranges.orgRepos(orgId);
+  const start: Key = afterId ? K.orgRepo(orgId, afterId) : range.end;
   for (const key of meta.getKeys({ start, end: range.start, reverse: true })) {
-    const id = (key as string[])[3]!;
+    const id = lastPart(key);
     if (id !== afterId) yield id;
   }
 }
 
 /**
- * Ids of every repository: org by org, each org's in creation order. The orgs are found from
- * their repository lists (one key read to step from one org to the next), not from the org directory.
+ * Ids of every repository: shard by shard, org by org, each org's in creation order. The orgs are
+ * found from their shard-owned data (one key read to step from one org to the next), not from the
+ * org directory.
  */
 export function* allRepoIds(meta: Meta): Generator<string> {
-  let start = under(['o']).start;
-  for (;;) {
-    let orgId: string | undefined;
-    for (const key of meta.getKeys({ start, end: under(['o']).end, limit: 1 })) orgId = (key as string[])[1];
-    if (orgId === undefined) return;
-    for (const key of meta.getKeys(under(['o', orgId, 'repo']))) yield (key as string[])[3]!;
-    start = under(['o', orgId]).end;
+  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+    const orgs = Ranges.shardOrgData(shard);
+    let start = orgs.start;
+    for (;;) {
+      let orgId: string | undefined;
+      for (const key of meta.getKeys({ start, end: orgs.end, limit: 1 })) orgId = (key as string[])[2];
+      if (orgId === undefined) break;
+      for (const key of meta.getKeys(Ranges.orgRepos(orgId))) yield lastPart(key);
+      start = Ranges.orgData(orgId).end;
+    }
   }
 }
 
 export function countOrgRepos(meta: Meta, orgId: string): number {
-  return meta.getKeysCount(under(['o', orgId, 'repo']));
+  return meta.getKeysCount(Ranges.orgRepos(orgId));
 }

@@ -1,5 +1,6 @@
 import type { Database, Key } from 'lmdb';
-import { K, under } from './keys.js';
+import { SHARD_COUNT } from '../actors/shard-map.js';
+import { K, lastPart, Ranges } from './keys.js';
 import { newestFirst } from './newest-first.js';
 import type { RecordReader } from './read/record-cache.js';
 import type { SyncRecord } from './records.js';
@@ -37,40 +38,54 @@ export function offerLatestSync(meta: Meta, repoId: string, view: LatestSync): v
 /** Indexes a new sync: in the org's runs, at the end of the queue, and for the repository's cleanup. */
 export function indexNewSync(meta: Meta, record: SyncRecord): void {
   meta.putSync(K.orgSync(record.org_id, record.id), record.repo_id);
-  meta.putSync(K.syncQueue(record.id), record.repo_id);
+  meta.putSync(K.syncQueue(record.repo_id, record.id), record.repo_id);
   meta.putSync(K.repoSyncIndex(record.repo_id, record.id), record.org_id);
 }
 
-export function dequeueSync(meta: Meta, syncId: string): void {
-  meta.removeSync(K.syncQueue(syncId));
+export function dequeueSync(meta: Meta, repoId: string, syncId: string): void {
+  meta.removeSync(K.syncQueue(repoId, syncId));
 }
 
 /** Removes a deleted repository's syncs from the org's runs and the queue (its own range goes with it). */
 export function unindexRepoSyncs(meta: Meta, orgId: string, repoId: string): void {
-  for (const key of meta.getKeys(under(['sync-repo', repoId]))) {
-    const syncId = (key as string[])[2]!;
+  for (const key of meta.getKeys(Ranges.repoSyncIndex(repoId))) {
+    const syncId = lastPart(key);
     meta.removeSync(K.orgSync(orgId, syncId));
-    meta.removeSync(K.syncQueue(syncId));
+    meta.removeSync(K.syncQueue(repoId, syncId));
     meta.removeSync(key);
   }
 }
 
 /** Unfinished syncs (queued or running). */
 export function syncQueueLength(meta: Meta): number {
-  return meta.getKeysCount(under(['syncq']));
+  let n = 0;
+  for (let shard = 0; shard < SHARD_COUNT; shard++) n += meta.getKeysCount(Ranges.shardSyncQueue(shard));
+  return n;
 }
 
-/** The queue in enqueue order: each unfinished sync with its repository. */
-export function* syncQueue(meta: Meta): Generator<{ syncId: string; repoId: string }> {
-  for (const { key, value } of meta.getRange(under(['syncq']))) yield { syncId: (key as string[])[1]!, repoId: value as string };
+/**
+ * Each repository's oldest unfinished sync, oldest first: the queue's heads, in the order they
+ * were enqueued. Each shard keeps its repositories' queues (a repository's in enqueue order).
+ */
+export function syncQueueHeads(meta: Meta): Array<{ syncId: string; repoId: string }> {
+  const heads: Array<{ syncId: string; repoId: string }> = [];
+  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+    let previous: string | null = null;
+    for (const { key, value } of meta.getRange(Ranges.shardSyncQueue(shard))) {
+      const repoId = value as string;
+      if (repoId !== previous) heads.push({ syncId: lastPart(key), repoId });
+      previous = repoId;
+    }
+  }
+  return heads.sort((a, b) => (a.syncId < b.syncId ? -1 : a.syncId > b.syncId ? 1 : 0));
 }
 
 /** A repository's syncs, newest first, strictly before `before` when given. */
 export function* repoSyncsNewestFirst(meta: Meta, repoId: string, before?: string): Generator<SyncRecord> {
-  for (const { value } of newestFirst(meta, ['r', repoId, 'sync'], before)) yield value as SyncRecord;
+  for (const { value } of newestFirst(meta, Ranges.syncs(repoId), before ? K.sync(repoId, before) : undefined)) yield value as SyncRecord;
 }
 
 /** The org's syncs (their ids and repositories), newest first, strictly before `before` when given. */
 export function* orgSyncsNewestFirst(meta: Meta, orgId: string, before?: string): Generator<{ syncId: string; repoId: string }> {
-  for (const { id, value } of newestFirst(meta, ['o', orgId, 'sync'], before)) yield { syncId: id, repoId: value as string };
+  for (const { id, value } of newestFirst(meta, Ranges.orgSyncs(orgId), before ? K.orgSync(orgId, before) : undefined)) yield { syncId: id, repoId: value as string };
 }

@@ -1,5 +1,5 @@
 import type { Database, Key } from 'lmdb';
-import { K, under } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import { newestFirst } from './newest-first.js';
 
 /**
@@ -57,7 +57,7 @@ type Meta = Database<unknown, Key>;
 
 /** Deliveries pending (queued, in flight or waiting for a retry), counted from the pending index. */
 export function pendingCount(meta: Meta): number {
-  return meta.getKeysCount(under(['whq']));
+  return meta.getKeysCount(Ranges.webhookPending());
 }
 
 /**
@@ -66,7 +66,7 @@ export function pendingCount(meta: Meta): number {
  */
 export function removeDeliveries(meta: Meta, orgId: string, targetId: string): void {
   // Keys are collected first: a range is not iterated while it is being deleted.
-  for (const key of [...meta.getKeys(under(['o', orgId, 'whd', targetId])), ...meta.getKeys(under(['whq', targetId]))]) meta.removeSync(key);
+  for (const key of [...meta.getKeys(Ranges.webhookDeliveries(orgId, targetId)), ...meta.getKeys(Ranges.webhookPendingOf(targetId))]) meta.removeSync(key);
 }
 
 export function getDelivery(meta: Meta, orgId: string, targetId: string, deliveryId: string): DeliveryRecord | undefined {
@@ -94,7 +94,7 @@ export function saveDeliveryAttempt(meta: Meta, record: DeliveryRecord): boolean
 /** Every (target, lane) with pending deliveries, once each. */
 export function* pendingLanes(meta: Meta): Generator<{ targetId: string; lane: string }> {
   let last = '';
-  for (const key of meta.getKeys(under(['whq']))) {
+  for (const key of meta.getKeys(Ranges.webhookPending())) {
     const [, targetId, lane] = key as string[];
     if (`${targetId}\0${lane}` === last) continue;
     last = `${targetId}\0${lane}`;
@@ -104,7 +104,7 @@ export function* pendingLanes(meta: Meta): Generator<{ targetId: string; lane: s
 
 /** The pending index of one lane, in order: each delivery id with its org. */
 export function* laneEntries(meta: Meta, targetId: string, lane: string): Generator<{ orgId: string; deliveryId: string }> {
-  for (const { key, value } of meta.getRange(under(['whq', targetId, lane]))) yield { orgId: value as string, deliveryId: (key as string[])[3]! };
+  for (const { key, value } of meta.getRange(Ranges.webhookLane(targetId, lane))) yield { orgId: value as string, deliveryId: lastPart(key) };
 }
 
 /** Removes index entries of deliveries that are no longer pending. */
@@ -114,12 +114,12 @@ export function dropLaneEntries(meta: Meta, targetId: string, lane: string, deli
 
 /** A target's delivery log, newest first, strictly before `before` when given. */
 export function* deliveriesNewestFirst(meta: Meta, orgId: string, targetId: string, before?: string): Generator<DeliveryRecord> {
-  for (const { value } of newestFirst(meta, ['o', orgId, 'whd', targetId], before)) yield value as DeliveryRecord;
+  for (const { value } of newestFirst(meta, Ranges.webhookDeliveries(orgId, targetId), before ? K.webhookDelivery(orgId, targetId, before) : undefined)) yield value as DeliveryRecord;
 }
 
 /** A target's delivery log, oldest first (delivery ids sort by creation time). */
 export function* deliveryLog(meta: Meta, orgId: string, targetId: string): Generator<DeliveryRecord> {
-  for (const { value } of meta.getRange(under(['o', orgId, 'whd', targetId]))) yield value as DeliveryRecord;
+  for (const { value } of meta.getRange(Ranges.webhookDeliveries(orgId, targetId))) yield value as DeliveryRecord;
 }
 
 /** Removes the delivery unless it is pending again; returns whether it was removed. */

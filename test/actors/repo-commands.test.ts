@@ -6,7 +6,7 @@ import { isServiceError } from '../../src/errors.js';
 import { openStorage } from '../../src/storage/database.js';
 import { createOrg } from '../../src/storage/admin-store.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
-import { K, under } from '../../src/storage/keys.js';
+import { K, Ranges } from '../../src/storage/keys.js';
 import type { BookmarkRecord, EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../../src/storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../src/actors/commands/repos.js';
 import { createRepository, deleteRepository, settleSaga, updateRepository, type StepCall } from '../../src/actors/repo-saga.js';
@@ -70,8 +70,8 @@ const update = (name: string, input: UpdateRepoInput): Promise<Outcome> => outco
 const remove = (id: string, name: string): Promise<Outcome> => outcome((call) => deleteRepository(call, org.id, id, () => name), org);
 
 const createInput = (name: string | null, extra: Partial<CreateRepoInput> = {}): CreateRepoInput => ({ org_id: org.id, name, default_bookmark: 'main', tags: {}, upstream: null, ...extra });
-const events = (repoId: string): EventEnvelope[] => [...storage.meta.getRange(under(['outbox']))].map(({ value }) => value as EventEnvelope).filter((e) => e.repository?.id === repoId);
-const ops = (repoId: string): OperationRecord[] => [...storage.meta.getRange(under(['r', repoId, 'op']))].map(({ value }) => value as OperationRecord);
+const events = (repoId: string): EventEnvelope[] => [...storage.meta.getRange(Ranges.outbox())].map(({ value }) => value as EventEnvelope).filter((e) => e.repository?.id === repoId);
+const ops = (repoId: string): OperationRecord[] => [...storage.meta.getRange(Ranges.operations(repoId))].map(({ value }) => value as OperationRecord);
 
 /** Record ↔ name index ↔ org list ↔ default bookmark, all present. */
 function consistent(t: Test, repo: RepoRecord): void {
@@ -86,7 +86,7 @@ t.test('repo.create - record, indexes, default bookmark, operation and both even
   const res = await create(createInput('One', { tags: { team: 'x' }, upstream: { url: 'https://93.184.215.14/r.git', auth: { kind: 'token', token: SECRET } } }));
   t.equal(res.status, 201);
   t.equal((storage.root.getStats() as { lastTxnId: number }).lastTxnId, before + 3, 'reserve (org), init (repository), confirm (org)');
-  t.equal(storage.meta.getKeysCount(under(['o', org.id, 'saga'])), 0, 'the saga is finished');
+  t.equal(storage.meta.getKeysCount(Ranges.orgSagas(org.id)), 0, 'the saga is finished');
   const repo = storage.meta.get(K.repo(res.json.id)) as RepoRecord;
   t.equal(repo.name, 'One');
   t.equal(storage.meta.get(K.repoName(org.id, 'one')), repo.id, 'the name index is lowercased');
@@ -110,23 +110,23 @@ t.test('repo.create - record, indexes, default bookmark, operation and both even
 });
 
 t.test('repo.create - an org without webhook targets stores no events, the rest as usual', async (t) => {
-  const outboxBefore = storage.meta.getKeysCount(under(['outbox']));
+  const outboxBefore = storage.meta.getKeysCount(Ranges.outbox());
   const res = await create({ ...createInput('Silent'), org_id: quiet.id }, quiet);
   t.equal(res.status, 201);
   const repo = storage.meta.get(K.repo(res.json.id)) as RepoRecord;
   t.equal(repo.last_op_id, ops(repo.id)[0]?.id, 'the operation is recorded');
-  t.equal(storage.meta.getKeysCount(under(['outbox'])), outboxBefore, 'nobody subscribes: no event kept');
+  t.equal(storage.meta.getKeysCount(Ranges.outbox()), outboxBefore, 'nobody subscribes: no event kept');
 });
 
 t.test('repo.create - a refused create writes nothing', async (t) => {
-  const outboxBefore = storage.meta.getKeysCount(under(['outbox']));
-  const reposBefore = storage.meta.getKeysCount(under(['o', org.id, 'repo']));
+  const outboxBefore = storage.meta.getKeysCount(Ranges.outbox());
+  const reposBefore = storage.meta.getKeysCount(Ranges.orgRepos(org.id));
   const dup = await create(createInput('ONE'));
   t.equal(dup.status, 409);
   t.equal(dup.code, 'REPO_EXISTS');
-  t.equal(storage.meta.getKeysCount(under(['outbox'])), outboxBefore, 'no event');
-  t.equal(storage.meta.getKeysCount(under(['o', org.id, 'repo'])), reposBefore, 'no repository');
-  t.equal(storage.meta.getKeysCount(under(['o', org.id, 'saga'])), 0, 'no saga begun');
+  t.equal(storage.meta.getKeysCount(Ranges.outbox()), outboxBefore, 'no event');
+  t.equal(storage.meta.getKeysCount(Ranges.orgRepos(org.id)), reposBefore, 'no repository');
+  t.equal(storage.meta.getKeysCount(Ranges.orgSagas(org.id)), 0, 'no saga begun');
 });
 
 t.test('repo.update and repo.delete - operation chain and events with before/after', async (t) => {
@@ -163,7 +163,7 @@ t.test('repo.update and repo.delete - operation chain and events with before/aft
   t.same(events(id).map((e) => e.type), ['repo.created', 'bookmark.created', 'repo.updated', 'repo.deleted']);
   const gone = await update('Two2', { repo_id: id, name: 'x' });
   t.equal(gone.code, 'REPO_NOT_FOUND');
-  t.equal(storage.meta.getKeysCount(under(['o', org.id, 'saga'])), 0, 'no saga left');
+  t.equal(storage.meta.getKeysCount(Ranges.orgSagas(org.id)), 0, 'no saga left');
 });
 
 t.test('batching - concurrent creates commit many per LMDB transaction, each answered after its batch', async (t) => {
@@ -202,5 +202,5 @@ t.test('settling - a create whose init never ran is undone for good; one whose i
   t.equal(events(half.repo_id).length, 2, 'nor emits its events again');
   t.equal(await settleSaga(call, sagaOf(half.saga_id)), 'finished');
   consistent(t, storage.meta.get(K.repo(half.repo_id)) as RepoRecord);
-  t.equal(storage.meta.getKeysCount(under(['o', org.id, 'saga'])), 0, 'no saga left');
+  t.equal(storage.meta.getKeysCount(Ranges.orgSagas(org.id)), 0, 'no saga left');
 });

@@ -7,6 +7,7 @@ import { LmdbAnalyticsSource } from '../../src/actors/system/analytics/source.js
 import type { AnalyticsSource } from '../../src/actors/system/analytics/source.js';
 import { readAnalytics } from '../../src/actors/system/analytics/status.js';
 import type { AnalyticsDocument } from '../../src/actors/system/analytics/document.js';
+import { K } from '../../src/storage/keys.js';
 import { getRepo } from '../../src/storage/repo-store.js';
 import type { Storage } from '../../src/storage/database.js';
 import type { ObjectStore } from '../../src/vcs/object-store.js';
@@ -131,7 +132,7 @@ t.test('actor - a deleted repository is forgotten', async (t) => {
   const engine = new AnalyticsEngine(storage, new SwitchableSource(storage, history), AgentTable.defaults());
   const actor = new AnalyticsActor(storage, engine);
   seedRepo(storage, REPO, history.commit({ files: { 'a.txt': lines('a') } }));
-  storage.meta.removeSync(['r', REPO]);
+  storage.meta.removeSync(K.repo(REPO));
   t.equal(actor.scan(), 0);
   t.notOk(engine.needsRun(REPO));
   await actor.stop();

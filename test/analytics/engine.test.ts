@@ -3,7 +3,7 @@ import { AnalyticsEngine } from '../../src/actors/system/analytics/engine.js';
 import type { AnalyticsState } from '../../src/storage/analytics-store.js';
 import { AgentTable } from '../../src/actors/system/analytics/agent-table.js';
 import type { AnalyticsDocument } from '../../src/actors/system/analytics/document.js';
-import { K, under } from '../../src/storage/keys.js';
+import { K, lastPart, Ranges } from '../../src/storage/keys.js';
 import { readDocument } from '../../src/actors/system/analytics/stored-document.js';
 import type { Storage } from '../../src/storage/database.js';
 import { CLAUDE, HOUR, T0, TestHistory, lines, seedRepo, tempStorage } from './fixtures.js';
@@ -12,7 +12,7 @@ const REPO = 'repo_engine';
 const at = (hours: number): Date => new Date(T0.getTime() + hours * HOUR);
 const docOf = (storage: Storage): AnalyticsDocument => readDocument(storage.meta, REPO)!;
 const stateOf = (storage: Storage): AnalyticsState => storage.meta.get(K.analyticsState(REPO)) as AnalyticsState;
-const keptOids = (storage: Storage): string[] => [...storage.meta.getKeys(under(['r', REPO, 'analytics-commit']))].map((k) => (k as string[])[3]!).sort();
+const keptOids = (storage: Storage): string[] => [...storage.meta.getKeys(Ranges.analyticsCommits(REPO))].map(lastPart).sort();
 
 /**
  * The shared history (dates in hours after T0):

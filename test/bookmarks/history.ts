@@ -1,4 +1,4 @@
-import type { Key } from 'lmdb';
+import { Ranges } from '../../src/storage/keys.js';
 import { openStorage } from '../../src/storage/database.js';
 import type { OperationRecord } from '../../src/storage/records.js';
 import type { TestServer } from '../helpers/server.js';
@@ -40,7 +40,7 @@ export async function bookmarkTarget(s: TestServer, repo: string, name: string):
 export function operations(s: TestServer, repoId: string): OperationRecord[] {
   const storage = openStorage(s.dataDir);
   try {
-    return [...storage.meta.getRange({ start: ['r', repoId, 'op', null] as Key, end: ['r', repoId, 'op', '\uffff'] })].map((e) => e.value as OperationRecord);
+    return [...storage.meta.getRange(Ranges.operations(repoId))].map((e) => e.value as OperationRecord);
   } finally {
     void storage.close();
   }

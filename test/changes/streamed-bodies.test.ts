@@ -94,11 +94,11 @@ t.test('streamed bodies - a body that fails after contents were staged leaves no
   t.equal(twice.status, 400, 'content on a delete');
   // The staged chunks were dropped: the repository's chunk range is empty.
   const { openStorage } = await import('../../src/storage/database.js');
-  const { under } = await import('../../src/storage/keys.js');
+  const { Ranges } = await import('../../src/storage/keys.js');
   const repoId = (await f.s.api('GET', f.base)).json.id as string;
   const storage = openStorage(f.s.dataDir);
   try {
-    t.equal(storage.chunks.getKeysCount(under([repoId])), 0, 'no chunk is left over');
+    t.equal(storage.chunks.getKeysCount(Ranges.chunks(repoId)), 0, 'no chunk is left over');
   } finally {
     await storage.close();
   }

@@ -7,7 +7,7 @@ import { rawRequest } from '../helpers/raw-http.js';
 import { serverForFile, startTestServer, type TestServer } from '../helpers/server.js';
 import { BLOB, COMMIT, TREE, entry, entryHeader, pack, refDelta, delta, whole } from '../helpers/pack-builder.js';
 import { openStorage } from '../../src/storage/database.js';
-import { under } from '../../src/storage/keys.js';
+import { Ranges } from '../../src/storage/keys.js';
 import { hashObject } from '../../src/vcs/git-object.js';
 import { cloneUrl, createRepo, gitClient, pkt, postReceivePack, responsePackets, responseLines, ROOT, write } from './helpers.js';
 
@@ -32,7 +32,7 @@ async function repoId(server: TestServer, repo: string): Promise<string> {
 function stored(server: TestServer, id: string): { objects: number; pending: number } {
   const storage = openStorage(server.dataDir);
   try {
-    return { objects: storage.objects.getKeysCount(under([id])), pending: storage.meta.getKeysCount(under(['pend', id])) };
+    return { objects: storage.objects.getKeysCount(Ranges.objects(id)), pending: storage.meta.getKeysCount(Ranges.pending(id)) };
   } finally {
     void storage.close();
   }

@@ -1,6 +1,6 @@
 import type { Test } from 'tap';
 import { openStorage } from '../../src/storage/database.js';
-import { K, under } from '../../src/storage/keys.js';
+import { K, lastPart, Ranges } from '../../src/storage/keys.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { BookmarkRecord, RepoRecord } from '../../src/storage/records.js';
 import type { NameClaim, RepoSagaRecord } from '../../src/storage/repo-saga-store.js';
@@ -20,8 +20,8 @@ export async function checkRepositories(t: Test, dataDir: string, orgSlug: strin
       problems++;
       if (problems <= 10) t.fail(what);
     };
-    for (const key of storage.meta.getKeys(under(['o', org.id, 'repo']))) {
-      const id = (key as string[])[3]!;
+    for (const key of storage.meta.getKeys(Ranges.orgRepos(org.id))) {
+      const id = lastPart(key);
       const repo = storage.meta.get(K.repo(id)) as RepoRecord | undefined;
       if (!repo) {
         problem(`org list names ${id} but it has no record`);
@@ -37,16 +37,16 @@ export async function checkRepositories(t: Test, dataDir: string, orgSlug: strin
       if (!bm) problem(`${repo.name}: default bookmark missing`);
       if (!repo.last_op_id || !storage.meta.get(K.operation(id, repo.last_op_id))) problem(`${repo.name}: its operation is missing`);
     }
-    for (const { key, value } of storage.meta.getRange(under(['o', org.id, 'name']))) {
+    for (const { key, value } of storage.meta.getRange(Ranges.orgNames(org.id))) {
       // A claim (an object) is a name an unfinished saga holds: it finds no repository, and the
       // saga's record is there for the sweeper to settle it.
       if (typeof value === 'object') {
         const claim = value as NameClaim;
-        if (storage.meta.get(K.repoSaga(org.id, claim.saga_id)) === undefined) problem(`name ${(key as string[])[3]} is claimed by a saga that has no record`);
+        if (storage.meta.get(K.repoSaga(org.id, claim.saga_id)) === undefined) problem(`name ${lastPart(key)} is claimed by a saga that has no record`);
         continue;
       }
       const id = value as string;
-      if (!repos.has(id)) problem(`name index ${(key as string[])[3]} points at ${id}, which is not in the org list`);
+      if (!repos.has(id)) problem(`name index ${lastPart(key)} points at ${id}, which is not in the org list`);
     }
     t.equal(problems, 0, `${repos.size} repositories, all whole`);
   } finally {

@@ -108,6 +108,8 @@ export interface StartOptions {
   workers?: number;
   dataDir?: string;
   org?: string;
+  /** An admin key the data directory already has: the server starts on the directory as it is. */
+  key?: TestKey;
 }
 
 function withDirectory<T>(dataDir: string, fn: (d: LmdbOrgDirectory, s: Storage) => T): T {
@@ -160,14 +162,16 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   const org = opts.org ?? 'acme';
   const logs: string[] = [];
   const makeKey = (o: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey => createTestKey(dataDir, { ...o, org: o.org ?? org });
-  withDirectory(dataDir, (d) => {
-    try {
-      createOrg(d, org, `${org} inc`);
-    } catch {
-      // already there (restart on an existing data directory)
-    }
-  });
-  const key = makeKey({ scopes: ['admin'], name: 'test-admin' });
+  if (!opts.key) {
+    withDirectory(dataDir, (d) => {
+      try {
+        createOrg(d, org, `${org} inc`);
+      } catch {
+        // already there (restart on an existing data directory)
+      }
+    });
+  }
+  const key = opts.key ?? makeKey({ scopes: ['admin'], name: 'test-admin' });
   let { child, port, metricsPort } = await launch(dataDir, opts, logs);
 
   const server: TestServer = {

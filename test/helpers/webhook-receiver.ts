@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { Socket } from 'node:net';
 import { WEBHOOK_EVENT_KINDS } from '../../src/protocol/schemas/webhooks.js';
 import { openStorage } from '../../src/storage/database.js';
-import { under } from '../../src/storage/keys.js';
+import { Ranges } from '../../src/storage/keys.js';
 import type { EventEnvelope } from '../../src/storage/records.js';
 import type { TestServer } from './server.js';
 
@@ -173,9 +173,9 @@ export async function startWebhookReceiver(opts: ReceiverOptions = {}): Promise<
 export function deliveriesDrained(dataDir: string, targetIds: string[]): boolean {
   const storage = openStorage(dataDir);
   try {
-    for (const _ of storage.meta.getKeys({ ...under(['outbox']), limit: 1 })) return false;
+    for (const _ of storage.meta.getKeys({ ...Ranges.outbox(), limit: 1 })) return false;
     for (const targetId of targetIds) {
-      for (const _ of storage.meta.getKeys({ ...under(['whq', targetId]), limit: 1 })) return false;
+      for (const _ of storage.meta.getKeys({ ...Ranges.webhookPendingOf(targetId), limit: 1 })) return false;
     }
     return true;
   } finally {

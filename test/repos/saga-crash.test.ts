@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { checkRepositories } from '../helpers/consistency.js';
 import { openStorage } from '../../src/storage/database.js';
-import { orgSagaRange } from '../../src/storage/keys.js';
+import { Ranges } from '../../src/storage/keys.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 
 /**
@@ -36,7 +36,7 @@ async function unsettledSagas(dataDir: string): Promise<number> {
   const storage = openStorage(dataDir);
   try {
     const org = new LmdbOrgDirectory(storage).orgBySlug('acme')!;
-    return storage.meta.getKeysCount(orgSagaRange(org.id));
+    return storage.meta.getKeysCount(Ranges.orgSagas(org.id));
   } finally {
     await storage.close();
   }

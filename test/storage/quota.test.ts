@@ -77,7 +77,7 @@ t.test('quota - writes succeed until the org is full, then 413 QUOTA_EXCEEDED sa
   // The counter is durable: after a restart the org is still full.
   await s.stop();
   const full = storedState(s.dataDir, orgId, secondId);
-  t.ok(full.orgBytes! > QUOTA - FILE && full.orgBytes! <= QUOTA, `the org counter (${full.orgBytes}) is near the quota, never over`);
+  t.ok(full.orgBytes > QUOTA - FILE && full.orgBytes <= QUOTA, `the org counter (${full.orgBytes}) is near the quota, never over`);
   t.ok(full.repoBytes! > 2 * FILE, 'the repository has its own counter');
   await s.restart();
   const again = await writeBinary(s, 'second', head, 'again.bin', noise(FILE));
@@ -111,6 +111,6 @@ t.test('quota - concurrent writes to several repositories never take the org ove
   t.ok(ok >= 5 && ok <= 6, `${ok} writes of 10 KiB fit in 64 KiB`);
   await s.stop();
   const state = storedState(s.dataDir, orgId, '-');
-  t.ok(state.orgBytes! <= QUOTA, `the counter (${state.orgBytes}) is within the quota`);
+  t.ok(state.orgBytes <= QUOTA, `the counter (${state.orgBytes}) is within the quota`);
   await s.restart();
 });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { Key } from 'lmdb';
 import { openStorage, type Storage } from '../../src/storage/database.js';
+import { K } from '../../src/storage/keys.js';
 import { RecordCache } from '../../src/storage/read/record-cache.js';
 
 /**
@@ -30,7 +31,7 @@ function commit(key: Key, value: unknown): void {
 
 t.test('a write committed while its call is in flight is read at once, not the cached value', async (t) => {
   const cache = new RecordCache(storage.meta);
-  const key = ['r', 'repo_A', 'sync-latest'];
+  const key = K.latestSync('repo_A');
   commit(key, { status: 'in_progress' });
   t.same(cache.get(key), { status: 'in_progress' });
 
@@ -45,7 +46,7 @@ t.test('a write committed while its call is in flight is read at once, not the c
 
 t.test('a repository stays uncached until the last of its calls in flight settles', async (t) => {
   const cache = new RecordCache(storage.meta);
-  const key = ['r', 'repo_B'];
+  const key = K.repo('repo_B');
   commit(key, { name: 'one' });
   cache.dispatched('repo:repo_B');
   cache.dispatched('repo:repo_B');
@@ -58,8 +59,8 @@ t.test('a repository stays uncached until the last of its calls in flight settle
 
 t.test('an org call in flight makes every repository record read afresh, and the org names', async (t) => {
   const cache = new RecordCache(storage.meta);
-  const record = ['r', 'repo_C'];
-  const name = ['o', 'org_X', 'name', 'c'];
+  const record = K.repo('repo_C');
+  const name = K.repoName('org_X', 'c');
   commit(record, { name: 'c' });
   commit(name, 'repo_C');
   t.same(cache.get(record), { name: 'c' });
@@ -77,7 +78,7 @@ t.test('an org call in flight makes every repository record read afresh, and the
 
 t.test('with no call in flight, a record is decoded once and kept until a call to its actor settles', async (t) => {
   const cache = new RecordCache(storage.meta);
-  const key = ['r', 'repo_D', 'bm', 'main'];
+  const key = K.bookmark('repo_D', 'main');
   commit(key, { target: 'a' });
   const first = cache.get(key);
   t.equal(cache.get(key), first, 'the same decoded value');

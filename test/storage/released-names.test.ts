@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { IDEMPOTENCY_TTL_MS } from '../../src/storage/idempotency-store.js';
-import { releasedNames } from '../../src/storage/keys.js';
+import { Ranges } from '../../src/storage/keys.js';
 import { noteReleasedName, recentHoldersOf } from '../../src/storage/released-names.js';
 
 /** The names repositories gave up, against a real LMDB environment. */
@@ -34,6 +34,6 @@ t.test('released names - holders of the last 24 h, any casing; older entries are
   t.same(recentHoldersOf(storage.meta, 'org1', 'alpha', later), ['repo-b'], 'repo-a released more than 24 h ago');
   note('alpha', 'repo-d', later);
   t.same(recentHoldersOf(storage.meta, 'org1', 'alpha', later).sort(), ['repo-b', 'repo-d']);
-  t.equal([...storage.meta.getKeys(releasedNames('org1', 'alpha'))].length, 2, 'the expired entry is gone from storage');
+  t.equal([...storage.meta.getKeys(Ranges.releasedNames('org1', 'alpha'))].length, 2, 'the expired entry is gone from storage');
   t.same(recentHoldersOf(storage.meta, 'org1', 'beta', start), ['repo-c'], 'another name keeps its own');
 });

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { openStorage } from '../../src/storage/database.js';
-import { K, under } from '../../src/storage/keys.js';
+import { K, lastPart, Ranges, withoutShard } from '../../src/storage/keys.js';
 import { shardAllowance } from '../../src/storage/quota.js';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import type { TestServer } from '../helpers/server.js';
@@ -60,10 +60,10 @@ export function storedState(dataDir: string, orgId: string, repoId: string): Sto
     return {
       orgBytes: orgBytesUsed(meta, orgId),
       repoBytes: meta.get(K.repoBytes(repoId)) as number | undefined,
-      pending: [...meta.getKeys(under(['pend', repoId]))].map((k) => (k as string[])[2]!),
-      staged: [...meta.getRange(under(['staged']))].filter((e) => e.value === repoId).map((e) => (e.key as string[])[1]!),
-      objects: [...storage.objects.getKeys(under([repoId]))].map((k) => (k as string[])[1]!),
-      chunkUploads: [...new Set([...storage.chunks.getKeys(under([repoId]))].map((k) => (k as string[])[1]!))],
+      pending: [...meta.getKeys(Ranges.pending(repoId))].map(lastPart),
+      staged: [...meta.getKeys(Ranges.staged(repoId))].map(lastPart),
+      objects: [...storage.objects.getKeys(Ranges.objects(repoId))].map(lastPart),
+      chunkUploads: [...new Set([...storage.chunks.getKeys(Ranges.chunks(repoId))].map((k) => withoutShard(k as unknown[])[1] as string))],
     };
   } finally {
     void storage.close();

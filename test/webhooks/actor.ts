@@ -11,7 +11,7 @@ import { createOrg } from '../../src/storage/admin-store.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { OrgDirectory } from '../../src/storage/org-directory.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
-import { under } from '../../src/storage/keys.js';
+import { Ranges } from '../../src/storage/keys.js';
 import type { OrgRecord } from '../../src/storage/records.js';
 import { SecretBox } from '../../src/storage/secret-box.js';
 import { ManualClock } from '../helpers/manual-clock.js';
@@ -84,7 +84,7 @@ export async function startActor(t: Test, opts: { timeoutMs?: number; allowPriva
     d.start();
     return d;
   };
-  const deliveries = (): DeliveryRecord[] => [...storage.meta.getRange(under(['o', org.id, 'whd', created.id]))].map((e) => e.value as DeliveryRecord);
+  const deliveries = (): DeliveryRecord[] => [...storage.meta.getRange(Ranges.webhookDeliveries(org.id, created.id))].map((e) => e.value as DeliveryRecord);
   const actor: Actor = {
     clock,
     rx,
@@ -96,7 +96,7 @@ export async function startActor(t: Test, opts: { timeoutMs?: number; allowPriva
       actor.dispatcher.wake();
     },
     deliveries,
-    queued: () => [...storage.meta.getKeys({ ...under(['whq', created.id]), limit: 1 })].length > 0,
+    queued: () => [...storage.meta.getKeys({ ...Ranges.webhookPendingOf(created.id), limit: 1 })].length > 0,
     settled(repo, n, attempts) {
       return until(() => {
         const d = deliveries().find((x) => JSON.parse(x.body).repository.id === repo && JSON.parse(x.body).data.n === n);

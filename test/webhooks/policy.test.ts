@@ -11,7 +11,7 @@ import { MAX_ATTEMPTS, classifyStatus, parseRetryAfter, retryDelayMs } from '../
 import { signatureHeader } from '../../src/actors/system/webhooks/signature.js';
 import { openStorage } from '../../src/storage/database.js';
 import { newId } from '../../src/storage/ids.js';
-import { K, under } from '../../src/storage/keys.js';
+import { K, lastPart, Ranges } from '../../src/storage/keys.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { WebhookTargetRecord } from '../../src/storage/webhook-store.js';
 import { verifySignature } from '../helpers/webhook-receiver.js';
@@ -106,7 +106,7 @@ t.test('webhook policy - the delivery log keeps finished deliveries for the rete
   const rows: Array<[string, string]> = [old(1, 'succeeded'), old(2, 'failed'), old(3, 'pending'), [newId('dlv'), 'succeeded']];
   for (const [id, status] of rows) storage.meta.putSync(K.webhookDelivery('org_1', 'wht_1', id), { id, status });
   t.equal(await pruneDeliveryLog(storage, directory, Date.now() - 7 * 24 * 3600 * 1000), 2, 'the two old finished deliveries are removed');
-  const left = [...storage.meta.getKeys(under(['o', 'org_1', 'whd', 'wht_1']))].map((k) => (k as string[])[4]);
+  const left = [...storage.meta.getKeys(Ranges.webhookDeliveries('org_1', 'wht_1'))].map(lastPart);
   t.same(left, [rows[2]![0], rows[3]![0]], 'an old pending delivery and a recent one stay');
 });
 

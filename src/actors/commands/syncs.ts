@@ -73,7 +73,7 @@ function saveSync(ctx: CommandContext, scope: RepoScope, record: SyncRecord, sta
   saveSyncRecord(meta, record);
   const view = syncView(record);
   offerLatestSync(meta, record.repo_id, view);
-  if (status === 'completed' || status === 'failed') dequeueSync(meta, record.id);
+  if (status === 'completed' || status === 'failed') dequeueSync(meta, record.repo_id, record.id);
   ctx.mutation.emit(`sync.${status}`, scope.org, scope.repo, { sync: view });
   return view;
 }

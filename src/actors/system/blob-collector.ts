@@ -41,7 +41,7 @@ export function startBlobCollector(services: Services): SystemActor {
 
   async function sweep(): Promise<void> {
     // Uploads of this process that committed (or were collected) need no watching any more.
-    for (const uploadId of stagingUploads()) if (!isUploadStaged(storage, uploadId)) forgetStaging(uploadId);
+    for (const { uploadId, repoId } of stagingUploads()) if (!isUploadStaged(storage, repoId, uploadId)) forgetStaging(uploadId);
     const cutoff = Date.now() - config.blobRetentionS * 1000;
     for (const [repoId, uploadIds] of findCollectable(storage.meta, cutoff, lastStagingActivity)) {
       if (stopped) return;

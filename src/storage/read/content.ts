@@ -8,7 +8,7 @@ import { ServiceError } from '../../errors.js';
 import { TREE_MODE, readBlob, type TreeValue } from '../../vcs/git-object.js';
 import { normalizePath } from '../../vcs/paths.js';
 import type { Storage } from '../database.js';
-import { K } from '../keys.js';
+import { K, lastPart } from '../keys.js';
 import type { FileMetadataRecord } from '../records.js';
 import type { ChangeView } from './change-view.js';
 import { cachedLookup, cachedTree, cachedWalk } from './tree-index.js';
@@ -101,7 +101,7 @@ function metadataUnder(meta: Meta, repoId: string, dir: string): Map<string, Fil
   const range = meta.getRange({ start: K.fileMeta(repoId, prefix), end: K.fileMeta(repoId, `${prefix}\u{10ffff}`) });
   for (const { key, value } of range) {
     if (found.size >= METADATA_SCAN_LIMIT) return null;
-    found.set((key as string[])[3]!, value as FileMetadataRecord);
+    found.set(lastPart(key), value as FileMetadataRecord);
   }
   return found;
 }

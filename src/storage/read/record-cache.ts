@@ -1,5 +1,6 @@
 import type { Database, Key } from 'lmdb';
 import { orgIdOfActor, repoIdOfActor } from '../../actors/actor-names.js';
+import { withoutShard } from '../keys.js';
 
 /**
  * The mutable records the front end reads on nearly every request — a repository by name, its
@@ -22,7 +23,7 @@ export interface RecordReader {
   get(key: Key): unknown;
 }
 
-/** Kinds of `['r', repoId, kind, …]` keys written only by the repository's actor. */
+/** Kinds of `[shard, 'r', repoId, kind, …]` keys written only by the repository's actor. */
 const REPO_KINDS = new Set(['bm', 'chg', 'fmeta', 'sync-latest']);
 const MAX_SCOPES = 20_000;
 const MAX_PER_SCOPE = 4_096;
@@ -53,13 +54,14 @@ export class RecordCache implements RecordReader {
     let entry: string;
     let writing: boolean;
     if (!Array.isArray(key)) return this.meta.get(key);
-    if (key[0] === 'r' && (key.length === 2 || REPO_KINDS.has(key[2] as string))) {
-      scopeId = key[1] as string;
-      entry = key.length === 2 ? '' : key.length === 3 ? (key[2] as string) : key.slice(2).join('\0');
+    const local = withoutShard(key);
+    if (local[0] === 'r' && (local.length === 2 || REPO_KINDS.has(local[2] as string))) {
+      scopeId = local[1] as string;
+      entry = local.length === 2 ? '' : local.length === 3 ? (local[2] as string) : local.slice(2).join('\0');
       writing = this.orgCalls > 0 || this.inFlight.has(scopeId);
-    } else if (key[0] === 'o' && key[2] === 'name' && key.length === 4) {
-      scopeId = key[1] as string;
-      entry = key[3] as string;
+    } else if (local[0] === 'o' && local[2] === 'name' && local.length === 4) {
+      scopeId = local[1] as string;
+      entry = local[3] as string;
       writing = this.inFlight.has(scopeId);
     } else return this.meta.get(key);
     if (writing) return this.meta.get(key);

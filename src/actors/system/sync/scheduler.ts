@@ -17,7 +17,7 @@ import type { Services } from '../../../http/services.js';
 import { log } from '../../../log.js';
 import type { PrincipalMsg } from '../../../protocol/messages.js';
 import type { SyncView } from '../../../protocol/views/sync.js';
-import { getSync, syncQueue, syncQueueLength } from '../../../storage/sync-store.js';
+import { getSync, syncQueueHeads, syncQueueLength } from '../../../storage/sync-store.js';
 import type { SyncRecord } from '../../../storage/records.js';
 import type { SyncJob, SyncJobResult } from './sync-worker.js';
 import { repoActor } from '../../actor-names.js';
@@ -76,12 +76,9 @@ export class SyncScheduler {
   private pass(): void {
     if (this.stopping) return;
     const { meta } = this.services.storage;
-    // The queue is in enqueue order, so the first entry seen for a repository is its head.
-    const heads = new Map<string, string>();
-    for (const { syncId, repoId } of syncQueue(meta)) if (!heads.has(repoId)) heads.set(repoId, syncId);
     const now = Date.now();
     let nextWake = Infinity;
-    for (const [repoId, syncId] of heads) {
+    for (const { repoId, syncId } of syncQueueHeads(meta)) {
       if (this.running.size >= this.options.concurrency) break;
       if (this.running.has(repoId)) continue;
       const record = getSync(meta, repoId, syncId);

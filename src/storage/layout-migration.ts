@@ -1,0 +1,90 @@
+import type { Database, Key } from 'lmdb';
+import type { Storage } from './database.js';
+import { K, LAYOUT_VERSION, Layout1, lastPart, Ranges, type KeyRange } from './keys.js';
+
+/**
+ * Brings a data directory written by an older build to the current key layout (keys.ts), once,
+ * when storage opens: before the server or any CLI command reads it.
+ *
+ * Entries move in bounded transactions (at most `BATCH_ENTRIES` entries or `BATCH_BYTES` of
+ * values each, by default), so a large directory never holds LMDB's write lock for long and never needs one
+ * huge transaction. Each transaction writes its entries under their new keys and removes the old
+ * ones: every entry is in exactly one place at any moment. The layout version is written in the
+ * last transaction, after nothing of the old layout is left; until then every open resumes the
+ * move where it stopped (a `kill -9` included), and nothing reads the directory before that.
+ * Two processes opening at once interleave batches safely: each batch reads what is left inside
+ * its own write transaction.
+ */
+const BATCH_ENTRIES = 2_000;
+const BATCH_BYTES = 32 * 1024 * 1024;
+
+export interface MigrationOptions {
+  /** Entries per transaction (default 2,000). */
+  batchEntries?: number;
+  /** Called after each committed transaction with the entries moved so far. */
+  onBatch?: (moved: number) => void;
+}
+
+interface Move {
+  db: Database<unknown, Key>;
+  from: Key;
+  to: Key;
+  value: unknown;
+}
+
+export interface MigrationResult {
+  /** The layout the directory had (undefined: a new directory, or one written before versions). */
+  from: number | undefined;
+  moved: number;
+}
+
+export function migrateLayout(storage: Storage, options: MigrationOptions = {}): MigrationResult {
+  const limit = options.batchEntries ?? BATCH_ENTRIES;
+  const { meta } = storage;
+  const from = meta.get(K.layoutVersion()) as number | undefined;
+  if (from === LAYOUT_VERSION) return { from, moved: 0 };
+  if (from !== undefined && from > LAYOUT_VERSION) {
+    throw new Error(`the data directory has storage layout ${from}, newer than this build's ${LAYOUT_VERSION}: run a newer repohost`);
+  }
+  let moved = 0;
+  for (;;) {
+    const done = storage.root.transactionSync(() => {
+      const batch = nextBatch(storage, limit);
+      for (const { db, from: old, to, value } of batch) {
+        db.putSync(to, value);
+        db.removeSync(old);
+      }
+      if (batch.length === 0) meta.putSync(K.layoutVersion(), LAYOUT_VERSION);
+      moved += batch.length;
+      return batch.length === 0;
+    });
+    if (done) return { from, moved };
+    options.onBatch?.(moved);
+  }
+}
+
+/** The next entries of the old layout, read inside the caller's write transaction. */
+function nextBatch(storage: Storage, limit: number): Move[] {
+  const batch: Move[] = [];
+  let bytes = 0;
+  const full = (): boolean => batch.length >= limit || bytes >= BATCH_BYTES;
+  const take = (db: Database<unknown, Key>, range: KeyRange, to: (key: Key, value: unknown) => Key): void => {
+    for (const { key, value } of db.getRange({ ...range, limit: limit - batch.length })) {
+      // A copy: a binary value read from LMDB may be a view of memory the next read reuses.
+      const kept = Buffer.isBuffer(value) ? Buffer.from(value) : value;
+      batch.push({ db, from: key, to: to(key, kept), value: kept });
+      bytes += Buffer.isBuffer(kept) ? kept.length : 64;
+      if (full()) return;
+    }
+  };
+  const orgIds = [...storage.meta.getKeys(Ranges.orgs())].map(lastPart);
+  for (const range of Layout1.metaRanges(orgIds)) {
+    if (full()) return batch;
+    take(storage.meta, range, Layout1.metaKey);
+  }
+  for (const db of [storage.objects, storage.chunks] as Database<unknown, Key>[]) {
+    if (full()) return batch;
+    take(db, Layout1.binaryRange(), Layout1.binaryKey);
+  }
+  return batch;
+}
