@@ -25,6 +25,8 @@ Load:
                        phases (hello, read, content), so the generator is not their bottleneck
   --agents N           agents for the write scenarios, one connection each (default 200)
   --open-fraction F    open-loop rate as a fraction of the closed-loop max (default 0.8)
+  --open-rates L       agent-fleet and hot-repo: open loops at these fixed rates instead, one
+                       phase per rate in apply-ops/s, e.g. 500,1000 (labelled "1000/s")
   --read-open-loop     also run an open-loop phase for hello/read/content
   --webhook-targets N  webhook targets (default 10)
   --sync-commits N     commits in the upstream repository for sync and git-clone (default 2000)
@@ -101,6 +103,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       generator: { type: 'string' },
       agents: { type: 'string' },
       'open-fraction': { type: 'string' },
+      'open-rates': { type: 'string' },
       'read-open-loop': { type: 'boolean' },
       'webhook-targets': { type: 'string' },
       'sync-commits': { type: 'string' },
@@ -152,6 +155,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     connections: Math.max(1, positiveNumber('connections', values.connections, d.connections)),
     agents: Math.max(1, positiveNumber('agents', values.agents, d.agents)),
     openFraction,
+    openRates: sizeList('open-rates', values['open-rates'], []),
     readOpenLoop: values['read-open-loop'] === true,
     writeFiles: 3,
     writeFileBytes: 2048,

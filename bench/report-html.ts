@@ -89,7 +89,7 @@ const PERCENTILES: Array<[keyof PhaseResult['latency'], string]> = [
 ];
 
 function latencyChart(id: string, title: string, results: ScenarioResult[]): ChartSpec {
-  const rows = results.flatMap((r) => r.phases.map((p) => ({ label: `${resultLabel(r)} ${p.phase}`, p })));
+  const rows = results.flatMap((r) => r.phases.map((p) => ({ label: `${resultLabel(r)} ${p.phase}${p.label ? ` ${p.label}` : ''}`, p })));
   return {
     id,
     title,

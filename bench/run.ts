@@ -37,7 +37,7 @@ const methodInfo = (generators: number, generator: 'node' | 'wrk'): MethodInfo =
   closedLoop:
     'each connection sends its next request as soon as the previous response is read; requests started after the warm-up and before the end are measured; req/s = measured / window',
   openLoop:
-    'fixed arrival rate = open-fraction × the closed-loop req/s; arrival i is intended at t0 + i/rate and waits FIFO for a free connection; latency counts from the intended time (coordinated omission corrected), serviceTime from the actual send',
+    'fixed arrival rate = open-fraction × the closed-loop req/s (agent-fleet, hot-repo: or each of --open-rates); arrival i is intended at t0 + i/rate and waits FIFO for a free connection; latency counts from the intended time (coordinated omission corrected), serviceTime from the actual send',
   histogram: 'hdr-histogram-js, microseconds, 3 significant digits, successful responses only (errors are counted separately)',
   placement: 'server, generator and orchestrator on the same machine, sharing its cores; no CPU pinning',
 });

@@ -14,9 +14,9 @@ export const agentFleet: Scenario = {
   needsServer: true,
   async run(ctx) {
     const n = ctx.settings.agents;
-    const base = { scenario: 'agent-fleet', variant: null, description: this.description, parameters: writeParameters(ctx, n) };
+    const base = { scenario: 'agent-fleet', variant: null, description: this.description, parameters: writeParameters(ctx, n, ctx.settings.openRates) };
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: null, repoPrefix: `${ctx.prefix}-fleet`, seedFile: null });
-    const out = await runWritePhases(ctx, { label: 'agent-fleet', agents, readRatio: 0, readPaths: [] });
+    const out = await runWritePhases(ctx, { label: 'agent-fleet', agents, readRatio: 0, readPaths: [], openRates: ctx.settings.openRates });
     const verification = await verifyAgents(ctx, out.agents);
     return finishResult(base, out.phases, verification, { acknowledgedWrites: totalWrites(out.agents) });
   },

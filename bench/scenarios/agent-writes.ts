@@ -64,6 +64,8 @@ export interface WritePhasesOptions {
   agents: AgentState[];
   readRatio: number;
   readPaths: string[];
+  /** Fixed open-loop rates (`--open-rates`), one phase each, instead of the one at `openFraction`. */
+  openRates?: number[];
 }
 
 export interface WritePhasesOutcome {
@@ -88,8 +90,8 @@ export async function agentWorkload(ctx: ScenarioContext, agents: AgentState[], 
 }
 
 /**
- * Closed loop (maximum throughput), then open loop at `openFraction` of it, continuing each
- * agent's chain from where the closed loop left it.
+ * Closed loop (maximum throughput), then open loop at `openFraction` of it — or at each of
+ * `openRates` — continuing each agent's chain from where the phase before left it.
  */
 export async function runWritePhases(ctx: ScenarioContext, opts: WritePhasesOptions): Promise<WritePhasesOutcome> {
   const { target } = requireTarget(ctx);
@@ -104,16 +106,23 @@ export async function runWritePhases(ctx: ScenarioContext, opts: WritePhasesOpti
   });
   let agents = closed.raw.agents ?? opts.agents;
   const phases = [closed.phase];
-  if (closed.phase.throughput > 0) {
+  const fixed = opts.openRates ?? [];
+  const opens: Array<{ rate: number; label: string | null }> =
+    fixed.length > 0
+      ? fixed.map((rate) => ({ rate, label: `${rate}/s` }))
+      : closed.phase.throughput > 0
+        ? [{ rate: closed.phase.throughput * s.openFraction, label: null }]
+        : [];
+  for (const { rate, label } of opens) {
     const open = await runPhase(ctx, {
-      label: `${opts.label} open`,
+      label: `${opts.label} open${label ? ` ${label}` : ''}`,
       ...endpoint,
       mode: 'open',
-      rate: closed.phase.throughput * s.openFraction,
+      rate,
       workload: await workload(agents),
     });
     agents = open.raw.agents ?? agents;
-    phases.push(open.phase);
+    phases.push(label ? { ...open.phase, label } : open.phase);
   }
   return { phases, agents };
 }
@@ -207,7 +216,8 @@ export async function verifyAgents(ctx: ScenarioContext, agents: AgentState[]): 
   };
 }
 
-export function writeParameters(ctx: ScenarioContext, agents: number): Record<string, number> {
+/** `openRates`: the fixed rates the scenario's open loops ran at, if any (else `openFraction`). */
+export function writeParameters(ctx: ScenarioContext, agents: number, openRates: number[] = []): Record<string, number | string> {
   const s = ctx.settings;
   return {
     durationSec: s.durationMs / 1000,
@@ -215,7 +225,7 @@ export function writeParameters(ctx: ScenarioContext, agents: number): Record<st
     agents,
     filesPerWrite: s.writeFiles,
     fileBytes: s.writeFileBytes,
-    openFraction: s.openFraction,
+    ...(openRates.length > 0 ? { openRates: openRates.join(',') } : { openFraction: s.openFraction }),
   };
 }
 

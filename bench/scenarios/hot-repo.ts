@@ -14,10 +14,10 @@ export const hotRepo: Scenario = {
   needsServer: true,
   async run(ctx) {
     const n = ctx.settings.agents;
-    const base = { scenario: 'hot-repo', variant: null, description: this.description, parameters: writeParameters(ctx, n) };
+    const base = { scenario: 'hot-repo', variant: null, description: this.description, parameters: writeParameters(ctx, n, ctx.settings.openRates) };
     const repo = `${ctx.prefix}-hot`;
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: repo, repoPrefix: repo, seedFile: null });
-    const out = await runWritePhases(ctx, { label: 'hot-repo', agents, readRatio: 0, readPaths: [] });
+    const out = await runWritePhases(ctx, { label: 'hot-repo', agents, readRatio: 0, readPaths: [], openRates: ctx.settings.openRates });
     const verification = await verifyAgents(ctx, out.agents);
     return finishResult(base, out.phases, verification, { acknowledgedWrites: totalWrites(out.agents) });
   },

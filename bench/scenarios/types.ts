@@ -24,6 +24,8 @@ export interface ScenarioSettings {
   agents: number;
   /** Open-loop rate as a fraction of the closed-loop maximum. */
   openFraction: number;
+  /** agent-fleet, hot-repo: fixed open-loop rates (ascending) run instead of `openFraction`. */
+  openRates: number[];
   /** Also run an open-loop phase for the read scenarios. */
   readOpenLoop: boolean;
   writeFiles: number;

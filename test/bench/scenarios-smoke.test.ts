@@ -114,3 +114,17 @@ t.test('bench smoke - --sweep-workers restarts the server per worker count and c
   t.match(run.stdout, /by worker count/, 'prints the comparison');
 });
 
+
+t.test('bench smoke - --open-rates runs one labelled open loop per fixed rate', async (t) => {
+  const run = await bench(['--scenarios', 'agent-fleet,hot-repo', '--open-rates', '40,20']);
+  t.equal(run.code, 0, `bench exits 0 (stderr tail: ${run.stderr.slice(-2000)})`);
+  for (const scenario of ['agent-fleet', 'hot-repo']) {
+    const found = results(run.report).find((r) => r.scenario === scenario);
+    const opens = found?.phases.filter((p) => p.phase === 'open') ?? [];
+    t.same(opens.map((p) => [p.label, p.targetRate]), [['20/s', 20], ['40/s', 40]], `${scenario}: one phase per rate, ascending`);
+    t.ok(opens.every((p) => p.latency.count > 0), `${scenario}: each rate measured latency`);
+    t.equal(found?.parameters.openRates, '20,40', `${scenario}: the rates are in its parameters`);
+    t.equal(found?.verification?.ok, true, `${scenario}: writes verified across every phase`);
+    t.match(run.stdout, new RegExp(`${scenario}\\s+open 20/s`), `${scenario}: the summary names the rate`);
+  }
+});

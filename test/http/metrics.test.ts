@@ -26,12 +26,13 @@ t.test('metrics - requests and latency per route, mailbox depth per worker, batc
   t.equal(metricValue(text, 'repohost_mailbox_depth', { worker: '0' }), 0);
   t.equal(metricValue(text, 'repohost_mailbox_depth', { worker: '1' }), 0);
   t.ok(Number.isNaN(metricValue(text, 'repohost_mailbox_depth', { worker: '2' })), 'one gauge per worker of --workers 2');
-  t.equal(metricValue(text, 'repohost_actor_batch_size_sum'), 30, 'every write counted in a batch');
+  // A create is a saga of three commands (reserve, initialise, confirm: actors/repo-saga.ts).
+  t.equal(metricValue(text, 'repohost_actor_batch_size_sum'), 90, 'every command counted in a batch');
   t.ok(metricValue(text, 'repohost_actor_batch_size_count') >= 1);
   t.ok(metricValue(text, 'repohost_lmdb_commit_seconds_count') >= 1);
   t.equal(metricValue(text, 'repohost_lmdb_commit_seconds_count'), metricValue(text, 'repohost_actor_batch_size_count'), 'one commit per batch');
   t.equal(metricValue(text, 'repohost_lmdb_flush_seconds_count'), metricValue(text, 'repohost_actor_batch_size_count'));
-  t.equal(metricValue(text, 'repohost_actor_queue_wait_seconds_count'), 30, 'queue wait per message');
+  t.equal(metricValue(text, 'repohost_actor_queue_wait_seconds_count'), 90, 'queue wait per message');
   t.ok(metricValue(text, 'repohost_process_process_resident_memory_bytes') > 0, 'process metrics');
 
   const lmdb = (name: string): number => metricValue(text, `repohost_lmdb_${name}_total`);
