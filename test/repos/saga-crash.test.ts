@@ -14,6 +14,9 @@ import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 const ROOT = 'z'.repeat(32);
 const SWEPT = { REPOHOST_SAGA_TIMEOUT_S: '1' };
 
+// Each case has a server of its own and spends most of its time starting and stopping it.
+t.jobs = 3;
+
 /** Starts a server armed to die at `point`, with `prepare` done before the fatal request. */
 async function armed(t: Test, point: string, prepare: (s: TestServer) => Promise<void>): Promise<TestServer> {
   const s = await startTestServer({ env: { ...SWEPT, REPOHOST_FAULT: point } });

@@ -119,10 +119,13 @@ t.test('quota shards - concurrent writers across 16 repositories never take the 
   t.ok(full.used > QUOTA - SMALL_WRITE, `the org filled to ${full.used} of ${QUOTA}: no allowance was stranded`);
   await s.restart();
 
-  // The accounting survives a restart: still full, and the same figures.
+  // The accounting survives a restart: still full, and the same bytes counted. (The refused
+  // write's refill may recall allowance a shard had left unused: the ledger's holdings may shrink.)
   t.equal((await write(org, 'r0', SMALL)).status, 413, 'still full after the restart');
   await s.stop();
-  t.same(accounting(org), full, 'a restart changes nothing in the accounting');
+  const restarted = accounting(org);
+  t.same({ used: restarted.used, repoBytes: restarted.repoBytes }, { used: full.used, repoBytes: full.repoBytes }, 'a restart changes nothing counted');
+  checkBounds(t, restarted, 'after the restart');
   await s.restart();
 
   // Deleting 15 of the 16 repositories gives their bytes back to the one left, on its own shard.
