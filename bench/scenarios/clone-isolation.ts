@@ -9,12 +9,15 @@
  * A clone here is what git sends for `git clone` of the fixture's branch (protocol v2 `fetch`,
  * `want` the tip, `done`) on its own connection, the whole pack read and dropped: the server
  * does all of a full clone's work, while the client does not run 8 `index-pack`s on the same
- * 2 cores, which would measure the clients instead of the server.
+ * 2 cores, which would measure the clients instead of the server. The clients run on a thread
+ * of the lowest priority, so that what they cost to read the packs does not weigh on the server.
  */
-import { request } from 'node:http';
+import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { rm } from 'node:fs/promises';
 import { prepareCloneFixture } from '../clone-fixture.js';
+import type { CloneLoopsData, CloneLoopsResult } from '../clone-loop-worker.js';
+import { cloneBody, cloneOnce } from '../clone-request.js';
 import { gitAvailable } from '../git-server.js';
 import { createHistogram, decodeHistogram, encodeHistogram, summarize } from '../histogram.js';
 import { round, runPhase, startPhase } from '../phases.js';
@@ -29,58 +32,6 @@ const CLONE_LOOPS = 8;
 const WRITE_FRACTION = 0.5;
 const TARGET_P99_RATIO = 1.5;
 
-function pktLine(line: string): string {
-  return `${(Buffer.byteLength(line) + 5).toString(16).padStart(4, '0')}${line}\n`;
-}
-
-interface CloneOutcome {
-  bytes: number;
-  ms: number;
-  /** Why it is not a complete answer, or null. */
-  problem: string | null;
-}
-
-/** One clone's request and its whole answer, read and dropped (the last bytes kept: a complete answer ends with a flush). */
-function cloneOnce(url: URL, token: string, body: string): Promise<CloneOutcome> {
-  const started = performance.now();
-  return new Promise((resolve) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        agent: false,
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/x-git-upload-pack-request',
-          accept: 'application/x-git-upload-pack-result',
-          'git-protocol': 'version=2',
-          'content-length': Buffer.byteLength(body),
-        },
-      },
-      (res) => {
-        let bytes = 0;
-        let tail = '';
-        res.on('data', (chunk: Buffer) => {
-          bytes += chunk.length;
-          tail = (tail + chunk.toString('latin1', Math.max(0, chunk.length - 4))).slice(-4);
-        });
-        res.on('end', () => {
-          const problem = res.statusCode !== 200 ? `status ${res.statusCode}` : tail !== '0000' ? 'the answer does not end with a flush' : null;
-          resolve({ bytes, ms: performance.now() - started, problem });
-        });
-        res.on('error', (err) => resolve({ bytes, ms: performance.now() - started, problem: String(err) }));
-      },
-    );
-    req.on('error', (err) => resolve({ bytes: 0, ms: performance.now() - started, problem: String(err) }));
-    req.end(body);
-  });
-}
-
-/** What git sends for a clone of one branch at `tip`, without progress. */
-function cloneBody(tip: string): string {
-  return [pktLine('command=fetch'), pktLine('object-format=sha1'), '0001', pktLine('thin-pack'), pktLine('ofs-delta'), pktLine('no-progress'), pktLine(`want ${tip}`), pktLine('done'), '0000'].join('');
-}
-
 /** What the clone loops did, over every phase they ran in. */
 interface CloneStats {
   clones: number;
@@ -90,31 +41,28 @@ interface CloneStats {
   histogram: ReturnType<typeof createHistogram>;
 }
 
-/** `CLONE_LOOPS` loops cloning back to back until `stop`, counted into `stats`. */
+/**
+ * `CLONE_LOOPS` loops cloning back to back on a thread of their own (clone-loop-worker.ts) until
+ * `stop`, which adds what they did to `stats`.
+ */
 function startCloneLoops(url: URL, token: string, tip: string, stats: CloneStats): { stop(): Promise<void> } {
-  const body = cloneBody(tip);
-  const started = performance.now();
-  let running = true;
-  const loops = Promise.all(
-    Array.from({ length: CLONE_LOOPS }, async () => {
-      while (running) {
-        const outcome = await cloneOnce(url, token, body);
-        if (outcome.problem) {
-          stats.failures.push(outcome.problem);
-          if (stats.failures.length > 20) running = false;
-          continue;
-        }
-        stats.clones++;
-        stats.bytes += outcome.bytes;
-        stats.histogram.recordValue(Math.max(1, Math.round(outcome.ms * 1000)));
-      }
-    }),
-  );
+  const data: CloneLoopsData = { url: url.href, token, body: cloneBody(tip), loops: CLONE_LOOPS };
+  const worker = new Worker(new URL('../clone-loop-worker.js', import.meta.url), { workerData: data });
+  const done = new Promise<CloneLoopsResult>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the clone loops' thread exited with code ${code} before reporting`)));
+  });
   return {
     stop: async () => {
-      running = false;
-      await loops;
-      stats.seconds += (performance.now() - started) / 1000;
+      worker.postMessage('stop');
+      const result = await done;
+      await worker.terminate();
+      stats.clones += result.clones;
+      stats.bytes += result.bytes;
+      stats.seconds += result.seconds;
+      stats.failures.push(...result.failures);
+      stats.histogram.add(decodeHistogram(result.histogram));
     },
   };
 }

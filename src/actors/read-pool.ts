@@ -1,9 +1,11 @@
 /**
- * The read pool: a few worker threads, separate from the repository actors, for reads that cost
- * CPU (diffs, materializing conflicts, large content JSON, deep listings), so one large diff
- * never stalls the front end's event loop or a repository's mailbox. Any thread can run any read
- * (reads need no affinity), so Piscina's own scheduling is used. The queue is bounded: past it,
- * reads are refused with 503 rather than piling up.
+ * The read pools: a few worker threads, separate from the repository actors, for reads that cost
+ * CPU, so one large diff never stalls the front end's event loop or a repository's mailbox. The
+ * read pool runs the API's heavy reads (diffs, materializing conflicts, large content JSON, deep
+ * listings); the pack pool runs git's upload-pack, whose clones are bulk work a client does not
+ * expect to be instant, on threads of the lowest priority (thread-priority.ts). Any thread can run
+ * any read (reads need no affinity), so Piscina's own scheduling is used. The queue is bounded:
+ * past it, reads are refused with 503 rather than piling up.
  */
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +13,8 @@ import { Piscina } from 'piscina';
 import { ServiceError } from '../errors.js';
 import type { ShippedView } from '../storage/read/change-view.js';
 import { openReadStream } from './read-stream.js';
+import type { ReadWorkerData } from './read-worker.js';
+import { BACKGROUND_NICE, BULK_NICE } from './thread-priority.js';
 import { shardOf, slotOf } from './shard-map.js';
 import { unwrapOutcome, type ReadOutcome, type ReadTask, type StreamTask } from './read-tasks.js';
 
@@ -59,10 +63,10 @@ export function balanceReads(threads: number): Balancer {
 export class ReadPool {
   private readonly pool: Piscina;
 
-  constructor(dataDir: string, threads: number) {
+  constructor(dataDir: string, threads: number, nice: number) {
     this.pool = new Piscina({
       filename: fileURLToPath(new URL('./read-worker.js', import.meta.url)),
-      workerData: { dataDir },
+      workerData: { dataDir, nice } satisfies ReadWorkerData,
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: Infinity,
@@ -91,14 +95,24 @@ export class ReadPool {
   }
 }
 
-/** Half the cores (at least 2, at most 4): reads must leave room for the front end and actors. */
+/** Half the cores (at least 2, at most 4), per pool: reads must leave room for the front end and actors. */
 export const READ_THREADS = Math.min(4, Math.max(2, Math.floor(availableParallelism() / 2)));
 
 const pools = new Map<string, ReadPool>();
 
-/** The process's read pool for a data directory, started on first use. */
-export function readPool(dataDir: string): ReadPool {
-  let pool = pools.get(dataDir);
-  if (!pool) pools.set(dataDir, (pool = new ReadPool(dataDir, READ_THREADS)));
+function poolFor(kind: 'read' | 'pack', dataDir: string, nice: number): ReadPool {
+  const key = `${kind}:${dataDir}`;
+  let pool = pools.get(key);
+  if (!pool) pools.set(key, (pool = new ReadPool(dataDir, READ_THREADS, nice)));
   return pool;
+}
+
+/** The process's read pool for a data directory (the API's heavy reads), started on first use. */
+export function readPool(dataDir: string): ReadPool {
+  return poolFor('read', dataDir, BACKGROUND_NICE);
+}
+
+/** The process's pack pool for a data directory (git's upload-pack), started on first use. */
+export function packPool(dataDir: string): ReadPool {
+  return poolFor('pack', dataDir, BULK_NICE);
 }

@@ -6,8 +6,11 @@
  * yet taken by the front end, so a slow client slows the task down instead of filling memory.
  *
  * Messages, task → front end: `{type: 'data', chunk}`, `{type: 'end'}`, `{type: 'error', error}`;
- * front end → task: `{type: 'credit', bytes}` as it takes pieces, `{type: 'cancel'}` when the
- * client went away.
+ * front end → task: `{type: 'credit', bytes, piece?}` as it takes pieces, `{type: 'cancel'}` when
+ * the client went away. A reader that is done with a piece's memory moves it back with its credit
+ * and the sink fills it again: a clone then allocates a window's worth of pieces once instead of
+ * a new one per piece, and the front end, which takes many MiB a second of them, is not driven
+ * into major collections by the memory it is handed (each one a pause of every request).
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { ServiceError, type ServiceErrorData } from '../errors.js';
@@ -17,7 +20,7 @@ const WINDOW_BYTES = 1024 * 1024;
 
 /** What a `PortSink` posts; `ToTask` is what its reader answers (the same protocol carries a push's body the other way, port-source.ts). */
 export type ToFrontEnd = { type: 'data'; chunk: Uint8Array } | { type: 'end' } | { type: 'error'; error: ServiceErrorData };
-export type ToTask = { type: 'credit'; bytes: number } | { type: 'cancel' };
+export type ToTask = { type: 'credit'; bytes: number; piece?: Uint8Array<ArrayBuffer> } | { type: 'cancel' };
 
 /** Thrown inside the task once the front end cancelled (the client went away). */
 export class StreamCancelled extends Error {
@@ -37,11 +40,15 @@ export class PortSink {
   private inFlight = 0;
   private cancelled = false;
   private wake: (() => void) | null = null;
+  /** Pieces the reader moved back, to be filled again. */
+  private readonly spare: Uint8Array<ArrayBuffer>[] = [];
 
   constructor(private readonly port: MessagePort) {
     port.on('message', (message: ToTask) => {
-      if (message.type === 'credit') this.inFlight -= message.bytes;
-      else this.cancelled = true;
+      if (message.type === 'credit') {
+        this.inFlight -= message.bytes;
+        if (message.piece?.byteLength === PIECE_BYTES) this.spare.push(message.piece);
+      } else this.cancelled = true;
       this.notify();
     });
     // The front end closed its end (it stopped reading, or its thread is going away).
@@ -77,7 +84,7 @@ export class PortSink {
     if (this.used === 0) return;
     // A piece crosses the port by moving its memory: a partial one is copied into its own first.
     const chunk = this.used === PIECE_BYTES ? this.piece : this.piece.slice(0, this.used);
-    if (chunk === this.piece) this.piece = new Uint8Array(PIECE_BYTES);
+    if (chunk === this.piece) this.piece = this.spare.pop() ?? new Uint8Array(PIECE_BYTES);
     this.inFlight += this.used;
     this.used = 0;
     this.post({ type: 'data', chunk }, [chunk.buffer]);
@@ -115,7 +122,9 @@ export class PortSink {
  * stream once the first message arrives — rejected instead when the task failed before writing
  * anything, so the request can still be answered with an HTTP error. The task's own failure (a
  * thread lost) ends the stream with an error. Ending the iteration early (`return`, which the
- * responder always calls) cancels the task.
+ * responder always calls) cancels the task. A chunk is the reader's only until it asks for the
+ * next one, which moves the chunk's memory back to the task (the responder has handed it to uWS,
+ * which copies what the socket does not take at once).
  */
 export function openReadStream(run: (port: MessagePort) => Promise<unknown>): Promise<AsyncIterable<Uint8Array>> {
   const channel = new MessageChannel();
@@ -143,6 +152,13 @@ export function openReadStream(run: (port: MessagePort) => Promise<unknown>): Pr
     failure = err instanceof ServiceError ? err : new ServiceError('UNAVAILABLE', 'a read thread was lost', undefined, { retryAfter: 1 });
     notify();
   });
+  /** Credits a chunk the reader is done with, moving its memory back when it owns it whole. */
+  const creditBack = (chunk: Uint8Array): void => {
+    const { buffer } = chunk;
+    const whole = buffer instanceof ArrayBuffer && chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength;
+    const credit: ToTask = { type: 'credit', bytes: chunk.byteLength, ...(whole ? { piece: new Uint8Array(buffer) } : {}) };
+    channel.port1.postMessage(credit, whole ? [buffer] : []);
+  };
   const next = async (): Promise<ToFrontEnd> => {
     for (;;) {
       const message = queue.shift();
@@ -167,12 +183,12 @@ export function openReadStream(run: (port: MessagePort) => Promise<unknown>): Pr
       throw err;
     }
     let pending: ToFrontEnd | null = first;
-    let lastChunk = 0;
+    let lastChunk: Uint8Array | null = null;
     const iterator: AsyncIterator<Uint8Array> = {
       async next() {
         if (closed) return { done: true, value: undefined };
-        if (lastChunk) channel.port1.postMessage({ type: 'credit', bytes: lastChunk } satisfies ToTask);
-        lastChunk = 0;
+        if (lastChunk) creditBack(lastChunk);
+        lastChunk = null;
         let message: ToFrontEnd;
         try {
           message = pending ?? (await next());
@@ -189,7 +205,7 @@ export function openReadStream(run: (port: MessagePort) => Promise<unknown>): Pr
           close(true);
           throw ServiceError.fromJSON(message.error);
         }
-        lastChunk = message.chunk.length;
+        lastChunk = message.chunk;
         return { done: false, value: message.chunk };
       },
       return() {

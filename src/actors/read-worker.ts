@@ -1,18 +1,25 @@
 /**
- * Piscina worker entry of the read pool: opens the data directory's LMDB environment (it only
- * ever reads it) and runs read tasks. Serialized bodies are moved, not copied, to the front end.
+ * Piscina worker entry of the read and pack pools: opens the data directory's LMDB environment (it
+ * only ever reads it) and runs read tasks. Serialized bodies are moved, not copied, to the front end.
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { openStorage } from '../storage/database.js';
 import { compileResponses } from '../protocol/serializers.js';
 import { runReadTask, runStreamTask, type ReadTask, type StreamTask } from './read-tasks.js';
-import { yieldToFrontEnd } from './thread-priority.js';
+import { lowerThreadPriority } from './thread-priority.js';
 
-const storage = openStorage((workerData as { dataDir: string }).dataDir);
+/** What a pool hands its threads (read-pool.ts). */
+export interface ReadWorkerData {
+  dataDir: string;
+  nice: number;
+}
+
+const data = workerData as ReadWorkerData;
+const storage = openStorage(data.dataDir);
 compileResponses(['contentFile', 'contentDir', 'diff']);
 
-yieldToFrontEnd();
+lowerThreadPriority(data.nice);
 
 /** A body whose buffer it owns alone can be transferred; a pooled small Buffer is copied first. */
 function transferable(body: Uint8Array): Uint8Array {

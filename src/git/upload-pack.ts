@@ -1,7 +1,7 @@
 /**
  * git's upload-pack (API §14): the ref advertisement of `GET …/info/refs?service=git-upload-pack`
  * and the answer to `POST …/git-upload-pack`, in protocol v2 (`ls-refs`, `fetch`) or v0 (smart
- * HTTP's stateless RPC). It runs on a read-pool thread and reads everything — refs, the object
+ * HTTP's stateless RPC). It runs on a pack-pool thread and reads everything — refs, the object
  * walk, the pack — from one LMDB snapshot held until the response ends, so a repository that
  * moves meanwhile is served as it was when the request came in.
  *

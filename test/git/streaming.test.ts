@@ -8,15 +8,15 @@ import { cloneUrl, createRepo, gitClient, v2Request } from './helpers.js';
 
 /**
  * A pack is produced as the client takes it (API §14): a client that goes away, or stops reading,
- * ends the read-pool task that builds its pack (and releases its snapshot). If tasks were left
- * waiting, the read pool's slots (a few per thread) would fill and the next clone would never
+ * ends the pack-pool task that builds its pack (and releases its snapshot). If tasks were left
+ * waiting, the pack pool's slots (a few per thread) would fill and the next clone would never
  * start; each test ends with a clone. The pack (32 MiB, incompressible) is more than the
  * sockets' kernel buffers hold, so a client that stops reading does hold the server back.
  */
 const s = await serverForFile(t);
 const git = gitClient(t);
 const MiB = 1024 * 1024;
-/** Every slot of the server's read pool (it runs on this machine: the same count of threads). */
+/** Every slot of the server's pack pool (it runs on this machine: the same count of threads). */
 const SLOTS = READ_THREADS * TASKS_PER_READ_THREAD;
 
 await createRepo(s, 'big');

@@ -4,11 +4,11 @@
  */
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
-import { yieldToFrontEnd } from '../../actors/thread-priority.js';
+import { BACKGROUND_NICE, lowerThreadPriority } from '../../actors/thread-priority.js';
 import type { SignatureBatch, SignatureResults } from './signature-pool.js';
 
 // A flood of new tokens must not take the cores from cached reads and writes.
-yieldToFrontEnd();
+lowerThreadPriority(BACKGROUND_NICE);
 
 /** Public keys imported once each; keys are never deleted, so a bound only guards memory. */
 const MAX_KEYS = 10_000;

@@ -1,5 +1,5 @@
 import { invalid, isServiceError, ServiceError } from '../../errors.js';
-import { readPool } from '../../actors/read-pool.js';
+import { packPool } from '../../actors/read-pool.js';
 import { receivePool } from '../../actors/receive-pool.js';
 import { serveAllowance } from '../../actors/allowance-port.js';
 import type { RefUpdate } from '../../git/receive-request.js';
@@ -13,7 +13,7 @@ import type { Reply, RequestContext, RouteDef } from '../route.js';
 
 /**
  * git's smart HTTP (API §14) at `/{org}/{repo}.git/…` and the same without `.git`, outside `/v1`.
- * Clone and fetch: the ref advertisement and upload-pack run on the read pool from one snapshot
+ * Clone and fetch: the ref advertisement and upload-pack run on the pack pool from one snapshot
  * and stream back. Push: the receive pool reads the commands and the pack as the body arrives
  * (receive-pack.ts), the repository's actor applies the push (commands/push.ts), and the report
  * git prints is written here. The front end only moves bytes, and lists the refs of a push to a
@@ -28,7 +28,7 @@ function protocolVersion(ctx: RequestContext): 0 | 2 {
 }
 
 async function serve(ctx: RequestContext, request: Omit<UploadPackRequest, 'repoId' | 'version'>, contentType: string): Promise<Reply> {
-  const stream = await readPool(ctx.services.config.dataDir).stream({
+  const stream = await packPool(ctx.services.config.dataDir).stream({
     kind: 'upload-pack',
     request: { ...request, repoId: ctx.repo!.id, version: protocolVersion(ctx) },
   });
