@@ -7,7 +7,6 @@
  * few times per retention (at least every 250 ms, at most every 15 minutes), so a blob goes at
  * most that much after its retention ends.
  */
-import { isServiceError } from '../../errors.js';
 import type { Services } from '../../http/services.js';
 import { log } from '../../log.js';
 import type { PrincipalMsg } from '../../protocol/messages.js';
@@ -15,6 +14,7 @@ import { findCollectable, type CollectResult } from '../../storage/blob-collect.
 import { forgetStaging, isUploadStaged, lastStagingActivity, stagingUploads } from '../../storage/blob-store.js';
 import type { CollectBlobsInput } from '../commands/blob-collect.js';
 import type { SystemActor } from './index.js';
+import { isTransientActorError, startPeriodicSweep } from './periodic-sweep.js';
 import { repoActor } from '../actor-names.js';
 
 export function sweepIntervalMs(retentionS: number): number {
@@ -25,44 +25,31 @@ const COLLECTOR: PrincipalMsg = { orgId: '', orgSlug: '', keyId: '', keyName: 'b
 
 export function startBlobCollector(services: Services): SystemActor {
   const { storage, runtime, config } = services;
-  let sweeping: Promise<void> | null = null;
-  let stopped = false;
 
-  async function collect(repoId: string, uploadIds: string[]): Promise<void> {
+  async function collect(repoId: string, uploadIds: string[], stopped: () => boolean): Promise<void> {
     const input: CollectBlobsInput = { repo_id: repoId, upload_ids: uploadIds };
     for (;;) {
       const reply = await runtime.call({ actor: repoActor(repoId), command: 'blob.collect', input, principal: COLLECTOR, traceId: `collect-${repoId}` });
       const result = JSON.parse(Buffer.from(reply.body).toString('utf8')) as CollectResult;
       if (result.objects > 0 || result.uploads > 0) log.info('collected unreferenced blobs', { repo_id: repoId, ...result });
-      if (!result.more || stopped) return;
+      if (!result.more || stopped()) return;
       input.upload_ids = [];
     }
   }
 
-  async function sweep(): Promise<void> {
+  async function sweep(stopped: () => boolean): Promise<void> {
     // Uploads of this process that committed (or were collected) need no watching any more.
     for (const { uploadId, repoId } of stagingUploads()) if (!isUploadStaged(storage, repoId, uploadId)) forgetStaging(uploadId);
     const cutoff = Date.now() - config.blobRetentionS * 1000;
     for (const [repoId, uploadIds] of findCollectable(storage.meta, cutoff, lastStagingActivity)) {
-      if (stopped) return;
+      if (stopped()) return;
       try {
-        await collect(repoId, uploadIds);
+        await collect(repoId, uploadIds, stopped);
       } catch (err) {
-        // A busy mailbox or a restarting worker: the next sweep finds the same candidates.
-        if (!isServiceError(err) || (err.code !== 'RATE_LIMITED' && err.code !== 'UNAVAILABLE')) log.error('collecting blobs failed', { repo_id: repoId, err });
+        if (!isTransientActorError(err)) log.error('collecting blobs failed', { repo_id: repoId, err });
       }
     }
   }
 
-  const timer = setInterval(() => {
-    sweeping ??= sweep().finally(() => (sweeping = null));
-  }, sweepIntervalMs(config.blobRetentionS));
-  timer.unref();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await sweeping;
-    },
-  };
+  return startPeriodicSweep(sweepIntervalMs(config.blobRetentionS), sweep);
 }

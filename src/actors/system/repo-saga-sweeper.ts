@@ -7,13 +7,13 @@
  * The bound leaves a live request time to finish its own saga; the steps are idempotent, so a
  * request and the sweeper may both finish one.
  */
-import { isServiceError } from '../../errors.js';
 import type { Services } from '../../http/services.js';
 import { log } from '../../log.js';
 import type { PrincipalMsg } from '../../protocol/messages.js';
 import { staleSagas } from '../../storage/repo-saga-store.js';
 import { settleSaga, type StepCall } from '../repo-saga.js';
 import type { SystemActor } from './index.js';
+import { isTransientActorError, startPeriodicSweep } from './periodic-sweep.js';
 
 const SWEEPER: PrincipalMsg = { orgId: '', orgSlug: '', keyId: '', keyName: 'repo-saga-sweeper', permissions: [], authors: [], restricted: false, allowedRepoIds: [] };
 
@@ -23,33 +23,20 @@ export function sagaSweepIntervalMs(timeoutS: number): number {
 
 export function startRepoSagaSweeper(services: Services): SystemActor {
   const { storage, runtime, config } = services;
-  let sweeping: Promise<void> | null = null;
-  let stopped = false;
   const call: StepCall = (actor, command, input) => runtime.call({ actor, command, input, principal: SWEEPER, traceId: `saga-sweep-${command}` });
 
-  async function sweep(): Promise<void> {
+  async function sweep(stopped: () => boolean): Promise<void> {
     const cutoff = new Date(Date.now() - config.sagaTimeoutS * 1000).toISOString();
     for (const saga of [...staleSagas(storage.meta, [...services.directory.orgs()].map((o) => o.id), cutoff)]) {
-      if (stopped) return;
+      if (stopped()) return;
       try {
         const outcome = await settleSaga(call, saga);
         log.info('settled a stale repository saga', { saga_id: saga.id, kind: saga.kind, repo_id: saga.repo_id, outcome });
       } catch (err) {
-        // A busy mailbox or a restarting worker: the next sweep finds the same saga.
-        if (!isServiceError(err) || (err.code !== 'RATE_LIMITED' && err.code !== 'UNAVAILABLE')) log.error('settling a repository saga failed', { saga_id: saga.id, err });
+        if (!isTransientActorError(err)) log.error('settling a repository saga failed', { saga_id: saga.id, err });
       }
     }
   }
 
-  const timer = setInterval(() => {
-    sweeping ??= sweep().finally(() => (sweeping = null));
-  }, sagaSweepIntervalMs(config.sagaTimeoutS));
-  timer.unref();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await sweeping;
-    },
-  };
+  return startPeriodicSweep(sagaSweepIntervalMs(config.sagaTimeoutS), sweep);
 }
