@@ -1,11 +1,11 @@
 import { randomInt } from 'node:crypto';
 import { ServiceError } from '../../errors.js';
 import { newId } from '../../storage/ids.js';
-import type { OrgRecord } from '../../storage/records.js';
 import { getRepo, isRepoNameTaken } from '../../storage/repo-store.js';
 import { beginSaga, finishSaga, getSaga, isListed, nameEntry, sagaOfRepo, undoSaga, unlistRepo, type RepoSagaKind, type RepoSagaRecord } from '../../storage/repo-saga-store.js';
 import { noteReleasedName } from '../../storage/released-names.js';
 import { defineCommand, type CommandContext, type CommandResult } from '../command.js';
+import { orgOf } from './org-of.js';
 
 /**
  * The org actor's steps of the repository sagas (actors/repo-saga.ts): the name index and the
@@ -47,12 +47,6 @@ export interface SagaStarted {
   saga_id: string;
   repo_id: string;
   name: string;
-}
-
-function orgOf(ctx: CommandContext, orgId: string): OrgRecord {
-  const org = ctx.directory.org(orgId);
-  if (!org) throw new ServiceError('NOT_FOUND', 'organization not found');
-  return org;
 }
 
 function generatedName(ctx: CommandContext, orgId: string): string {

@@ -1,11 +1,12 @@
 import { ServiceError, invalid } from '../../errors.js';
 import { NULL_OID } from '../../vcs/ids.js';
 import { releaseRepository } from '../../storage/quota.js';
-import type { BookmarkRecord, OrgRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
+import type { BookmarkRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
 import { clearRepository, getBookmark, getRepo, putBookmark, putRepo, removeRepo, ROOT_CHANGE_ID } from '../../storage/repo-store.js';
 import { sagaFence, setSagaFence } from '../../storage/repo-saga-store.js';
 import { repoEventView, repositoryView } from '../../protocol/views/repository.js';
 import { defineCommand, type CommandContext } from '../command.js';
+import { orgOf } from './org-of.js';
 import type { UpstreamInput } from '../../protocol/schemas/repos.js';
 
 /**
@@ -47,12 +48,6 @@ export interface DeleteRepoInput {
 export interface SagaStepInput {
   repo_id: string;
   saga_id: string;
-}
-
-function orgOf(ctx: CommandContext, orgId: string): OrgRecord {
-  const org = ctx.directory.org(orgId);
-  if (!org) throw new ServiceError('NOT_FOUND', 'organization not found');
-  return org;
 }
 
 /** Scheme, host and port: a stored credential is only ever presented to the origin it was given for. */
