@@ -100,6 +100,16 @@ function checkBounds(t: Test, a: Accounting, what: string): void {
   t.ok(a.held >= a.used && a.held <= QUOTA, `${what}: the ledger's grants (${a.held}) cover what is used and stay within the quota`);
 }
 
+/** Fills the org with small writes, stops the server and checks the bounds and that no allowance was stranded. */
+async function fillAndCheck(t: Test, org: Org, what: string): Promise<Accounting> {
+  await fill(t, org);
+  await s.stop();
+  const filled = accounting(org);
+  checkBounds(t, filled, what);
+  t.ok(filled.used > QUOTA - SMALL_WRITE, `${what}: the org filled to ${filled.used} of ${QUOTA}, no allowance stranded`);
+  return filled;
+}
+
 t.test('quota shards - concurrent writers across 16 repositories never take the org over its quota, and sequential writes then fill it to within one write', async (t) => {
   const org = await newOrg('many', 16);
   const names = [...org.repos.keys()];
@@ -112,11 +122,7 @@ t.test('quota shards - concurrent writers across 16 repositories never take the 
   t.equal(refused?.json.error.code, 'QUOTA_EXCEEDED');
   t.equal(refused?.json.error.details.quota_bytes, QUOTA);
 
-  await fill(t, org);
-  await s.stop();
-  const full = accounting(org);
-  checkBounds(t, full, 'after the burst and the fill');
-  t.ok(full.used > QUOTA - SMALL_WRITE, `the org filled to ${full.used} of ${QUOTA}: no allowance was stranded`);
+  const full = await fillAndCheck(t, org, 'after the burst and the fill');
   await s.restart();
 
   // The accounting survives a restart: still full, and the same bytes counted. (The refused
@@ -193,11 +199,7 @@ t.test('quota shards - kill -9 while writers refill their shards: every bound ho
   checkBounds(t, crashed, 'after the kill');
   t.ok(crashed.used >= acked * FILE, `every acknowledged write is counted (${crashed.used} bytes for ${acked} writes)`);
   await s.restart();
-  await fill(t, org);
-  await s.stop();
-  const filled = accounting(org);
-  checkBounds(t, filled, 'after the restart and the fill');
-  t.ok(filled.used > QUOTA - SMALL_WRITE, `the org filled to ${filled.used} of ${QUOTA}`);
+  await fillAndCheck(t, org, 'after the restart and the fill');
   await s.restart();
 });
 
@@ -226,10 +228,6 @@ t.test('quota shards - a data directory with the org-wide counter migrates once 
   await check.close();
 
   await s.restart();
-  await fill(t, org);
-  await s.stop();
-  const filled = accounting(org);
-  checkBounds(t, filled, 'after the migration and the fill');
-  t.ok(filled.used > QUOTA - SMALL_WRITE, `the org filled to ${filled.used} of ${QUOTA}`);
+  await fillAndCheck(t, org, 'after the migration and the fill');
   await s.restart();
 });
