@@ -34,6 +34,28 @@ export interface Config {
   maxPushBytes: number;
   agentTable: string;
   logLevel: string;
+  /** Cluster mode (docs/design.md, "Cluster mode"); null runs the single node with no dependency. */
+  cluster: ClusterConfig | null;
+}
+
+export type ShardLogBackend = 'jetstream' | 'etcd';
+
+export interface ClusterConfig {
+  /** Prefix of every etcd key and NATS stream of this cluster, so clusters can share engines. */
+  name: string;
+  etcd: string[];
+  nats: string[];
+  nodeId: string;
+  /** This node's public URL (clients, and streamed uploads proxied from other nodes). */
+  nodeUrl: string;
+  /** This node's listener for actor messages forwarded by other nodes (HTTP/2), e.g. http://10.0.0.5:9100. */
+  internalUrl: string;
+  leaseTtlS: number;
+  /** Copies of each shard: the owner plus replicas - 1 followers. */
+  replicas: number;
+  shardLog: ShardLogBackend;
+  rebalanceMaxMoves: number;
+  rebalanceStableS: number;
 }
 
 const SETTINGS: Array<[keyof Config, string, string]> = [
@@ -63,7 +85,21 @@ const SETTINGS: Array<[keyof Config, string, string]> = [
   ['logLevel', 'LOG_LEVEL', 'log-level'],
 ];
 
-export const SETTING_FLAGS = SETTINGS.map(([, , flag]) => flag);
+const CLUSTER_SETTINGS: Array<[keyof ClusterConfig, string, string]> = [
+  ['name', 'REPOHOST_CLUSTER_NAME', 'cluster-name'],
+  ['etcd', 'REPOHOST_CLUSTER_ETCD', 'cluster-etcd'],
+  ['nats', 'REPOHOST_CLUSTER_NATS', 'cluster-nats'],
+  ['nodeId', 'REPOHOST_NODE_ID', 'node-id'],
+  ['nodeUrl', 'REPOHOST_NODE_URL', 'node-url'],
+  ['internalUrl', 'REPOHOST_NODE_INTERNAL_URL', 'node-internal-url'],
+  ['leaseTtlS', 'REPOHOST_LEASE_TTL_S', 'lease-ttl-s'],
+  ['replicas', 'REPOHOST_REPLICAS', 'replicas'],
+  ['shardLog', 'REPOHOST_SHARD_LOG', 'shard-log'],
+  ['rebalanceMaxMoves', 'REPOHOST_REBALANCE_MAX_MOVES', 'rebalance-max-moves'],
+  ['rebalanceStableS', 'REPOHOST_REBALANCE_STABLE_S', 'rebalance-stable-s'],
+];
+
+export const SETTING_FLAGS = [...SETTINGS, ...CLUSTER_SETTINGS].map(([, , flag]) => flag);
 
 function int(raw: string | undefined, fallback: number, name: string): number {
   if (raw === undefined || raw === '') return fallback;
@@ -106,5 +142,38 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     maxPushBytes: Math.max(1, int(raw('maxPushBytes'), 2 * 1024 ** 3, 'REPOHOST_MAX_PUSH_BYTES')),
     agentTable: raw('agentTable') || '',
     logLevel: raw('logLevel') || 'info',
+    cluster: loadClusterConfig((key) => {
+      const entry = CLUSTER_SETTINGS.find(([k]) => k === key)!;
+      return flags[entry[2]] ?? env[entry[1]];
+    }, port),
+  };
+}
+
+const list = (raw: string | undefined): string[] => (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+
+/** Cluster mode is on when etcd endpoints are given; the rest then must describe this node. */
+function loadClusterConfig(raw: (key: keyof ClusterConfig) => string | undefined, port: number): ClusterConfig | null {
+  const etcd = list(raw('etcd'));
+  if (etcd.length === 0) return null;
+  const nodeId = raw('nodeId') ?? '';
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(nodeId)) throw new Error(`setting REPOHOST_NODE_ID must be 1-63 lowercase letters, digits or '-', got ${JSON.stringify(nodeId)}`);
+  const shardLog = raw('shardLog') || 'jetstream';
+  if (shardLog !== 'jetstream' && shardLog !== 'etcd') throw new Error(`setting REPOHOST_SHARD_LOG must be jetstream or etcd, got ${JSON.stringify(shardLog)}`);
+  const nats = list(raw('nats'));
+  if (shardLog === 'jetstream' && nats.length === 0) throw new Error('setting REPOHOST_CLUSTER_NATS is required with REPOHOST_SHARD_LOG=jetstream');
+  const internalUrl = (raw('internalUrl') || '').replace(/\/+$/, '');
+  if (!/^http:\/\/[^/]+:\d+$/.test(internalUrl)) throw new Error(`setting REPOHOST_NODE_INTERNAL_URL must be http://host:port, got ${JSON.stringify(internalUrl)}`);
+  return {
+    name: raw('name') || 'repohost',
+    etcd,
+    nats,
+    nodeId,
+    nodeUrl: (raw('nodeUrl') || `http://localhost:${port}`).replace(/\/+$/, ''),
+    internalUrl,
+    leaseTtlS: Math.max(1, int(raw('leaseTtlS'), 5, 'REPOHOST_LEASE_TTL_S')),
+    replicas: Math.max(1, int(raw('replicas'), 3, 'REPOHOST_REPLICAS')),
+    shardLog,
+    rebalanceMaxMoves: Math.max(1, int(raw('rebalanceMaxMoves'), 8, 'REPOHOST_REBALANCE_MAX_MOVES')),
+    rebalanceStableS: int(raw('rebalanceStableS'), 10, 'REPOHOST_REBALANCE_STABLE_S'),
   };
 }

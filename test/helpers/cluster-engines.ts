@@ -1,0 +1,223 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * Real etcd and nats-server clusters for the cluster tests, on loopback ports below 32768 (the
+ * ephemeral range starts there: an outgoing connection may hold a port above it). Each member is a
+ * child process with its own data directory; tests kill, pause and restart members by index.
+ */
+
+/** `count` distinct free TCP ports in [10000, 32000), each checked by binding it once. */
+export async function freePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) {
+    const port = 10000 + Math.floor(Math.random() * 22000);
+    if (ports.has(port)) continue;
+    if (await canBind(port)) ports.add(port);
+  }
+  return [...ports];
+}
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+export interface EngineMember {
+  name: string;
+  process: ChildProcess | null;
+  /** The last lines it wrote, for a failing test's diagnostics. */
+  logs: string[];
+}
+
+export interface EngineCluster {
+  members: EngineMember[];
+  /** Client endpoints, one per member (etcd: `http://127.0.0.1:p`; NATS: `nats://127.0.0.1:p`). */
+  endpoints: string[];
+  /** SIGKILLs member `i`. */
+  kill(i: number): Promise<void>;
+  /** SIGSTOP / SIGCONT member `i`. */
+  pause(i: number): void;
+  resume(i: number): void;
+  /** Starts member `i` again on its data directory and ports. */
+  restart(i: number): Promise<void>;
+  /** Index of the member that leads (etcd: the Raft leader; NATS: the JetStream meta leader). */
+  leader(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+interface MemberSpec {
+  name: string;
+  command: string;
+  args: string[];
+  ready: () => Promise<boolean>;
+}
+
+async function launch(specs: MemberSpec[], dir: string, endpoints: string[], leaderOf: () => Promise<number>): Promise<EngineCluster> {
+  const members: EngineMember[] = specs.map((s) => ({ name: s.name, process: null, logs: [] }));
+  const start = (i: number): void => {
+    const spec = specs[i]!;
+    const member = members[i]!;
+    const child = spawn(spec.command, spec.args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer): void => {
+      member.logs.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      if (member.logs.length > 200) member.logs.splice(0, member.logs.length - 200);
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    member.process = child;
+    child.once('exit', () => {
+      if (member.process === child) member.process = null;
+    });
+  };
+  const waitReady = async (indices: number[]): Promise<void> => {
+    const deadline = Date.now() + 20_000;
+    for (const i of indices) {
+      while (!(await specs[i]!.ready().catch(() => false))) {
+        if (Date.now() > deadline) throw new Error(`${specs[i]!.name} did not become ready:\n${members[i]!.logs.slice(-20).join('\n')}`);
+        await sleep(100);
+      }
+    }
+  };
+  const stopMember = async (i: number, signal: NodeJS.Signals): Promise<void> => {
+    const child = members[i]!.process;
+    if (!child) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGCONT');
+    child.kill(signal);
+    await exited;
+  };
+  specs.forEach((_, i) => start(i));
+  try {
+    await waitReady(specs.map((_, i) => i));
+  } catch (err) {
+    await Promise.all(specs.map((_, i) => stopMember(i, 'SIGKILL')));
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    members,
+    endpoints,
+    kill: (i) => stopMember(i, 'SIGKILL'),
+    pause: (i) => void members[i]!.process?.kill('SIGSTOP'),
+    resume: (i) => void members[i]!.process?.kill('SIGCONT'),
+    restart: async (i) => {
+      await stopMember(i, 'SIGKILL');
+      start(i);
+      await waitReady([i]);
+    },
+    leader: leaderOf,
+    stop: async () => {
+      await Promise.all(specs.map((_, i) => stopMember(i, 'SIGTERM')));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A 3-member (by default) etcd cluster with the heartbeat and election timeouts the design uses
+ * (100 ms / 1 s), so a leader kill is noticed in about a second.
+ */
+export async function startEtcd(opts: { members?: number } = {}): Promise<EngineCluster> {
+  const n = opts.members ?? 3;
+  const dir = mkdtempSync(join(tmpdir(), 'repohost-etcd-'));
+  const ports = await freePorts(2 * n);
+  const client = (i: number): string => `http://127.0.0.1:${ports[2 * i]}`;
+  const peer = (i: number): string => `http://127.0.0.1:${ports[2 * i + 1]}`;
+  const initial = Array.from({ length: n }, (_, i) => `e${i}=${peer(i)}`).join(',');
+  const token = `rh-${process.pid}-${ports[0]}`;
+  const specs: MemberSpec[] = Array.from({ length: n }, (_, i) => ({
+    name: `e${i}`,
+    command: 'etcd',
+    args: [
+      '--name', `e${i}`,
+      '--data-dir', join(dir, `e${i}`),
+      '--listen-client-urls', client(i),
+      '--advertise-client-urls', client(i),
+      '--listen-peer-urls', peer(i),
+      '--initial-advertise-peer-urls', peer(i),
+      '--initial-cluster', initial,
+      '--initial-cluster-token', token,
+      '--initial-cluster-state', 'new',
+      '--heartbeat-interval', '100',
+      '--election-timeout', '1000',
+      '--log-level', 'warn',
+    ],
+    ready: async () => (await etcdStatus(client(i))).leader !== '0',
+  }));
+  const endpoints = specs.map((_, i) => client(i));
+  return launch(specs, dir, endpoints, async () => {
+    for (let i = 0; i < n; i++) {
+      const s = await etcdStatus(client(i)).catch(() => null);
+      if (s && s.leader === s.member) return i;
+    }
+    return -1;
+  });
+}
+
+/** The member's id and the leader it knows of, from the gRPC gateway (etcd 3.4 serves /v3/). */
+async function etcdStatus(endpoint: string): Promise<{ member: string; leader: string }> {
+  const res = await fetch(`${endpoint}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
+  const body = (await res.json()) as { header?: { member_id?: string }; leader?: string };
+  return { member: body.header?.member_id ?? '', leader: body.leader ?? '0' };
+}
+
+/**
+ * A 3-server (by default) NATS cluster with JetStream (file storage), each with a monitoring port
+ * for readiness and leader lookups. Debian's nats-server 2.9 acknowledges before any fsync; the
+ * tests see crash semantics (kill -9 keeps the page cache), not power loss.
+ */
+export async function startNats(opts: { servers?: number } = {}): Promise<EngineCluster & { monitors: string[] }> {
+  const n = opts.servers ?? 3;
+  const dir = mkdtempSync(join(tmpdir(), 'repohost-nats-'));
+  const ports = await freePorts(3 * n);
+  const clientPort = (i: number): number => ports[3 * i]!;
+  const routePort = (i: number): number => ports[3 * i + 1]!;
+  const monitorPort = (i: number): number => ports[3 * i + 2]!;
+  const routes = Array.from({ length: n }, (_, i) => `nats-route://127.0.0.1:${routePort(i)}`);
+  const monitors = Array.from({ length: n }, (_, i) => `http://127.0.0.1:${monitorPort(i)}`);
+  const specs: MemberSpec[] = Array.from({ length: n }, (_, i) => {
+    const conf = join(dir, `n${i}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `server_name: n${i}`,
+        `listen: 127.0.0.1:${clientPort(i)}`,
+        `http: 127.0.0.1:${monitorPort(i)}`,
+        `jetstream { store_dir: "${join(dir, `n${i}`)}" }`,
+        n > 1 ? `cluster { name: rh, listen: 127.0.0.1:${routePort(i)}, routes: [${routes.filter((_, j) => j !== i).join(', ')}] }` : '',
+      ].join('\n'),
+    );
+    return {
+      name: `n${i}`,
+      command: 'nats-server',
+      args: ['-c', conf],
+      ready: async () => (await jsz(monitors[i]!)).meta_cluster?.leader !== undefined || n === 1,
+    };
+  });
+  const endpoints = specs.map((_, i) => `nats://127.0.0.1:${clientPort(i)}`);
+  const cluster = await launch(specs, dir, endpoints, async () => {
+    for (let i = 0; i < n; i++) {
+      const z = await jsz(monitors[i]!).catch(() => null);
+      if (z?.meta_cluster?.leader === `n${i}`) return i;
+    }
+    return -1;
+  });
+  return { ...cluster, monitors };
+}
+
+interface Jsz {
+  meta_cluster?: { leader?: string };
+}
+
+async function jsz(monitor: string): Promise<Jsz> {
+  const res = await fetch(`${monitor}/jsz`, { signal: AbortSignal.timeout(1000) });
+  return (await res.json()) as Jsz;
+}
