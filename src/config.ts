@@ -54,6 +54,8 @@ export interface ClusterConfig {
   /** Copies of each shard: the owner plus replicas - 1 followers. */
   replicas: number;
   shardLog: ShardLogBackend;
+  /** Copies the log engine keeps of each JetStream stream (3; 1 for a one-server dev NATS). */
+  shardLogReplicas: number;
   rebalanceMaxMoves: number;
   rebalanceStableS: number;
 }
@@ -95,6 +97,7 @@ const CLUSTER_SETTINGS: Array<[keyof ClusterConfig, string, string]> = [
   ['leaseTtlS', 'REPOHOST_LEASE_TTL_S', 'lease-ttl-s'],
   ['replicas', 'REPOHOST_REPLICAS', 'replicas'],
   ['shardLog', 'REPOHOST_SHARD_LOG', 'shard-log'],
+  ['shardLogReplicas', 'REPOHOST_SHARD_LOG_REPLICAS', 'shard-log-replicas'],
   ['rebalanceMaxMoves', 'REPOHOST_REBALANCE_MAX_MOVES', 'rebalance-max-moves'],
   ['rebalanceStableS', 'REPOHOST_REBALANCE_STABLE_S', 'rebalance-stable-s'],
 ];
@@ -173,6 +176,7 @@ function loadClusterConfig(raw: (key: keyof ClusterConfig) => string | undefined
     leaseTtlS: Math.max(1, int(raw('leaseTtlS'), 5, 'REPOHOST_LEASE_TTL_S')),
     replicas: Math.max(1, int(raw('replicas'), 3, 'REPOHOST_REPLICAS')),
     shardLog,
+    shardLogReplicas: Math.max(1, int(raw('shardLogReplicas'), 3, 'REPOHOST_SHARD_LOG_REPLICAS')),
     rebalanceMaxMoves: Math.max(1, int(raw('rebalanceMaxMoves'), 8, 'REPOHOST_REBALANCE_MAX_MOVES')),
     rebalanceStableS: int(raw('rebalanceStableS'), 10, 'REPOHOST_REBALANCE_STABLE_S'),
   };
