@@ -73,7 +73,15 @@ export class WriteRecorder {
   }
 
   committed(ops: Recorded[], order: bigint): void {
-    this.last = this.sink(group(ops, order));
+    try {
+      this.last = this.sink(group(ops, order));
+    } catch (err) {
+      // The transaction did commit: a failing sink fails the replication, not the commit. Marked
+      // handled, since only a batch takes it.
+      const failed = Promise.reject(err);
+      failed.catch(() => undefined);
+      this.last = failed;
+    }
   }
 }
 
