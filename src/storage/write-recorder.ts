@@ -1,6 +1,6 @@
 import { ABORT, asBinary, type Database, type Key, type TransactionFlags } from 'lmdb';
 import type { Storage } from './database.js';
-import { encodeKey } from './keys.js';
+import { encodeKey, type KeyRange } from './keys.js';
 import type { CommittedWrites, ShardWrites, WriteDb, WriteOp, WriteSink } from './write-set.js';
 
 /** An op with the shard it belongs to (-1: a global key). */
@@ -33,8 +33,10 @@ export class WriteRecorder {
     return last;
   }
 
-  record(db: WriteDb, kind: WriteOp['kind'], key: Key, value: Uint8Array | undefined): void {
-    const op: WriteOp = value ? { db, kind, key: encodeKey(key), value } : { db, kind, key: encodeKey(key) };
+  record(db: WriteDb, kind: WriteOp['kind'], key: Key, value?: Uint8Array, end?: Key): void {
+    const op: WriteOp = { db, kind, key: encodeKey(key) };
+    if (value) op.value = value;
+    if (end !== undefined) op.end = encodeKey(end);
     const recorded = { shard: shardOfKey(key), op };
     if (this.open) this.open.push(recorded);
     else throw new Error('a recorded write outside a transaction');
@@ -135,9 +137,13 @@ const binary = (value: unknown): Uint8Array => Uint8Array.prototype.slice.call(v
 
 type Encode = (value: unknown) => Uint8Array;
 
+/** The database each recording view writes to. */
+const underlying = new WeakMap<object, Database<unknown, Key>>();
+
 /** A view of `db` (reads inherited) whose transactions are recorded by `recorder`. */
 function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
   const view = Object.create(of) as D;
+  underlying.set(view, of as unknown as Database<unknown, Key>);
   const db = of as unknown as Database<unknown, Key>;
   const refuse = (name: string) => (): never => {
     throw new Error(`${name} is not recorded: use put or remove`);
@@ -212,7 +218,7 @@ function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorde
     value(key: Key, ...rest: unknown[]): unknown {
       checked(rest.length);
       return inTransaction(() => {
-        recorder.record(name, 'del', key, undefined);
+        recorder.record(name, 'del', key);
         return raw.removeSync(key);
       });
     },
@@ -234,6 +240,26 @@ function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorde
     },
   });
   return view;
+}
+
+/**
+ * Removes every key of `range` from `storage[name]`, in the caller's transaction. Recorded as one
+ * `delRange` op rather than one op per key, so that deleting a repository of 100,000 objects is a
+ * small write set; a follower removes the same keys, since the range holds there what it held here.
+ */
+export function removeRange(storage: Storage, name: WriteDb, range: KeyRange): void {
+  const db = storage[name] as Database<unknown, Key>;
+  // Keys are collected before removing: a cursor is not walked while its range is being deleted.
+  const keys = [...db.getKeys(range)];
+  const { recorder } = storage;
+  if (!recorder) {
+    for (const key of keys) db.removeSync(key);
+    return;
+  }
+  if (keys.length === 0) return;
+  recorder.record(name, 'delRange', range.start, undefined, range.end);
+  const raw = underlying.get(db)!;
+  for (const key of keys) raw.removeSync(key);
 }
 
 /**

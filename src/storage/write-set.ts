@@ -9,11 +9,14 @@ export type WriteDb = 'meta' | 'objects' | 'chunks';
 
 export interface WriteOp {
   db: WriteDb;
-  kind: 'put' | 'del';
+  /** `delRange` removes every key from `key` (included) to `end` (excluded): a repository's deletion. */
+  kind: 'put' | 'del' | 'delRange';
   /** The key as LMDB stores it (lmdb-js's ordered-binary encoding of the tuple). */
   key: Uint8Array;
   /** `put` only: the value as LMDB stores it (msgpack for `meta`, the bytes for the others). */
   value?: Uint8Array;
+  /** `delRange` only: the end of the range, encoded like a key. */
+  end?: Uint8Array;
 }
 
 /** One shard's ops of one committed transaction, in the order they were made. */

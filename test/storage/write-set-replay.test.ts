@@ -104,18 +104,21 @@ t.test('the write sets of a real workload, applied in order to an empty director
   t.teardown(() => replica.close());
   const seq = new Map<number, number>();
   let deletes = 0;
+  let rangeDeletes = 0;
   for (let i = 0; i < entries.length; i += 200) {
     replica.root.transactionSync(() => {
       for (const { set } of entries.slice(i, i + 200)) {
         const next = (seq.get(set.shard) ?? 0) + 1;
         seq.set(set.shard, next);
         deletes += set.ops.filter((op) => op.kind === 'del').length;
+        rangeDeletes += set.ops.filter((op) => op.kind === 'delRange').length;
         applyWriteSet(replica, set, next);
       }
     });
   }
   t.ok(entries.length > 50, `${entries.length} write sets recorded`);
-  t.ok(deletes > 50, `${deletes} deletes among them`);
+  t.ok(deletes > 30, `${deletes} deletes among them`);
+  t.ok(rangeDeletes >= 2, `${rangeDeletes} range deletes (the deleted repository's records and objects)`);
 
   const source = openStorage(s.dataDir);
   t.teardown(() => source.close());
