@@ -257,6 +257,11 @@ export function removeRange(storage: Storage, name: WriteDb, range: KeyRange): v
     return;
   }
   if (keys.length === 0) return;
+  if (!recorder.open) {
+    // In a transaction of its own, as a write outside one is.
+    storage.root.transactionSync(() => removeRange(storage, name, range), STANDALONE);
+    return;
+  }
   recorder.record(name, 'delRange', range.start, undefined, range.end);
   const raw = underlying.get(db)!;
   for (const key of keys) raw.removeSync(key);

@@ -6,6 +6,7 @@ import t from 'tap';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { encodeKey, K, Ranges } from '../../src/storage/keys.js';
 import { applyWriteSet, appliedPosition } from '../../src/storage/apply-write-set.js';
+import { serverStorage } from '../../src/storage/server-storage.js';
 import { recordingStorage, removeRange, WriteRecorder } from '../../src/storage/write-recorder.js';
 import { decodeWriteSet, encodeWriteSet } from '../../src/storage/write-set-codec.js';
 import type { CommittedWrites, WriteSet } from '../../src/storage/write-set.js';
@@ -173,4 +174,32 @@ t.test('a range removal is one op, and removes the same keys on a follower', asy
   // Without a recorder, the same function removes the keys one by one.
   raw.root.transactionSync(() => removeRange(raw, 'objects', Ranges.objects(other)));
   t.same([...raw.objects.getKeys(Ranges.objects(other))], []);
+});
+
+t.test('a server thread writes through the storage itself unless the process records', async (t) => {
+  const { raw } = fresh();
+  const saved = process.env.REPOHOST_WRITE_SET_JOURNAL;
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.REPOHOST_WRITE_SET_JOURNAL;
+    else process.env.REPOHOST_WRITE_SET_JOURNAL = saved;
+  });
+  delete process.env.REPOHOST_WRITE_SET_JOURNAL;
+  t.equal(serverStorage(raw), raw, 'single-node mode: no view, nothing recorded');
+  process.env.REPOHOST_WRITE_SET_JOURNAL = work;
+  const recorded = serverStorage(raw);
+  t.not(recorded, raw);
+  t.ok(recorded.recorder, 'recording: a view with its recorder');
+});
+
+t.test('a range removal outside a transaction is a transaction of its own', async (t) => {
+  const { raw, storage, committed } = fresh();
+  const repo = 'F'.repeat(26);
+  storage.meta.putSync(K.bookmark(repo, 'a'), 1);
+  storage.meta.putSync(K.bookmark(repo, 'b'), 2);
+  removeRange(storage, 'meta', Ranges.bookmarks(repo));
+  t.same(
+    committed.map((w) => w.shards.flatMap((s) => s.ops.map((op) => op.kind))),
+    [['put'], ['put'], ['delRange']],
+  );
+  t.same([...raw.meta.getKeys(Ranges.bookmarks(repo))], []);
 });
