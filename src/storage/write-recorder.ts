@@ -164,7 +164,8 @@ function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
       // Inside a transaction, lmdb-js runs `fn` in it at once.
       if (recorder.open) return db.transaction(fn);
       // An asynchronous transaction: `fn` runs later, in lmdb-js's write batch; its writes commit
-      // with the batch, even when it throws (lmdb-js does not roll a plain callback back).
+      // with the batch, even when it throws (lmdb-js does not roll a plain callback back). Its ops
+      // are handed over when the batch settles.
       let ops: Recorded[] | null = null;
       let order = 0n;
       const settled = (): void => {
@@ -204,14 +205,14 @@ function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorde
   };
   /** Runs a write in the open transaction, or in one of its own (lmdb-js does the same). */
   const inTransaction = <T>(write: () => T): T => (recorder.open ? write() : view.transactionSync(write, STANDALONE));
+  const putBytes = (key: Key, bytes: Uint8Array): unknown => {
+    recorder.record(name, 'put', key, bytes);
+    return raw.putSync(key, asBinary(bytes));
+  };
   Object.defineProperty(view, 'putSync', {
     value(key: Key, value: V, ...rest: unknown[]): unknown {
       checked(rest.length);
-      return inTransaction(() => {
-        const bytes = encode(value);
-        recorder.record(name, 'put', key, bytes);
-        return raw.putSync(key, asBinary(bytes));
-      });
+      return inTransaction(() => putBytes(key, encode(value)));
     },
   });
   Object.defineProperty(view, 'removeSync', {
@@ -228,8 +229,10 @@ function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorde
   Object.defineProperty(view, 'put', {
     value(key: Key, value: V, ...rest: unknown[]): Promise<unknown> {
       checked(rest.length);
-      if (recorder.open) return Promise.resolve(view.putSync(key, value));
-      return view.transaction(() => view.putSync(key, value));
+      // Encoded now, as lmdb-js does: the caller may reuse its buffer once `put` returns.
+      const bytes = encode(value);
+      if (recorder.open) return Promise.resolve(putBytes(key, bytes));
+      return view.transaction(() => putBytes(key, bytes));
     },
   });
   Object.defineProperty(view, 'remove', {

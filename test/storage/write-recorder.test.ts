@@ -94,13 +94,19 @@ t.test('a rolled back outermost transaction hands nothing over; a write outside 
   );
   t.equal(committed.length, 0);
   storage.meta.putSync(K.repo('R'.repeat(26)), { id: 'y' });
-  await storage.chunks.put(K.chunk('R'.repeat(26), 'u', 0), Buffer.from('chunk'));
+  // The caller may reuse its buffer once `put` returns, before the write commits.
+  const reused = Buffer.from('chunk');
+  const put = storage.chunks.put(K.chunk('R'.repeat(26), 'u', 0), reused);
+  reused.fill(0);
+  await put;
+  t.equal(storage.chunks.getBinary(K.chunk('R'.repeat(26), 'u', 0))?.toString(), 'chunk', 'the bytes given are stored');
   await storage.root.transaction(() => storage.meta.removeSync(K.repo('R'.repeat(26))));
   t.same(
     committed.map((w) => w.shards.flatMap((s) => s.ops.map((op) => `${op.db} ${op.kind}`))),
     [['meta put'], ['chunks put'], ['meta del']],
   );
   t.ok(committed[0]!.order < committed[1]!.order && committed[1]!.order < committed[2]!.order, 'in commit order');
+  t.equal(Buffer.from(committed[1]!.shards[0]!.ops[0]!.value!).toString(), 'chunk', 'and recorded');
   t.throws(() => storage.meta.ifNoExists(K.repo('x'), () => undefined), /not recorded/, 'a conditional write cannot bypass the record');
 });
 
