@@ -53,6 +53,8 @@ export interface CommittedWrites {
 /**
  * Receives each committed transaction's writes, after the commit (locally durable). A batch's
  * replies wait for the promise it returns; it resolves to the shards whose writes could not be
- * replicated (their commands are answered 503), or to nothing when all were.
+ * replicated (their commands are answered 503), or to nothing when all were. Writers outside the
+ * mailbox do not wait for it, so it reports a failure by resolving, not by rejecting (a rejection
+ * nobody handles ends the process).
  */
 export type WriteSink = (writes: CommittedWrites) => void | Promise<void | readonly number[]>;
