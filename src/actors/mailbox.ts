@@ -12,6 +12,7 @@ import { Mutation } from './mutation.js';
 import { shardOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 import { log } from '../log.js';
+import { announceOutboxEvents } from './system/webhooks/outbox-signal.js';
 
 interface Pending {
   req: ActorRequestMsg;
@@ -121,6 +122,7 @@ export class Mailboxes {
       const unavailable = storageUnavailable();
       outcomes = batch.map(() => ({ error: unavailable }));
     }
+    announceOutboxEvents();
     const done = performance.now();
     const replies = outcomes.map((o, i) => {
       const queueMs = started - batch[i]!.arrived;
