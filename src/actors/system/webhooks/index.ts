@@ -5,7 +5,7 @@ import { log } from '../../../log.js';
 import type { Services } from '../../../http/services.js';
 import type { SystemActor } from '../index.js';
 import { pendingCount } from '../../../storage/webhook-store.js';
-import { allShards } from './shard-ownership.js';
+import { allShards, checkedShards } from './shard-ownership.js';
 import type { ToWebhookWorker, WebhookWorkerData } from './worker.js';
 
 /**
@@ -30,7 +30,8 @@ export function adoptWebhookDelivery(targetId: string, deliveryId: string): void
 
 /** The shards whose webhook queues this node drains from now on (the ones it owns). */
 export function setWebhookShards(shards: readonly number[]): void {
-  ownedShards = [...shards];
+  // Checked here: a bad list would stop the worker at every restart.
+  ownedShards = [...checkedShards(shards)];
   active?.postMessage({ type: 'own', shards: ownedShards } satisfies ToWebhookWorker);
 }
 

@@ -21,7 +21,7 @@ export class OwnedShards implements ShardOwnership {
   private readonly listeners = new Set<(granted: readonly number[], revoked: readonly number[]) => void>();
 
   constructor(shards: Iterable<number> = allShards()) {
-    this.owned = new Set(shards);
+    this.owned = checkedShards(shards);
     this.sorted = [...this.owned].sort((a, b) => a - b);
   }
 
@@ -40,8 +40,7 @@ export class OwnedShards implements ShardOwnership {
 
   /** Replaces the owned set; tells the listeners what changed, if anything did. */
   set(shards: Iterable<number>): void {
-    const next = new Set(shards);
-    for (const shard of next) if (!Number.isInteger(shard) || shard < 0 || shard >= SHARD_COUNT) throw new RangeError(`no shard ${shard}`);
+    const next = checkedShards(shards);
     const granted = [...next].filter((s) => !this.owned.has(s)).sort((a, b) => a - b);
     const revoked = this.sorted.filter((s) => !next.has(s));
     this.owned = next;
@@ -59,3 +58,10 @@ export class OwnedShards implements ShardOwnership {
 }
 
 export const allShards = (): number[] => Array.from({ length: SHARD_COUNT }, (_, shard) => shard);
+
+/** The shard numbers given, as a set; throws on one that names no shard. */
+export function checkedShards(shards: Iterable<number>): Set<number> {
+  const set = new Set(shards);
+  for (const shard of set) if (!Number.isInteger(shard) || shard < 0 || shard >= SHARD_COUNT) throw new RangeError(`no shard ${shard}`);
+  return set;
+}
