@@ -26,7 +26,8 @@ import { ReceiverProcess } from './receiver-process.js';
 import { createOrgAndKey, startRepohost } from './server-process.js';
 import { createSigner } from './tokens.js';
 import { openStorage } from '../src/storage/database.js';
-import { K, Ranges } from '../src/storage/keys.js';
+import { Ranges } from '../src/storage/keys.js';
+import { putOutboxEvent } from '../src/storage/outbox.js';
 import { newId } from '../src/storage/ids.js';
 import type { EventEnvelope } from '../src/storage/records.js';
 
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
     await server.stop();
 
     const storage = openStorage(dataDir);
-    const sample = [...storage.meta.getRange(Ranges.global())].find((e) => (e.value as { event_type?: string }).event_type === 'change.created');
+    const sample = [...storage.meta.getRange(Ranges.allShards())].find((e) => (e.value as { event_type?: string }).event_type === 'change.created');
     if (!sample) throw new Error('no change.created delivery to copy');
     const template = JSON.parse((sample.value as { body: string }).body) as EventEnvelope;
     for (let done = 0; done < events; done += FILL_BATCH) {
@@ -78,7 +79,7 @@ async function main(): Promise<void> {
         for (let i = done; i < Math.min(events, done + FILL_BATCH); i++) {
           const repoId = repoIds[i % repos]!;
           const event: EventEnvelope = { ...template, id: newId('evt'), occurred_at: new Date().toISOString(), repository: { ...template.repository!, id: repoId, name: `r-${i % repos}` } };
-          storage.meta.putSync(K.outbox(event.id), event);
+          putOutboxEvent(storage.meta, event);
         }
       });
     }

@@ -14,6 +14,7 @@ import { Mutation } from './mutation.js';
 import { shardOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 import { log } from '../log.js';
+import { announceOutboxEvents } from './system/webhooks/outbox-signal.js';
 
 interface Pending {
   req: ActorRequestMsg;
@@ -149,6 +150,8 @@ export class Mailboxes {
   }
 
   private reply(batch: Pending[], outcomes: Outcome[], started: number, applied: number): void {
+    // After replication: a webhook goes out only for a write the client can be told of.
+    announceOutboxEvents();
     const done = performance.now();
     const replies = outcomes.map((o, i) => {
       const queueMs = started - batch[i]!.arrived;

@@ -1,9 +1,10 @@
 import type { Storage } from '../storage/database.js';
 import { appendOperation } from '../storage/lmdb-repo-store.js';
-import { putOutboxEvent } from '../storage/outbox.js';
+import { eventShard, putOutboxEvent } from '../storage/outbox.js';
 import { newId } from '../storage/ids.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../storage/records.js';
+import { noteOutboxEvent } from './system/webhooks/outbox-signal.js';
 
 /**
  * The bookkeeping every mutation writes in its own transaction: one operation-log entry per
@@ -54,7 +55,12 @@ export class Mutation {
     };
     // The outbox feeds webhook targets only, and a target hears of events from its creation on:
     // an org without targets has nobody to tell, now or later, so nothing is stored.
-    if (this.hasTargets(org.id)) putOutboxEvent(this.storage.meta, event);
+    // It goes to the outbox of its repository's shard (the org's for an org event): the shard of
+    // the actor running this command, since only a repository's actor emits its events.
+    if (this.hasTargets(org.id)) {
+      putOutboxEvent(this.storage.meta, event);
+      noteOutboxEvent(eventShard(event));
+    }
     this.events.push(event);
     return event;
   }

@@ -1,7 +1,7 @@
 import * as lmdb from 'lmdb';
 import type { Key } from 'lmdb';
 import { SHARD_COUNT } from '../actors/shard-map.js';
-import { orgShard, repoShard } from './shards.js';
+import { deliveryShard, laneShard, orgShard, repoShard, type DeliveryOwner } from './shards.js';
 
 /**
  * The key layout. 256 shards (`actors/shard-map.ts`); everything a shard owns is one contiguous
@@ -58,7 +58,16 @@ import { orgShard, repoShard } from './shards.js';
  *                                        deleted), kept for idempotent repeats (released-names.ts)
  *   [o, 'quota-grant', orgId, shard]     GrantLedgerEntry  what the org granted that shard and knows
  *                                        it returned (quota-ledger.ts)
- *   (s = the repository's shard, o = the org's)
+ *   [p, 'outbox', eventId]               EventEnvelope, written with the mutation that caused it
+ *                                        (outbox.ts)
+ *   [p, 'whd', targetId, deliveryId]     DeliveryRecord: the target's delivery log (7 days), merged
+ *                                        across shards when listed (webhook-store.ts)
+ *   [p, 'whq', targetId, lane, deliveryId]  orgId  pending deliveries per target and lane (the event's
+ *                                        repository id, '-' for org events) in creation order: the
+ *                                        webhook actor's durable queue, drained by the shard's owner
+ *   (s = the repository's shard, o = the org's, p = the shard of the actor that wrote the entry:
+ *   an event's producer, `laneShard` — its repository's actor, the org's for an org event — for
+ *   the event and the deliveries fanned out of it; the org's for a redelivery)
  *
  * `objects`: [s, repoId, oid] → a git object (git-object-store.ts). `chunks`: [s, repoId,
  * uploadId, index] → a 1 MiB piece of a large blob (blob-store.ts).
@@ -72,13 +81,6 @@ import { orgShard, repoShard } from './shards.js';
  *   ['key', keyId]                       SigningKeyRecord
  *   ['o', orgId, 'key', keyId]           true     keys of an org
  *   ['o', orgId, 'wht', targetId]        WebhookTargetRecord (actors/system/webhooks/records.ts)
- *
- * `meta`, not yet per shard (global today; each belongs to the shard of the actor that writes it):
- *   ['o', orgId, 'whd', targetId, deliveryId]  DeliveryRecord: the target's delivery log (7 days)
- *   ['whq', targetId, lane, deliveryId]  orgId  pending deliveries per target and lane (the event's
- *                                        repository id, '-' for org events) in creation order: the
- *                                        webhook actor's durable queue
- *   ['outbox', eventId]                  EventEnvelope, written with the mutation that caused it
  *
  * `meta`, from before shards, read once or as a fallback:
  *   ['idem', keyId, idempotencyKey]      outcome, read by repeats until it expires (idempotency-store.ts)
@@ -134,8 +136,8 @@ export const K = {
   syncQueue: (repoId: string, syncId: string): Key => [repoShard(repoId), 'syncq', repoId, syncId],
   repoSyncIndex: (repoId: string, syncId: string): Key => [repoShard(repoId), 'sync-repo', repoId, syncId],
   webhookTarget: (orgId: string, targetId: string): Key => ['o', orgId, 'wht', targetId],
-  webhookDelivery: (orgId: string, targetId: string, deliveryId: string): Key => ['o', orgId, 'whd', targetId, deliveryId],
-  webhookPending: (targetId: string, lane: string, deliveryId: string): Key => ['whq', targetId, lane, deliveryId],
+  webhookDelivery: (shard: number, targetId: string, deliveryId: string): Key => [shard, 'whd', targetId, deliveryId],
+  webhookPending: (shard: number, targetId: string, lane: string, deliveryId: string): Key => [shard, 'whq', targetId, lane, deliveryId],
   repoBytes: (repoId: string): Key => inRepo(repoId, 'bytes'),
   quotaAllowance: (shard: number, orgId: string): Key => [shard, 'quota-allow', orgId],
   appliedPosition: (shard: number): Key => [shard, 'log'],
@@ -145,7 +147,7 @@ export const K = {
   pending: (repoId: string, oid: string): Key => [repoShard(repoId), 'pend', repoId, oid],
   /** An upload's staging announcement: under the repository's shard, so it names the repository. */
   stagedUpload: (repoId: string, uploadId: string): Key => [repoShard(repoId), 'staged', repoId, uploadId],
-  outbox: (eventId: string): Key => ['outbox', eventId],
+  outbox: (shard: number, eventId: string): Key => [shard, 'outbox', eventId],
   idempotency: (shard: number, keyId: string, key: string): Key => [shard, 'idem', keyId, key],
   /** Where records were kept before they moved into shards (idempotency-store.ts reads it as a fallback). */
   legacyIdempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
@@ -223,17 +225,22 @@ export const Ranges = {
   signingKeys: (): KeyRange => under(['key']),
   orgKeys: (orgId: string): KeyRange => under(['o', orgId, 'key']),
   webhookTargets: (orgId: string): KeyRange => under(['o', orgId, 'wht']),
-  webhookDeliveries: (orgId: string, targetId: string): KeyRange => under(['o', orgId, 'whd', targetId]),
-  webhookPending: (): KeyRange => under(['whq']),
-  webhookPendingOf: (targetId: string): KeyRange => under(['whq', targetId]),
-  webhookLane: (targetId: string, lane: string): KeyRange => under(['whq', targetId, lane]),
+  /** A target's delivery records on one shard. */
+  webhookDeliveries: (shard: number, targetId: string): KeyRange => under([shard, 'whd', targetId]),
+  /** Every delivery record on a shard, target by target. */
+  shardWebhookDeliveries: (shard: number): KeyRange => under([shard, 'whd']),
+  /** Every pending delivery on a shard, target by target and lane by lane. */
+  webhookPending: (shard: number): KeyRange => under([shard, 'whq']),
+  webhookPendingOf: (shard: number, targetId: string): KeyRange => under([shard, 'whq', targetId]),
+  webhookLane: (shard: number, targetId: string, lane: string): KeyRange => under([shard, 'whq', targetId, lane]),
   /** The unfinished syncs of a shard's repositories, repository by repository. */
   shardSyncQueue: (shard: number): KeyRange => under([shard, 'syncq']),
-  outbox: (): KeyRange => under(['outbox']),
+  /** A shard's outbox, oldest event first. */
+  outbox: (shard: number): KeyRange => under([shard, 'outbox']),
 };
 
 /** The layout `K` and `Ranges` describe, recorded under `K.layoutVersion()` (layout-migration.ts). */
-export const LAYOUT_VERSION = 2;
+export const LAYOUT_VERSION = 3;
 
 /**
  * Layout 1, from before shards: the same tuples without the shard number in front (and an
@@ -258,6 +265,40 @@ export const Layout1 = {
   },
   /** Where an `objects` or `chunks` entry of layout 1 lives now. */
   binaryKey: (key: Key): Key => [repoShard((key as Part[])[0] as string), ...(key as Part[])],
+};
+
+/** The lane of a target's deliveries of org events (a repository's lane is its id). */
+export const ORG_LANE = '-';
+
+/** The shard of the actor that produces a lane's events. */
+export const shardOfLane = (orgId: string, lane: string): number => laneShard(orgId, lane === ORG_LANE ? null : lane);
+
+/**
+ * Layout 2 (and 1): the webhook queues were global. `['outbox', eventId]` → EventEnvelope,
+ * `['whq', targetId, lane, deliveryId]` → orgId, `['o', orgId, 'whd', targetId, deliveryId]` →
+ * DeliveryRecord. Each moves to the shard of the actor that wrote it (see the layout above).
+ */
+export const Layout2 = {
+  metaRanges: (orgIds: readonly string[]): KeyRange[] => [under(['outbox']), under(['whq']), ...orgIds.map((orgId) => under(['o', orgId, 'whd']))],
+  delivery: (orgId: string, targetId: string, deliveryId: string): Key => ['o', orgId, 'whd', targetId, deliveryId],
+  /**
+   * Where an entry of layout 2 lives now. A pending entry's shard is its delivery's: `recordOf`
+   * finds the record (null: none left, a stale entry, which goes to its lane's shard).
+   */
+  metaKey: (key: Key, value: unknown, recordOf: (orgId: string, targetId: string, lane: string, deliveryId: string) => DeliveryOwner | null): Key => {
+    const parts = key as string[];
+    if (parts[0] === 'outbox') {
+      const event = value as { organization: { id: string }; repository: { id: string } | null };
+      return K.outbox(laneShard(event.organization.id, event.repository?.id ?? null), parts[1]!);
+    }
+    if (parts[0] === 'whq') {
+      const [, targetId, lane, deliveryId] = parts as [string, string, string, string];
+      const orgId = value as string;
+      const record = recordOf(orgId, targetId, lane, deliveryId);
+      return K.webhookPending(record ? deliveryShard(record) : shardOfLane(orgId, lane), targetId, lane, deliveryId);
+    }
+    return K.webhookDelivery(deliveryShard(value as DeliveryOwner), parts[3]!, parts[4]!);
+  },
 };
 
 /** The last part of a tuple key: the id that a range's keys differ by. */

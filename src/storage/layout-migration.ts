@@ -1,6 +1,7 @@
 import type { Database, Key } from 'lmdb';
 import type { Storage } from './database.js';
-import { K, LAYOUT_VERSION, Layout1, lastPart, Ranges, type KeyRange } from './keys.js';
+import { K, LAYOUT_VERSION, Layout1, Layout2, lastPart, Ranges, shardOfLane, type KeyRange } from './keys.js';
+import { orgShard, type DeliveryOwner } from './shards.js';
 
 /**
  * Brings a data directory written by an older build to the current key layout (keys.ts), once,
@@ -77,10 +78,26 @@ function nextBatch(storage: Storage, limit: number): Move[] {
       if (full()) return;
     }
   };
-  const orgIds = [...storage.meta.getKeys(Ranges.orgs())].map(lastPart);
+  const { meta } = storage;
+  const orgIds = [...meta.getKeys(Ranges.orgs())].map(lastPart);
   for (const range of Layout1.metaRanges(orgIds)) {
     if (full()) return batch;
-    take(storage.meta, range, Layout1.metaKey);
+    take(meta, range, Layout1.metaKey);
+  }
+  // The pending index before the delivery records: a pending entry goes where its record goes,
+  // found at its old key or, moved by an earlier batch, at its new one.
+  const recordOf = (orgId: string, targetId: string, lane: string, deliveryId: string): DeliveryOwner | null => {
+    const old = meta.get(Layout2.delivery(orgId, targetId, deliveryId)) as DeliveryOwner | undefined;
+    if (old) return old;
+    for (const shard of new Set([shardOfLane(orgId, lane), orgShard(orgId)])) {
+      const moved = meta.get(K.webhookDelivery(shard, targetId, deliveryId)) as DeliveryOwner | undefined;
+      if (moved) return moved;
+    }
+    return null;
+  };
+  for (const range of Layout2.metaRanges(orgIds)) {
+    if (full()) return batch;
+    take(meta, range, (key, value) => Layout2.metaKey(key, value, recordOf));
   }
   for (const db of [storage.objects, storage.chunks] as Database<unknown, Key>[]) {
     if (full()) return batch;

@@ -1,10 +1,15 @@
 import type { Database, Key } from 'lmdb';
-import { K, lastPart, Ranges } from './keys.js';
+import { SHARD_COUNT } from '../actors/shard-map.js';
+import { K, lastPart, ORG_LANE, Ranges } from './keys.js';
+import { mergeOrdered } from './merge-ordered.js';
 import { newestFirst } from './newest-first.js';
+import { deliveryShard } from './shards.js';
 
 /**
  * The webhook records kept in LMDB (layout in `storage/keys.ts`). Timestamps are ISO-8601 UTC.
- * Targets are kept by the org directory (org-directory.ts); deliveries and their queue here.
+ * Targets are kept by the org directory (org-directory.ts); deliveries and their queue here, each
+ * on the shard of the actor that created the delivery (`deliveryShard`): only that shard's owner
+ * sends it and writes its outcome.
  */
 export interface WebhookTargetRecord {
   id: string;
@@ -50,33 +55,55 @@ export interface DeliveryRecord {
  * time, in event order (API §11.3).
  */
 export function laneOf(d: Pick<DeliveryRecord, 'repo_id'>): string {
-  return d.repo_id ?? '-';
+  return d.repo_id ?? ORG_LANE;
 }
 
 type Meta = Database<unknown, Key>;
 
-/** Deliveries pending (queued, in flight or waiting for a retry), counted from the pending index. */
+/** Deliveries pending (queued, in flight or waiting for a retry) on every shard, counted from the pending index. */
 export function pendingCount(meta: Meta): number {
-  return meta.getKeysCount(Ranges.webhookPending());
+  let n = 0;
+  for (let shard = 0; shard < SHARD_COUNT; shard++) n += meta.getKeysCount(Ranges.webhookPending(shard));
+  return n;
+}
+
+/** Whether any delivery of the target is pending, on any shard. */
+export function hasPendingDeliveries(meta: Meta, targetId: string): boolean {
+  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+    for (const _ of meta.getKeys({ ...Ranges.webhookPendingOf(shard, targetId), limit: 1 })) return true;
+  }
+  return false;
 }
 
 /**
- * Removes what this node keeps of a target besides its record (which is the org directory's):
- * its delivery log and its pending index entries.
+ * Removes what a shard keeps of a deleted target besides its record (which is the org
+ * directory's): its delivery records and its pending index entries there.
  */
-export function removeDeliveries(meta: Meta, orgId: string, targetId: string): void {
+export function removeTargetDeliveries(meta: Meta, shard: number, targetId: string): number {
   // Keys are collected first: a range is not iterated while it is being deleted.
-  for (const key of [...meta.getKeys(Ranges.webhookDeliveries(orgId, targetId)), ...meta.getKeys(Ranges.webhookPendingOf(targetId))]) meta.removeSync(key);
+  const keys = [...meta.getKeys(Ranges.webhookDeliveries(shard, targetId)), ...meta.getKeys(Ranges.webhookPendingOf(shard, targetId))];
+  for (const key of keys) meta.removeSync(key);
+  return keys.length;
 }
 
-export function getDelivery(meta: Meta, orgId: string, targetId: string, deliveryId: string): DeliveryRecord | undefined {
-  return meta.get(K.webhookDelivery(orgId, targetId, deliveryId)) as DeliveryRecord | undefined;
+export function getDelivery(meta: Meta, shard: number, targetId: string, deliveryId: string): DeliveryRecord | undefined {
+  return meta.get(K.webhookDelivery(shard, targetId, deliveryId)) as DeliveryRecord | undefined;
 }
 
-/** Stores a new pending delivery and queues it in its target's lane. */
+/** A delivery of the target found by its id alone, on whichever shard keeps it. */
+export function findDelivery(meta: Meta, targetId: string, deliveryId: string): DeliveryRecord | undefined {
+  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+    const record = getDelivery(meta, shard, targetId, deliveryId);
+    if (record) return record;
+  }
+  return undefined;
+}
+
+/** Stores a new pending delivery and queues it in its target's lane, on the shard of the actor creating it. */
 export function enqueueDelivery(meta: Meta, record: DeliveryRecord): void {
-  meta.putSync(K.webhookDelivery(record.org_id, record.target_id, record.id), record);
-  meta.putSync(K.webhookPending(record.target_id, laneOf(record), record.id), record.org_id);
+  const shard = deliveryShard(record);
+  meta.putSync(K.webhookDelivery(shard, record.target_id, record.id), record);
+  meta.putSync(K.webhookPending(shard, record.target_id, laneOf(record), record.id), record.org_id);
 }
 
 /**
@@ -84,47 +111,89 @@ export function enqueueDelivery(meta: Meta, record: DeliveryRecord): void {
  * entry went with it); a final one leaves the queue. Returns whether it was stored.
  */
 export function saveDeliveryAttempt(meta: Meta, record: DeliveryRecord): boolean {
-  const pendingKey = K.webhookPending(record.target_id, laneOf(record), record.id);
+  const shard = deliveryShard(record);
+  const pendingKey = K.webhookPending(shard, record.target_id, laneOf(record), record.id);
   if (!meta.doesExist(pendingKey)) return false;
-  meta.putSync(K.webhookDelivery(record.org_id, record.target_id, record.id), record);
+  meta.putSync(K.webhookDelivery(shard, record.target_id, record.id), record);
   if (record.status !== 'pending') meta.removeSync(pendingKey);
   return true;
 }
 
-/** Every (target, lane) with pending deliveries, once each. */
-export function* pendingLanes(meta: Meta): Generator<{ targetId: string; lane: string }> {
+/** Every (target, lane) with pending deliveries on a shard, once each, with the target's org. */
+export function* pendingLanes(meta: Meta, shard: number): Generator<{ orgId: string; targetId: string; lane: string }> {
   let last = '';
-  for (const key of meta.getKeys(Ranges.webhookPending())) {
-    const [, targetId, lane] = key as string[];
+  for (const { key, value } of meta.getRange(Ranges.webhookPending(shard))) {
+    const [, , targetId, lane] = key as [number, string, string, string];
     if (`${targetId}\0${lane}` === last) continue;
     last = `${targetId}\0${lane}`;
-    yield { targetId: targetId!, lane: lane! };
+    yield { orgId: value as string, targetId, lane };
   }
 }
 
-/** The pending index of one lane, in order: each delivery id with its org. */
-export function* laneEntries(meta: Meta, targetId: string, lane: string): Generator<{ orgId: string; deliveryId: string }> {
-  for (const { key, value } of meta.getRange(Ranges.webhookLane(targetId, lane))) yield { orgId: value as string, deliveryId: lastPart(key) };
+/** The pending index of one lane on a shard, in order: each delivery id with its org. */
+export function* laneEntries(meta: Meta, shard: number, targetId: string, lane: string): Generator<{ orgId: string; deliveryId: string }> {
+  for (const { key, value } of meta.getRange(Ranges.webhookLane(shard, targetId, lane))) yield { orgId: value as string, deliveryId: lastPart(key) };
 }
 
 /** Removes index entries of deliveries that are no longer pending. */
-export function dropLaneEntries(meta: Meta, targetId: string, lane: string, deliveryIds: readonly string[]): void {
-  for (const id of deliveryIds) meta.removeSync(K.webhookPending(targetId, lane, id));
+export function dropLaneEntries(meta: Meta, shard: number, targetId: string, lane: string, deliveryIds: readonly string[]): void {
+  for (const id of deliveryIds) meta.removeSync(K.webhookPending(shard, targetId, lane, id));
 }
 
-/** A target's delivery log, newest first, strictly before `before` when given. */
-export function* deliveriesNewestFirst(meta: Meta, orgId: string, targetId: string, before?: string): Generator<DeliveryRecord> {
-  for (const { value } of newestFirst(meta, Ranges.webhookDeliveries(orgId, targetId), before ? K.webhookDelivery(orgId, targetId, before) : undefined)) yield value as DeliveryRecord;
+/**
+ * A target's delivery log, newest first, strictly before `before` when given: the records of
+ * every shard merged by id (delivery ids sort by creation time).
+ */
+export function* deliveriesNewestFirst(meta: Meta, targetId: string, before?: string): Generator<DeliveryRecord> {
+  const shards = Array.from({ length: SHARD_COUNT }, (_, shard) =>
+    newestFirst(meta, Ranges.webhookDeliveries(shard, targetId), before === undefined ? undefined : K.webhookDelivery(shard, targetId, before)),
+  );
+  for (const { value } of mergeOrdered(shards, (d) => d.id, true)) yield value as DeliveryRecord;
 }
 
-/** A target's delivery log, oldest first (delivery ids sort by creation time). */
-export function* deliveryLog(meta: Meta, orgId: string, targetId: string): Generator<DeliveryRecord> {
-  for (const { value } of meta.getRange(Ranges.webhookDeliveries(orgId, targetId))) yield value as DeliveryRecord;
+/** A target's delivery records on one shard, oldest first (delivery ids sort by creation time). */
+export function* shardDeliveryLog(meta: Meta, shard: number, targetId: string): Generator<DeliveryRecord> {
+  for (const { value } of meta.getRange(Ranges.webhookDeliveries(shard, targetId))) yield value as DeliveryRecord;
+}
+
+/** A target's delivery log on every shard, oldest first. */
+export function deliveryLog(meta: Meta, targetId: string): Generator<DeliveryRecord> {
+  return mergeOrdered(
+    Array.from({ length: SHARD_COUNT }, (_, shard) => shardDeliveryLog(meta, shard, targetId)),
+    (d) => d.id,
+  );
+}
+
+/**
+ * Every target with delivery records or pending entries on a shard, once each, with its org:
+ * what the shard's owner checks against the org directory to drop what deleted targets left.
+ */
+export function* shardDeliveryTargets(meta: Meta, shard: number): Generator<{ orgId: string; targetId: string }> {
+  const seen = new Set<string>();
+  const kinds = [
+    { all: Ranges.shardWebhookDeliveries(shard), ofTarget: Ranges.webhookDeliveries, orgOf: (v: unknown) => (v as DeliveryRecord).org_id },
+    { all: Ranges.webhookPending(shard), ofTarget: Ranges.webhookPendingOf, orgOf: (v: unknown) => v as string },
+  ];
+  for (const { all, ofTarget, orgOf } of kinds) {
+    let start = all.start;
+    for (;;) {
+      let first: { key: Key; value: unknown } | undefined;
+      for (const entry of meta.getRange({ start, end: all.end, limit: 1 })) first = entry;
+      if (!first) break;
+      const targetId = (first.key as string[])[2]!;
+      if (!seen.has(targetId)) {
+        seen.add(targetId);
+        yield { orgId: orgOf(first.value), targetId };
+      }
+      // One read per target: the next starts past the whole of this target's range.
+      start = ofTarget(shard, targetId).end;
+    }
+  }
 }
 
 /** Removes the delivery unless it is pending again; returns whether it was removed. */
-export function removeFinishedDelivery(meta: Meta, orgId: string, targetId: string, deliveryId: string): boolean {
-  const key = K.webhookDelivery(orgId, targetId, deliveryId);
+export function removeFinishedDelivery(meta: Meta, shard: number, targetId: string, deliveryId: string): boolean {
+  const key = K.webhookDelivery(shard, targetId, deliveryId);
   const current = meta.get(key) as DeliveryRecord | undefined;
   if (!current || current.status === 'pending') return false;
   meta.removeSync(key);

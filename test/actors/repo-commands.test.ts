@@ -12,6 +12,7 @@ import type { CreateRepoInput, UpdateRepoInput } from '../../src/actors/commands
 import { createRepository, deleteRepository, settleSaga, updateRepository, type StepCall } from '../../src/actors/repo-saga.js';
 import type { RepoSagaRecord } from '../../src/storage/repo-saga-store.js';
 import { fixture, principal, startRuntime } from './runtime.js';
+import { outboxEvents } from '../helpers/outbox.js';
 
 /**
  * The repository lifecycle sagas against the real actor runtime and LMDB, with no system actor
@@ -70,7 +71,7 @@ const update = (name: string, input: UpdateRepoInput): Promise<Outcome> => outco
 const remove = (id: string, name: string): Promise<Outcome> => outcome((call) => deleteRepository(call, org.id, id, () => name), org);
 
 const createInput = (name: string | null, extra: Partial<CreateRepoInput> = {}): CreateRepoInput => ({ org_id: org.id, name, default_bookmark: 'main', tags: {}, upstream: null, ...extra });
-const events = (repoId: string): EventEnvelope[] => [...storage.meta.getRange(Ranges.outbox())].map(({ value }) => value as EventEnvelope).filter((e) => e.repository?.id === repoId);
+const events = (repoId: string): EventEnvelope[] => outboxEvents(storage.meta).filter((e) => e.repository?.id === repoId);
 const ops = (repoId: string): OperationRecord[] => [...storage.meta.getRange(Ranges.operations(repoId))].map(({ value }) => value as OperationRecord);
 
 /** Record ↔ name index ↔ org list ↔ default bookmark, all present. */
@@ -110,21 +111,21 @@ t.test('repo.create - record, indexes, default bookmark, operation and both even
 });
 
 t.test('repo.create - an org without webhook targets stores no events, the rest as usual', async (t) => {
-  const outboxBefore = storage.meta.getKeysCount(Ranges.outbox());
+  const outboxBefore = outboxEvents(storage.meta).length;
   const res = await create({ ...createInput('Silent'), org_id: quiet.id }, quiet);
   t.equal(res.status, 201);
   const repo = storage.meta.get(K.repo(res.json.id)) as RepoRecord;
   t.equal(repo.last_op_id, ops(repo.id)[0]?.id, 'the operation is recorded');
-  t.equal(storage.meta.getKeysCount(Ranges.outbox()), outboxBefore, 'nobody subscribes: no event kept');
+  t.equal(outboxEvents(storage.meta).length, outboxBefore, 'nobody subscribes: no event kept');
 });
 
 t.test('repo.create - a refused create writes nothing', async (t) => {
-  const outboxBefore = storage.meta.getKeysCount(Ranges.outbox());
+  const outboxBefore = outboxEvents(storage.meta).length;
   const reposBefore = storage.meta.getKeysCount(Ranges.orgRepos(org.id));
   const dup = await create(createInput('ONE'));
   t.equal(dup.status, 409);
   t.equal(dup.code, 'REPO_EXISTS');
-  t.equal(storage.meta.getKeysCount(Ranges.outbox()), outboxBefore, 'no event');
+  t.equal(outboxEvents(storage.meta).length, outboxBefore, 'no event');
   t.equal(storage.meta.getKeysCount(Ranges.orgRepos(org.id)), reposBefore, 'no repository');
   t.equal(storage.meta.getKeysCount(Ranges.orgSagas(org.id)), 0, 'no saga begun');
 });

@@ -3,7 +3,8 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { Socket } from 'node:net';
 import { WEBHOOK_EVENT_KINDS } from '../../src/protocol/schemas/webhooks.js';
 import { openStorage } from '../../src/storage/database.js';
-import { Ranges } from '../../src/storage/keys.js';
+import { hasPendingDeliveries } from '../../src/storage/webhook-store.js';
+import { outboxEvents } from './outbox.js';
 import type { EventEnvelope } from '../../src/storage/records.js';
 import type { TestServer } from './server.js';
 
@@ -173,11 +174,8 @@ export async function startWebhookReceiver(opts: ReceiverOptions = {}): Promise<
 export function deliveriesDrained(dataDir: string, targetIds: string[]): boolean {
   const storage = openStorage(dataDir);
   try {
-    for (const _ of storage.meta.getKeys({ ...Ranges.outbox(), limit: 1 })) return false;
-    for (const targetId of targetIds) {
-      for (const _ of storage.meta.getKeys({ ...Ranges.webhookPendingOf(targetId), limit: 1 })) return false;
-    }
-    return true;
+    if (outboxEvents(storage.meta).length) return false;
+    return !targetIds.some((targetId) => hasPendingDeliveries(storage.meta, targetId));
   } finally {
     void storage.close();
   }

@@ -44,6 +44,7 @@ t.test('every key of a repository sorts inside its shard, org-shard keys inside 
       K.repo(repoId), K.bookmark(repoId, 'main'), K.operation(repoId, 'op_1'), K.change(repoId, 'c'), K.commit(repoId, OID), K.evolution(repoId, 'c', 'e'),
       K.child(repoId, 'p', 'c'), K.fileMeta(repoId, 'a/b'), K.latestSync(repoId), K.analytics(repoId), K.analyticsState(repoId), K.analyticsCommit(repoId, OID),
       K.sync(repoId, 's'), K.tag(repoId, 'v1'), K.notes(repoId, 'n'), K.repoBytes(repoId), K.pending(repoId, OID), K.stagedUpload(repoId, 'upl_1'), K.repoSyncIndex(repoId, 's'), K.syncQueue(repoId, 's'), K.repoSagaFence(repoId), K.quotaAllowance(shard, 'org_1'), K.idempotency(shard, 'key_1', 'k'),
+      K.outbox(shard, 'evt_1'), K.webhookDelivery(shard, 'wht_1', 'dlv_1'), K.webhookPending(shard, 'wht_1', repoId, 'dlv_1'),
     ];
     for (const key of owned) storage.meta.putSync(key, true);
     storage.objects.putSync(K.object(repoId, OID), Buffer.from('x'));
@@ -59,7 +60,7 @@ t.test('every key of a repository sorts inside its shard, org-shard keys inside 
     storage.meta.putSync(key, true);
     t.ok(holds(storage.meta, Ranges.shard(orgShard(orgId)), key), `${JSON.stringify(key)} in the org's shard`);
   }
-  const global = [K.keyVersion(), K.layoutVersion(), K.org(orgId), K.orgSlug('acme'), K.key('key_1'), K.orgKey(orgId, 'key_1'), K.webhookTarget(orgId, 'wht_1'), K.outbox('evt_1'), K.legacyOrgBytes(orgId), K.legacyIdempotency('key_1', 'k')];
+  const global = [K.keyVersion(), K.layoutVersion(), K.org(orgId), K.orgSlug('acme'), K.key('key_1'), K.orgKey(orgId, 'key_1'), K.webhookTarget(orgId, 'wht_1'), K.legacyOrgBytes(orgId), K.legacyIdempotency('key_1', 'k')];
   for (const key of global) {
     storage.meta.putSync(key, true);
     t.ok(holds(storage.meta, Ranges.global(), key), `${JSON.stringify(key)} is global`);

@@ -7,7 +7,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { openStorage } from '../../src/storage/database.js';
-import { K, LAYOUT_VERSION, Layout1, lastPart, Ranges } from '../../src/storage/keys.js';
+import { SHARD_COUNT } from '../../src/actors/shard-map.js';
+import { K, LAYOUT_VERSION, Layout1, Layout2, lastPart, Ranges } from '../../src/storage/keys.js';
+import { deliveryShard, laneShard, type DeliveryOwner } from '../../src/storage/shards.js';
 import { apiAnswers, SCENARIO_ENV } from '../helpers/api-scenario.js';
 import { runCli, startTestServer, type TestKey } from '../helpers/server.js';
 
@@ -110,7 +112,7 @@ t.test('a data directory of a newer layout is refused, not misread', async (t) =
   await storage.close();
   const res = await runCli(['serve', '--port', '0', '--data', dir], {}, 20_000);
   t.not(res.code, 0);
-  t.match(res.stderr + res.stdout, /storage layout 3, newer than this build's 2/);
+  t.match(res.stderr + res.stdout, `storage layout ${LAYOUT_VERSION + 1}, newer than this build's ${LAYOUT_VERSION}`);
 });
 
 t.test('entries the fixture lacks move too: a queued sync, a staging upload and its chunk', async (t) => {
@@ -135,4 +137,96 @@ t.test('entries the fixture lacks move too: a queued sync, a staging upload and 
   } finally {
     await storage.close();
   }
+});
+
+/** A data directory of layout 2 whose webhook queues are global, as the build before per-shard queues wrote them. */
+async function layout2WebhookDir(t: Test, deliveries: number): Promise<{ dir: string; orgId: string; targetId: string; repos: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'repohost-layout2-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const orgId = 'org_01M8EV44EE22VXE4B7E6B1SDC7';
+  const targetId = 'wht_01M8EV46RZ7TABSPW1YB7YA64B';
+  const repos = Array.from({ length: 16 }, (_, i) => `repo_01M8EV46RZ7TABSPW1YB7Y${String(i).padStart(4, 'A')}`);
+  const legacy = openStorage(dir);
+  legacy.meta.putSync(K.layoutVersion(), 2);
+  legacy.meta.putSync(K.org(orgId), { id: orgId, slug: 'acme', name: 'acme', created_at: '' });
+  legacy.root.transactionSync(() => {
+    for (let i = 0; i < deliveries; i++) {
+      const repoId = i % 5 === 4 ? null : repos[i % repos.length]!;
+      const id = `dlv_01M8EV46RZ7TABSPW1YB${String(i).padStart(6, '0')}`;
+      // Every third delivery is finished, every seventh a redelivery of the one before.
+      const record = { id, org_id: orgId, target_id: targetId, repo_id: repoId, status: i % 3 ? 'pending' : 'succeeded', redelivery_of: i % 7 === 6 ? `dlv_prev${i}` : null };
+      legacy.meta.putSync(['o', orgId, 'whd', targetId, id], record);
+      if (record.status === 'pending') legacy.meta.putSync(['whq', targetId, repoId ?? '-', id], orgId);
+      const event = { id: `evt_01M8EV46RZ7TABSPW1YB${String(i).padStart(6, '0')}`, organization: { id: orgId }, repository: repoId && { id: repoId } };
+      legacy.meta.putSync(['outbox', event.id], event);
+    }
+    // A pending entry whose record is gone (the webhook actor drops those when it reads them).
+    legacy.meta.putSync(['whq', targetId, repos[0]!, 'dlv_01M8EV46RZ7TABSPW1YBSTALE0'], orgId);
+  });
+  await legacy.close();
+  return { dir, orgId, targetId, repos };
+}
+
+/** Where the webhook queues of `dir` are: entries left at global keys, and each shard-owned entry checked against its shard. */
+function webhookPlacement(t: Test, dir: string, orgId: string): { old: number; outbox: number; records: number; pending: number } {
+  const storage = openStorage(dir);
+  try {
+    const old = Layout2.metaRanges([orgId]).reduce((n, r) => n + storage.meta.getKeysCount(r), 0);
+    let outbox = 0;
+    let records = 0;
+    let pending = 0;
+    for (let shard = 0; shard < SHARD_COUNT; shard++) {
+      for (const { value } of storage.meta.getRange(Ranges.outbox(shard))) {
+        const event = value as { organization: { id: string }; repository: { id: string } | null };
+        if (shard !== laneShard(event.organization.id, event.repository?.id ?? null)) t.fail(`event ${JSON.stringify(event)} on shard ${shard}`);
+        outbox++;
+      }
+      for (const { value } of storage.meta.getRange(Ranges.shardWebhookDeliveries(shard))) {
+        if (shard !== deliveryShard(value as DeliveryOwner)) t.fail(`delivery ${JSON.stringify(value)} on shard ${shard}`);
+        records++;
+      }
+      for (const { key } of storage.meta.getRange(Ranges.webhookPending(shard))) {
+        const [, , targetId, , deliveryId] = key as [number, string, string, string, string];
+        const record = storage.meta.get(K.webhookDelivery(shard, targetId, deliveryId));
+        if (!record && !deliveryId.endsWith('STALE0')) t.fail(`pending ${deliveryId} away from its record`);
+        pending++;
+      }
+    }
+    return { old, outbox, records, pending };
+  } finally {
+    void storage.close();
+  }
+}
+
+t.test('the webhook queues of layout 2 move to the shards of the actors that wrote them', async (t) => {
+  const { dir, orgId } = await layout2WebhookDir(t, 40);
+  const placed = webhookPlacement(t, dir, orgId);
+  const pendingBefore = Array.from({ length: 40 }, (_, i) => i).filter((i) => i % 3).length + 1;
+  t.same(placed, { old: 0, outbox: 40, records: 40, pending: pendingBefore }, 'every entry moved, each to its shard (a redelivery to the org\'s)');
+  const storage = openStorage(dir);
+  t.teardown(() => storage.close());
+  t.equal(storage.meta.get(K.layoutVersion()), LAYOUT_VERSION);
+});
+
+t.test('a migration of the webhook queues killed in the middle resumes and places everything', async (t) => {
+  const { dir, orgId } = await layout2WebhookDir(t, 150);
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/slow-migration.js', import.meta.url)), dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout });
+  let batches = 0;
+  let moved = 0;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  for await (const line of lines) {
+    if (line === 'done') break;
+    moved = Number(/^moved (\d+)$/.exec(line)?.[1]);
+    // Past the outbox (150 entries, 5 per transaction): in the middle of the pending index.
+    if (++batches === 40) {
+      child.kill('SIGKILL');
+      break;
+    }
+  }
+  await exited;
+  t.equal(batches, 40, 'killed after its 40th transaction, before it finished');
+  t.ok(moved > 150 && moved < 150 + 150 + 101, `${moved} entries had moved, the rest not yet`);
+  const placed = webhookPlacement(t, dir, orgId);
+  t.same(placed, { old: 0, outbox: 150, records: 150, pending: 101 }, 'the next open finished the move');
 });

@@ -6,12 +6,12 @@ import { createTarget } from '../../src/actors/commands/webhooks.js';
 import type { CommandContext } from '../../src/actors/command.js';
 import { Mutation } from '../../src/actors/mutation.js';
 import { WebhookDispatcher } from '../../src/actors/system/webhooks/dispatcher.js';
-import type { DeliveryRecord } from '../../src/storage/webhook-store.js';
+import type { ShardOwnership } from '../../src/actors/system/webhooks/shard-ownership.js';
+import { deliveryLog, hasPendingDeliveries, type DeliveryRecord } from '../../src/storage/webhook-store.js';
 import { createOrg } from '../../src/storage/admin-store.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { OrgDirectory } from '../../src/storage/org-directory.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
-import { Ranges } from '../../src/storage/keys.js';
 import type { OrgRecord } from '../../src/storage/records.js';
 import { SecretBox } from '../../src/storage/secret-box.js';
 import { ManualClock } from '../helpers/manual-clock.js';
@@ -62,7 +62,10 @@ async function until<T>(probe: () => T | undefined | false, what: string, timeou
   }
 }
 
-export async function startActor(t: Test, opts: { timeoutMs?: number; allowPrivate?: boolean; behave?: (req: ReceivedDelivery, nth: number) => Behaviour } = {}): Promise<Actor> {
+export async function startActor(
+  t: Test,
+  opts: { timeoutMs?: number; allowPrivate?: boolean; behave?: (req: ReceivedDelivery, nth: number) => Behaviour; ownership?: ShardOwnership } = {},
+): Promise<Actor> {
   const dir = mkdtempSync(join(DATA_ROOT, 'repohost-retries-'));
   const storage = openStorage(dir);
   const secrets = SecretBox.forDataDir(dir);
@@ -79,12 +82,12 @@ export async function startActor(t: Test, opts: { timeoutMs?: number; allowPriva
   const start = (): WebhookDispatcher => {
     const d = new WebhookDispatcher({
       storage, directory, secrets, clock, brand: 'Svc', allowPrivate: opts.allowPrivate ?? true, retryBaseMs: RETRY_BASE_MS, pollMs: 25,
-      concurrencyPerTarget: 32, timeoutMs: opts.timeoutMs ?? 10_000, retentionMs: 7 * 24 * 3600 * 1000,
+      concurrencyPerTarget: 32, timeoutMs: opts.timeoutMs ?? 10_000, retentionMs: 7 * 24 * 3600 * 1000, ownership: opts.ownership,
     });
     d.start();
     return d;
   };
-  const deliveries = (): DeliveryRecord[] => [...storage.meta.getRange(Ranges.webhookDeliveries(org.id, created.id))].map((e) => e.value as DeliveryRecord);
+  const deliveries = (): DeliveryRecord[] => [...deliveryLog(storage.meta, created.id)];
   const actor: Actor = {
     clock,
     rx,
@@ -96,7 +99,7 @@ export async function startActor(t: Test, opts: { timeoutMs?: number; allowPriva
       actor.dispatcher.wake();
     },
     deliveries,
-    queued: () => [...storage.meta.getKeys({ ...Ranges.webhookPendingOf(created.id), limit: 1 })].length > 0,
+    queued: () => hasPendingDeliveries(storage.meta, created.id),
     settled(repo, n, attempts) {
       return until(() => {
         const d = deliveries().find((x) => JSON.parse(x.body).repository.id === repo && JSON.parse(x.body).data.n === n);

@@ -15,6 +15,8 @@ import { K, lastPart, Ranges } from '../../src/storage/keys.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { WebhookTargetRecord } from '../../src/storage/webhook-store.js';
 import { verifySignature } from '../helpers/webhook-receiver.js';
+import { OwnedShards } from '../../src/actors/system/webhooks/shard-ownership.js';
+import { orgShard } from '../../src/storage/shards.js';
 
 t.test('webhook policy - the address policy is applied at connection time, to the address dialled', async (t) => {
   const server = createServer((_req, res) => res.end('ok'));
@@ -104,9 +106,10 @@ t.test('webhook policy - the delivery log keeps finished deliveries for the rete
   // Ids carry their creation time: 0000000000… is 1970, the others are made now.
   const old = (n: number, status: string): [string, string] => [`dlv_000000000${n}AAAAAAAAAAAAAAAA`, status];
   const rows: Array<[string, string]> = [old(1, 'succeeded'), old(2, 'failed'), old(3, 'pending'), [newId('dlv'), 'succeeded']];
-  for (const [id, status] of rows) storage.meta.putSync(K.webhookDelivery('org_1', 'wht_1', id), { id, status });
-  t.equal(await pruneDeliveryLog(storage, directory, Date.now() - 7 * 24 * 3600 * 1000), 2, 'the two old finished deliveries are removed');
-  const left = [...storage.meta.getKeys(Ranges.webhookDeliveries('org_1', 'wht_1'))].map(lastPart);
+  const shard = orgShard('org_1');
+  for (const [id, status] of rows) storage.meta.putSync(K.webhookDelivery(shard, 'wht_1', id), { id, status });
+  t.equal(await pruneDeliveryLog(storage, new OwnedShards(), Date.now() - 7 * 24 * 3600 * 1000), 2, 'the two old finished deliveries are removed');
+  const left = [...storage.meta.getKeys(Ranges.webhookDeliveries(shard, 'wht_1'))].map(lastPart);
   t.same(left, [rows[2]![0], rows[3]![0]], 'an old pending delivery and a recent one stay');
 });
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ServiceError, aborted, invalid, notFound } from '../../errors.js';
 import { newId } from '../../storage/ids.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
-import { enqueueDelivery, getDelivery, removeDeliveries, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../storage/webhook-store.js';
+import { enqueueDelivery, findDelivery, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../storage/webhook-store.js';
 import { defineCommand, type CommandContext } from '../command.js';
 
 /**
@@ -106,11 +106,13 @@ export const updateTarget = defineCommand<UpdateTargetInput>('webhook.target.upd
   return { status: 200, body: webhookTargetView(target), schema: 'webhookTarget' };
 });
 
-/** Removes the target with its delivery log; the webhook actor drops its queued deliveries when it finds them gone. */
+/**
+ * Removes the target. Its delivery log and queue are on the shards of the actors that made them:
+ * each shard's owner removes them there once it sees the target gone (webhook actor).
+ */
 export const deleteTarget = defineCommand<TargetInput>('webhook.target.delete', (input, ctx) => {
   const target = reachableTarget(ctx, input);
   ctx.directory.removeTarget(target.org_id, target.id);
-  removeDeliveries(ctx.storage.meta, target.org_id, target.id);
   return { status: 200, body: { success: true }, schema: 'success' };
 });
 
@@ -129,7 +131,7 @@ export const rotateTargetSecret = defineCommand<TargetInput>('webhook.target.rot
 export const redeliver = defineCommand<RedeliverInput>('webhook.redeliver', (input, ctx) => {
   const target = reachableTarget(ctx, input);
   const { meta } = ctx.storage;
-  const original = getDelivery(meta, target.org_id, target.id, input.delivery_id);
+  const original = findDelivery(meta, target.id, input.delivery_id);
   if (!original) throw notFound('NOT_FOUND', `delivery "${input.delivery_id}" not found`);
   if (original.status === 'pending') throw aborted('the delivery is still pending; redeliver it once it has succeeded or failed');
   const now = ctx.now.toISOString();
@@ -144,6 +146,7 @@ export const redeliver = defineCommand<RedeliverInput>('webhook.redeliver', (inp
     redelivery_of: original.id,
     created_at: now,
   };
+  // On the org's shard, this actor's: a redelivery is the org's (`deliveryShard`).
   enqueueDelivery(meta, delivery);
   return { status: 201, body: deliveryView(delivery), schema: 'webhookDelivery' };
 });

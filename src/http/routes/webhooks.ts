@@ -128,7 +128,7 @@ export const webhookRoutes: RouteDef[] = [
     handler(ctx) {
       const target = reachableTarget(ctx);
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
-      const page = cursorPage(deliveriesNewestFirst(ctx.services.storage.meta, ctx.org.id, target.id, cursor?.before), ctx.query.limit as number, deliveryView);
+      const page = cursorPage(deliveriesNewestFirst(ctx.services.storage.meta, target.id, cursor?.before), ctx.query.limit as number, deliveryView);
       return { status: 200, schema: 'webhookDeliveryPage', value: { deliveries: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },
@@ -142,7 +142,7 @@ export const webhookRoutes: RouteDef[] = [
       const reply = await callActor(ctx, orgActor(ctx.org.id), 'webhook.redeliver', input);
       if ('json' in reply && reply.status === 201) {
         const created = JSON.parse(Buffer.from(reply.json).toString('utf8')) as { id: string };
-        adoptWebhookDelivery(ctx.org.id, ctx.params.id!, created.id);
+        adoptWebhookDelivery(ctx.params.id!, created.id);
       }
       return reply;
     },

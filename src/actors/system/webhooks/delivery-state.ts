@@ -1,20 +1,34 @@
 import { log } from '../../../log.js';
 import type { Storage } from '../../../storage/database.js';
 import type { OrgDirectory } from '../../../storage/org-directory.js';
+import { shardOfLane } from '../../../storage/keys.js';
+import { mergeOrdered } from '../../../storage/merge-ordered.js';
+import { deliveryShard, orgShard } from '../../../storage/shards.js';
 import {
   dropLaneEntries,
+  findDelivery,
   getDelivery,
   laneEntries,
   laneOf,
   pendingLanes,
+  removeTargetDeliveries,
   saveDeliveryAttempt,
+  shardDeliveryTargets,
   type DeliveryRecord,
   type WebhookTargetRecord,
 } from '../../../storage/webhook-store.js';
+import type { ShardOwnership } from './shard-ownership.js';
 
 /**
  * Delivery state as the webhook actor reads and writes it: the delivery records of each target's
- * log and the pending index ['whq', target, lane, delivery] that is the actor's durable queue.
+ * log and the pending index [shard, 'whq', target, lane, delivery] that is the actor's durable
+ * queue, on the shards this node owns only: what it writes of another shard would be that shard's
+ * owner's to write (a shard lost while an attempt was under way leaves its outcome to the new
+ * owner, which sends the delivery again under the same id).
+ *
+ * A lane's deliveries are on at most two shards: its events' (its repository's, the org's for
+ * org events: every delivery fanned out of them) and the org's (redeliveries, which the org's
+ * actor creates). The lane reads both, merged in creation order, where this node owns them.
  *
  * What attempts change is written in batches, one LMDB transaction for all that finished since
  * the last one (at most one in flight), never read back first. A delivery's record is durable
@@ -25,6 +39,8 @@ export interface PendingDelivery {
   orgId: string;
   targetId: string;
   lane: string;
+  /** The shard that keeps the delivery (`deliveryShard`). */
+  shard: number;
   /** The record as it stands after the last attempt (written, or queued to be). */
   record: DeliveryRecord;
   /** When the next attempt is due. */
@@ -43,17 +59,19 @@ export class DeliveryState {
   constructor(
     private readonly storage: Storage,
     private readonly directory: OrgDirectory,
+    private readonly ownership: ShardOwnership,
   ) {}
 
-  /** Every (target, lane) with pending deliveries, once each, as a previous run left them. */
-  pendingLanes(): Generator<{ targetId: string; lane: string }> {
-    return pendingLanes(this.storage.meta);
+  /** Every (target, lane) with pending deliveries on `shards`, as a previous run or owner left them. */
+  *pendingLanes(shards: readonly number[]): Generator<{ orgId: string; targetId: string; lane: string }> {
+    for (const shard of shards) yield* pendingLanes(this.storage.meta, shard);
   }
 
-  /** The lane of a delivery that is pending (one another thread created), or null. */
-  pendingLane(orgId: string, targetId: string, deliveryId: string): string | null {
-    const record = getDelivery(this.storage.meta, orgId, targetId, deliveryId);
-    return record?.status === 'pending' ? laneOf(record) : null;
+  /** The lane of a delivery that is pending on an owned shard (one another thread created), or null. */
+  pendingLane(targetId: string, deliveryId: string): { orgId: string; lane: string } | null {
+    const record = findDelivery(this.storage.meta, targetId, deliveryId);
+    if (record?.status !== 'pending' || !this.ownership.owns(deliveryShard(record))) return null;
+    return { orgId: record.org_id, lane: laneOf(record) };
   }
 
   /**
@@ -61,24 +79,44 @@ export class DeliveryState {
    * whose final state is being written. An index entry without a pending record is stale and
    * is removed.
    */
-  readLane(targetId: string, lane: string, limit: number): PendingDelivery[] {
+  readLane(orgId: string, targetId: string, lane: string, limit: number): PendingDelivery[] {
     const { meta, root } = this.storage;
     const found: PendingDelivery[] = [];
-    const stale: string[] = [];
-    for (const { orgId, deliveryId: id } of laneEntries(meta, targetId, lane)) {
+    const stale: Array<{ shard: number; id: string }> = [];
+    const shards = [...new Set([shardOfLane(orgId, lane), orgShard(orgId)])].filter((s) => this.ownership.owns(s));
+    const entries = shards.map((shard) => (function* () {
+      for (const entry of laneEntries(meta, shard, targetId, lane)) yield { shard, ...entry };
+    })());
+    for (const { shard, deliveryId: id } of mergeOrdered(entries, (e) => e.deliveryId)) {
       if (this.finishing.has(id)) continue;
-      const record = getDelivery(meta, orgId, targetId, id);
+      const record = getDelivery(meta, shard, targetId, id);
       if (record?.status !== 'pending') {
-        stale.push(id);
+        stale.push({ shard, id });
         continue;
       }
-      found.push({ orgId, targetId, lane, record, dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 });
+      found.push({ orgId, targetId, lane, shard, record, dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 });
       if (found.length === limit) break;
     }
     if (stale.length) {
-      root.transaction(() => dropLaneEntries(meta, targetId, lane, stale)).catch((err: unknown) => log.error('webhook index cleanup failed', { err }));
+      root
+        .transaction(() => {
+          for (const { shard, id } of stale) if (this.ownership.owns(shard)) dropLaneEntries(meta, shard, targetId, lane, [id]);
+        })
+        .catch((err: unknown) => log.error('webhook index cleanup failed', { err }));
     }
     return found;
+  }
+
+  /**
+   * Drops what deleted targets left on an owned shard: their delivery records and pending
+   * entries (deleting a target removes its record only: each shard's owner removes the rest).
+   * Returns how many entries were removed.
+   */
+  async dropDeletedTargets(shard: number): Promise<number> {
+    const { meta, root } = this.storage;
+    const gone = [...shardDeliveryTargets(meta, shard)].filter(({ orgId, targetId }) => !this.directory.target(orgId, targetId));
+    if (!gone.length) return 0;
+    return root.transaction(() => (this.ownership.owns(shard) ? gone.reduce((n, { targetId }) => n + removeTargetDeliveries(meta, shard, targetId), 0) : 0));
   }
 
   /**
@@ -97,7 +135,7 @@ export class DeliveryState {
     return record ?? undefined;
   }
 
-  /** Queues a delivery's record, as its last attempt left it, for the next batch. */
+  /** Queues a delivery's record, as its last attempt left it, for the next batch (if its shard is still owned then). */
   save(delivery: PendingDelivery): void {
     if (delivery.record.status !== 'pending') this.finishing.add(delivery.record.id);
     this.queued.push(delivery);
@@ -118,7 +156,7 @@ export class DeliveryState {
       this.queued = [];
       try {
         await root.transaction(() => {
-          for (const { record } of batch) saveDeliveryAttempt(meta, record);
+          for (const { shard, record } of batch) if (this.ownership.owns(shard)) saveDeliveryAttempt(meta, record);
         });
       } catch (err) {
         log.error('webhook delivery state not saved', { err, deliveries: batch.length });

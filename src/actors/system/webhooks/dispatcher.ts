@@ -10,18 +10,22 @@ import { LaneScheduler } from './lane-scheduler.js';
 import { pruneDeliveryLog } from './log-pruning.js';
 import { fanOutBatch } from './outbox-fan-out.js';
 import { afterAttempt } from './retry-policy.js';
+import { onOutboxEvents } from './outbox-signal.js';
+import { OwnedShards, type ShardOwnership } from './shard-ownership.js';
 
 /**
  * The webhook actor (API §11.3). It runs in its own thread (`worker.ts`), never inside a
  * repository's mailbox, and wires its parts together:
  *
- *   outbox ──fan-out (outbox-fan-out.ts)──▶ delivery records and pending index, durable
+ *   outboxes ──fan-out (outbox-fan-out.ts)──▶ delivery records and pending index, durable
  *          └──▶ the same deliveries, in memory, to their lanes (lane-scheduler.ts; the pending
  *               index when a lane holds too many, after a restart, for a redelivery)
  *   lane head ──▶ signed POST (http-delivery.ts) ──▶ verdict, retry time (retry-policy.ts)
  *             ──▶ outcomes written in batches (delivery-state.ts)
  *
- * and prunes the delivery log (log-pruning.ts) once an hour.
+ * and prunes the delivery log (log-pruning.ts) once an hour. All of it on the shards this node
+ * owns (`ShardOwnership`): a shard gained is taken up at once (its outbox drained, its pending
+ * lanes resumed), a shard lost is let go (nothing more of it is sent or written).
  */
 export interface DispatcherOptions {
   storage: Storage;
@@ -40,9 +44,13 @@ export interface DispatcherOptions {
   retentionMs: number;
   /** The system clock unless a test moves time by hand. */
   clock?: Clock;
+  /** The shards whose queues this node drains: all of them unless told otherwise. */
+  ownership?: ShardOwnership;
 }
 
 const FIRST_PRUNE_MS = 1000;
+/** How often every owned outbox is checked, announced or not (outbox-signal.ts). */
+const SWEEP_EVERY_MS = 1000;
 const PRUNE_EVERY_MS = 3600_000;
 
 export class WebhookDispatcher {
@@ -50,48 +58,78 @@ export class WebhookDispatcher {
   private readonly state: DeliveryState;
   private readonly http: HttpDelivery;
   private readonly lanes: LaneScheduler;
+  private readonly ownership: ShardOwnership;
+  private unsubscribe: (() => void) | null = null;
+  /** The org directory's version when the owned shards were last cleared of deleted targets' deliveries. */
+  private clearedAt = -1;
   private cancelPoll: (() => void) | null = null;
   private cancelPrune: (() => void) | null = null;
   private polling: Promise<void> | null = null;
+  private wokenWhilePolling = false;
+  /** Shards whose outboxes were announced since the last drain. */
+  private readonly announced = new Set<number>();
+  /** Whether the next drain checks every owned outbox. */
+  private sweepNext = true;
+  private lastSweep = -Infinity;
+  private unlisten: (() => void) | null = null;
   private stopped = false;
 
   constructor(private readonly opts: DispatcherOptions) {
     this.clock = opts.clock ?? systemClock;
-    this.state = new DeliveryState(opts.storage, opts.directory);
+    this.ownership = opts.ownership ?? new OwnedShards();
+    this.state = new DeliveryState(opts.storage, opts.directory, this.ownership);
     this.http = new HttpDelivery({ secrets: opts.secrets, brand: opts.brand, allowPrivate: opts.allowPrivate, timeoutMs: opts.timeoutMs, clock: this.clock });
     this.lanes = new LaneScheduler({
       clock: this.clock,
       concurrencyPerTarget: opts.concurrencyPerTarget,
-      readLane: (targetId, lane, limit) => this.state.readLane(targetId, lane, limit),
+      readLane: (orgId, targetId, lane, limit) => this.state.readLane(orgId, targetId, lane, limit),
       attempt: (delivery) => this.attempt(delivery),
     });
   }
 
   start(): void {
-    this.resume();
+    this.unsubscribe = this.ownership.onChange((granted, revoked) => this.ownershipChanged(granted, revoked));
+    this.unlisten = onOutboxEvents((shards) => this.wake(shards));
+    this.resume(this.ownership.ownedShards());
     this.wake();
     this.cancelPrune = this.clock.schedule(FIRST_PRUNE_MS, () => void this.pruneLoop());
   }
 
-  /** Checks the outbox now instead of at the next poll. */
-  wake(): void {
-    if (this.stopped || this.polling) return;
+  /**
+   * Drains now instead of at the next poll: the outboxes of `shards`, or every owned one when
+   * none are named.
+   */
+  wake(shards?: readonly number[]): void {
+    if (this.stopped) return;
+    if (shards) for (const shard of shards) this.announced.add(shard);
+    else this.sweepNext = true;
+    if (this.polling) {
+      // The drain under way may have passed the shard the news is about: another follows it.
+      this.wokenWhilePolling = true;
+      return;
+    }
     this.cancelPoll?.();
     this.cancelPoll = null;
     this.polling = this.poll().finally(() => {
       this.polling = null;
-      if (!this.stopped) this.cancelPoll = this.clock.schedule(this.opts.pollMs, () => this.wake());
+      if (this.stopped) return;
+      if (this.wokenWhilePolling) {
+        this.wokenWhilePolling = false;
+        this.wake([]);
+      } else this.cancelPoll = this.clock.schedule(this.opts.pollMs, () => this.wake([]));
     });
   }
 
   /** Picks up a delivery another thread created (a redelivery) without waiting for a restart. */
-  adopt(orgId: string, targetId: string, deliveryId: string): void {
-    const lane = this.state.pendingLane(orgId, targetId, deliveryId);
-    if (lane !== null) this.lanes.resume(targetId, lane);
+  adopt(targetId: string, deliveryId: string): void {
+    const found = this.state.pendingLane(targetId, deliveryId);
+    if (found !== null) this.lanes.resume(found.orgId, targetId, found.lane);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribe?.();
+    this.unlisten?.();
     this.cancelPoll?.();
     this.cancelPrune?.();
     // In-flight attempts are cut short and left pending: the next start sends them again, with
@@ -103,28 +141,62 @@ export class WebhookDispatcher {
     await this.http.close();
   }
 
-  /** Takes up every lane with pending deliveries from a previous run. */
-  private resume(): void {
+  /** Takes up every lane of `shards` with pending deliveries, as a previous run or owner left them. */
+  private resume(shards: readonly number[]): void {
     let lanes = 0;
-    for (const { targetId, lane } of this.state.pendingLanes()) {
+    for (const { orgId, targetId, lane } of this.state.pendingLanes(shards)) {
       lanes++;
-      this.lanes.resume(targetId, lane);
+      this.lanes.resume(orgId, targetId, lane);
     }
-    if (lanes) log.info('webhook deliveries resumed', { lanes });
+    if (lanes) log.info('webhook deliveries resumed', { lanes, shards: shards.length });
+  }
+
+  private ownershipChanged(granted: readonly number[], revoked: readonly number[]): void {
+    if (this.stopped) return;
+    for (const shard of revoked) this.lanes.dropShard(shard);
+    if (granted.length) {
+      log.info('webhook shards taken up', { shards: granted.length });
+      this.resume(granted);
+      // A gained shard may keep deleted targets' deliveries its former owner had not cleared yet.
+      this.clearedAt = -1;
+      this.wake();
+    }
   }
 
   private async poll(): Promise<void> {
+    const now = this.clock.now();
+    const sweep = this.sweepNext || now - this.lastSweep >= SWEEP_EVERY_MS;
+    const shards = sweep ? this.ownership.ownedShards() : [...this.announced].filter((shard) => this.ownership.owns(shard));
+    this.announced.clear();
+    this.sweepNext = false;
+    if (sweep) this.lastSweep = now;
     try {
       // One batch per turn of the event loop, so deliveries go on during a long drain.
-      while (!this.stopped && this.drainOnce()) await nextTurn();
+      while (!this.stopped && shards.length && this.drainOnce(shards)) await nextTurn();
+      await this.clearDeletedTargets();
     } catch (err) {
       log.error('webhook outbox drain failed', { err });
     }
   }
 
-  /** Fans out one batch of the outbox; true when more may wait. */
-  private drainOnce(): boolean {
-    const batch = fanOutBatch(this.opts.storage, this.opts.directory, this.clock.now());
+  /** Once the org directory changed: drops what deleted targets left on the owned shards. */
+  private async clearDeletedTargets(): Promise<void> {
+    const version = this.opts.directory.version();
+    if (version === this.clearedAt) return;
+    let removed = 0;
+    for (const shard of this.ownership.ownedShards()) {
+      if (this.stopped) return;
+      removed += await this.state.dropDeletedTargets(shard);
+    }
+    this.clearedAt = version;
+    if (removed) log.info('webhook deliveries of deleted targets removed', { removed });
+  }
+
+  /** Fans out one batch of the outboxes of `shards`; true when more may wait. */
+  private drainOnce(shards: readonly number[]): boolean {
+    // A shard lost since the drain began is its new owner's.
+    const owned = shards.filter((shard) => this.ownership.owns(shard));
+    const batch = fanOutBatch(this.opts.storage, this.opts.directory, owned, this.clock.now());
     if (!batch) return false;
     for (const d of batch.created) this.lanes.add(d);
     return batch.more;
@@ -162,7 +234,7 @@ export class WebhookDispatcher {
 
   private async pruneLoop(): Promise<void> {
     try {
-      await pruneDeliveryLog(this.opts.storage, this.opts.directory, this.clock.now() - this.opts.retentionMs, () => this.stopped);
+      await pruneDeliveryLog(this.opts.storage, this.ownership, this.clock.now() - this.opts.retentionMs, () => this.stopped);
     } catch (err) {
       log.error('webhook delivery log pruning failed', { err });
     }

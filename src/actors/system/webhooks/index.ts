@@ -5,12 +5,15 @@ import { log } from '../../../log.js';
 import type { Services } from '../../../http/services.js';
 import type { SystemActor } from '../index.js';
 import { pendingCount } from '../../../storage/webhook-store.js';
+import { allShards, checkedShards } from './shard-ownership.js';
 import type { ToWebhookWorker, WebhookWorkerData } from './worker.js';
 
 /**
  * Starts the webhook actor (`dispatcher.ts`) in its own worker thread. Routes call
- * `adoptWebhookDelivery(…)` after a redelivery so that it goes out at once. A worker that dies is
- * restarted: its state is all in LMDB, and it resumes the pending deliveries.
+ * `adoptWebhookDelivery(…)` after a redelivery so that it goes out at once. It drains the shards
+ * this node owns: all of them, until `setWebhookShards(…)` says otherwise (cluster mode, as the
+ * placement changes). A worker that dies is restarted: its state is all in LMDB, and it resumes
+ * the pending deliveries of the shards owned then.
  */
 const POLL_MS = 25;
 const CONCURRENCY_PER_TARGET = 32;
@@ -19,14 +22,22 @@ const RETENTION_MS = 7 * 24 * 3600 * 1000;
 const RESTART_DELAY_MS = 1000;
 
 let active: Worker | null = null;
+let ownedShards = allShards();
 
-export function adoptWebhookDelivery(orgId: string, targetId: string, deliveryId: string): void {
-  active?.postMessage({ type: 'adopt', orgId, targetId, deliveryId } satisfies ToWebhookWorker);
+export function adoptWebhookDelivery(targetId: string, deliveryId: string): void {
+  active?.postMessage({ type: 'adopt', targetId, deliveryId } satisfies ToWebhookWorker);
+}
+
+/** The shards whose webhook queues this node drains from now on (the ones it owns). */
+export function setWebhookShards(shards: readonly number[]): void {
+  // Checked here: a bad list would stop the worker at every restart.
+  ownedShards = [...checkedShards(shards)];
+  active?.postMessage({ type: 'own', shards: ownedShards } satisfies ToWebhookWorker);
 }
 
 export function startWebhookActor(services: Services): SystemActor {
   const { config } = services;
-  const data: WebhookWorkerData = {
+  const data: Omit<WebhookWorkerData, 'ownedShards'> = {
     dataDir: config.dataDir,
     logLevel: config.logLevel,
     brand: config.brand,
@@ -41,7 +52,7 @@ export function startWebhookActor(services: Services): SystemActor {
   let restartTimer: NodeJS.Timeout | null = null;
   let exited: Promise<unknown> = Promise.resolve();
   const spawn = (): void => {
-    const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: data });
+    const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: { ...data, ownedShards } satisfies WebhookWorkerData });
     active = worker;
     exited = once(worker, 'exit');
     worker.on('error', (err) => log.error('webhook worker failed', { error: err.message }));

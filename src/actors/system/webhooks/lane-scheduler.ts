@@ -22,7 +22,7 @@ export interface LaneSchedulerOptions {
   clock: Clock;
   concurrencyPerTarget: number;
   /** Up to `limit` of the lane's pending deliveries, in order, from the pending index. */
-  readLane(targetId: string, lane: string, limit: number): PendingDelivery[];
+  readLane(orgId: string, targetId: string, lane: string, limit: number): PendingDelivery[];
   /** One attempt of the lane's head; resolves with when to try it again, or null when the lane moves on. Never rejects. */
   attempt(delivery: PendingDelivery): Promise<number | null>;
 }
@@ -34,7 +34,10 @@ class Lane {
   onDisk = false;
   /** Whether the head is ready, waiting, or being sent. */
   scheduled = false;
-  constructor(readonly key: string) {}
+  constructor(
+    readonly orgId: string,
+    readonly key: string,
+  ) {}
 }
 
 class TargetQueue {
@@ -52,6 +55,10 @@ class TargetQueue {
 export class LaneScheduler {
   private readonly targets = new Map<string, TargetQueue>();
   private readonly running = new Set<Promise<void>>();
+  /** Lane heads being sent. */
+  private readonly sending = new Set<PendingDelivery>();
+  /** Heads being sent whose shard was dropped meanwhile: their lane moves on whatever the outcome. */
+  private readonly dropped = new Set<PendingDelivery>();
   /** Deliveries held in lane queues. */
   private held = 0;
   private stopped = false;
@@ -61,7 +68,7 @@ export class LaneScheduler {
   /** A delivery the fan-out has just made durable: appended to its lane, or left on disk. */
   add(delivery: PendingDelivery): void {
     if (this.stopped) return;
-    const lane = this.lane(delivery.targetId, delivery.lane);
+    const lane = this.lane(delivery.orgId, delivery.targetId, delivery.lane);
     if (lane.onDisk || lane.queue.length >= LANE_MEMORY || this.held >= TOTAL_MEMORY) lane.onDisk = true;
     else {
       lane.queue.push(delivery);
@@ -71,9 +78,9 @@ export class LaneScheduler {
   }
 
   /** The lane has deliveries in the pending index this scheduler has not seen (a restart, a redelivery). */
-  resume(targetId: string, laneKey: string): void {
+  resume(orgId: string, targetId: string, laneKey: string): void {
     if (this.stopped) return;
-    const lane = this.lane(targetId, laneKey);
+    const lane = this.lane(orgId, targetId, laneKey);
     lane.onDisk = true;
     if (!lane.scheduled) this.next(this.targets.get(targetId)!, lane);
   }
@@ -85,11 +92,36 @@ export class LaneScheduler {
     await Promise.allSettled([...this.running]);
   }
 
-  private lane(targetId: string, key: string): Lane {
+  /**
+   * Forgets the deliveries of a shard no longer owned: no attempt of theirs starts from now on
+   * (one under way finishes, its outcome left unwritten). Their lanes go on with what they hold
+   * of other shards.
+   */
+  dropShard(shard: number): void {
+    for (const q of this.targets.values()) {
+      for (const lane of [...q.lanes.values()]) {
+        const kept = lane.queue.filter((d) => d.shard !== shard || this.sending.has(d));
+        for (const d of kept) if (d.shard === shard) this.dropped.add(d);
+        if (kept.length === lane.queue.length) continue;
+        this.held -= lane.queue.length - kept.length;
+        const headGone = lane.queue[0] !== kept[0];
+        lane.queue.splice(0, lane.queue.length, ...kept);
+        if (!headGone || !lane.scheduled) continue;
+        // The head was waiting (due or for its retry), not being sent: schedule the next one.
+        const ready = q.ready.indexOf(lane);
+        if (ready >= 0) q.ready.splice(ready, 1);
+        q.waiting.delete(lane);
+        this.next(q, lane);
+      }
+      this.armTimer(q);
+    }
+  }
+
+  private lane(orgId: string, targetId: string, key: string): Lane {
     let q = this.targets.get(targetId);
     if (!q) this.targets.set(targetId, (q = new TargetQueue(targetId)));
     let lane = q.lanes.get(key);
-    if (!lane) q.lanes.set(key, (lane = new Lane(key)));
+    if (!lane) q.lanes.set(key, (lane = new Lane(orgId, key)));
     return lane;
   }
 
@@ -97,7 +129,7 @@ export class LaneScheduler {
   private next(q: TargetQueue, lane: Lane): void {
     if (!lane.queue.length && lane.onDisk) {
       const limit = Math.max(1, Math.min(LANE_MEMORY, TOTAL_MEMORY - this.held));
-      const read = this.opts.readLane(q.targetId, lane.key, limit);
+      const read = this.opts.readLane(lane.orgId, q.targetId, lane.key, limit);
       lane.queue.push(...read);
       this.held += read.length;
       if (read.length < limit) lane.onDisk = false;
@@ -149,6 +181,7 @@ export class LaneScheduler {
       const lane = q.ready.shift()!;
       const head = lane.queue[0]!;
       q.busy++;
+      this.sending.add(head);
       const run = this.opts.attempt(head).then((nextAt) => this.settle(q, lane, head, nextAt));
       this.running.add(run);
       void run.finally(() => this.running.delete(run));
@@ -158,8 +191,9 @@ export class LaneScheduler {
   /** After an attempt: the lane moves on (nextAt null) or retries its head at `nextAt`. */
   private settle(q: TargetQueue, lane: Lane, head: PendingDelivery, nextAt: number | null): void {
     q.busy--;
+    this.sending.delete(head);
     if (this.stopped) return;
-    if (nextAt === null) {
+    if (nextAt === null || this.dropped.delete(head)) {
       lane.queue.shift();
       this.held--;
       this.next(q, lane);

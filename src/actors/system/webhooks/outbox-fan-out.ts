@@ -2,15 +2,20 @@ import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
 import type { OrgDirectory } from '../../../storage/org-directory.js';
 import { hasOutboxEvents, takeOutboxEvents } from '../../../storage/outbox.js';
 import { newId } from '../../../storage/ids.js';
+import type { EventEnvelope } from '../../../storage/records.js';
+import { deliveryShard } from '../../../storage/shards.js';
 import type { PendingDelivery } from './delivery-state.js';
 import { enqueueDelivery, laneOf, type DeliveryRecord, type WebhookTargetRecord } from '../../../storage/webhook-store.js';
 
 /**
- * Outbox fan-out: events leave the outbox and become one delivery record per matching target,
- * with its entry in the pending index ['whq', target, lane, delivery], in one transaction.
+ * Outbox fan-out: events leave a shard's outbox and become one delivery record per matching
+ * target, with its entry in the pending index, in one transaction and on that same shard (the
+ * delivery's shard is its event's: `deliveryShard`). A transaction drains every shard given that
+ * has events, so that events spread over many shards still cost one commit (one flush), not one
+ * each; what each shard's keys record stays that shard's own.
  */
 
-/** Events taken from the outbox per transaction: keeps the write lock short. */
+/** Events taken from the outboxes per transaction: keeps the write lock short. */
 const DRAIN_BATCH = 500;
 
 export interface FanOutBatch {
@@ -20,21 +25,26 @@ export interface FanOutBatch {
   more: boolean;
 }
 
-/** Moves one batch of events from the outbox into delivery records; null when the outbox is empty. */
-export function fanOutBatch(storage: Storage, directory: OrgDirectory, now: number): FanOutBatch | null {
-  if (!hasOutboxEvents(storage.meta)) return null;
+/** Moves one batch of events from the outboxes of `shards` into delivery records; null when they are empty. */
+export function fanOutBatch(storage: Storage, directory: OrgDirectory, shards: readonly number[], now: number): FanOutBatch | null {
+  const waiting = shards.filter((shard) => hasOutboxEvents(storage.meta, shard));
+  if (!waiting.length) return null;
   // Synchronous, so the write lock is held only while `fanOut` runs (an asynchronous transaction
   // holds it while this thread is scheduled to run the callback), and on disk when it returns:
   // a delivery is sent only once its record is durable, otherwise a crash could bring the event
   // back to the outbox and send it again under a new delivery id.
-  const { created, consumed } = storage.root.transactionSync(() => fanOut(storage, directory, now), COMMIT_THEN_SYNC);
+  const { created, consumed } = storage.root.transactionSync(() => fanOut(storage, directory, waiting, now), COMMIT_THEN_SYNC);
   return { created, more: consumed === DRAIN_BATCH };
 }
 
 /** Runs inside the drain's write transaction: every read here sees the latest commit. */
-function fanOut(storage: Storage, directory: OrgDirectory, now: number): { created: PendingDelivery[]; consumed: number } {
+function fanOut(storage: Storage, directory: OrgDirectory, shards: readonly number[], now: number): { created: PendingDelivery[]; consumed: number } {
   const { meta } = storage;
-  const events = takeOutboxEvents(meta, DRAIN_BATCH);
+  const events: EventEnvelope[] = [];
+  for (const shard of shards) {
+    if (events.length === DRAIN_BATCH) break;
+    events.push(...takeOutboxEvents(meta, shard, DRAIN_BATCH - events.length));
+  }
   const targetsByOrg = new Map<string, Subscriber[]>();
   const created: PendingDelivery[] = [];
   const nowIso = new Date(now).toISOString();
@@ -68,9 +78,8 @@ function fanOut(storage: Storage, directory: OrgDirectory, now: number): { creat
         redelivery_of: null,
         created_at: nowIso,
       };
-      const lane = laneOf(record);
       enqueueDelivery(meta, record);
-      created.push({ orgId, targetId: target.id, lane, record, dueAt: now });
+      created.push({ orgId, targetId: target.id, lane: laneOf(record), shard: deliveryShard(record), record, dueAt: now });
     }
   }
   return { created, consumed: events.length };

@@ -10,22 +10,31 @@ import { serverStorage } from '../../../storage/server-storage.js';
 import { SecretBox } from '../../../storage/secret-box.js';
 import { LmdbOrgDirectory } from '../../../storage/lmdb-org-directory.js';
 import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.js';
+import { OwnedShards } from './shard-ownership.js';
 
-export interface WebhookWorkerData extends Omit<DispatcherOptions, 'storage' | 'directory' | 'secrets' | 'clock'> {
+export interface WebhookWorkerData extends Omit<DispatcherOptions, 'storage' | 'directory' | 'secrets' | 'clock' | 'ownership'> {
   dataDir: string;
   logLevel: string;
+  /** The shards this node owns when the worker starts. */
+  ownedShards: number[];
 }
 
-export type ToWebhookWorker = { type: 'adopt'; orgId: string; targetId: string; deliveryId: string } | { type: 'stop' };
+export type ToWebhookWorker =
+  | { type: 'adopt'; targetId: string; deliveryId: string }
+  /** The shards this node owns from now on. */
+  | { type: 'own'; shards: number[] }
+  | { type: 'stop' };
 
-const { dataDir, logLevel, ...options } = workerData as WebhookWorkerData;
+const { dataDir, logLevel, ownedShards, ...options } = workerData as WebhookWorkerData;
 setLogLevel(logLevel);
 const storage = serverStorage(openStorage(dataDir));
-const dispatcher = new WebhookDispatcher({ ...options, storage, directory: new LmdbOrgDirectory(storage), secrets: SecretBox.forDataDir(dataDir) });
+const ownership = new OwnedShards(ownedShards);
+const dispatcher = new WebhookDispatcher({ ...options, storage, directory: new LmdbOrgDirectory(storage), secrets: SecretBox.forDataDir(dataDir), ownership });
 dispatcher.start();
 
 parentPort!.on('message', (message: ToWebhookWorker) => {
-  if (message.type === 'adopt') return dispatcher.adopt(message.orgId, message.targetId, message.deliveryId);
+  if (message.type === 'adopt') return dispatcher.adopt(message.targetId, message.deliveryId);
+  if (message.type === 'own') return ownership.set(message.shards);
   dispatcher
     .stop()
     .then(() => storage.close())
