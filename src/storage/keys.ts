@@ -46,6 +46,8 @@ import { orgShard, repoShard } from './shards.js';
  *                                        returned and used by its repositories there (quota.ts)
  *   [s, 'idem', keyId, idempotencyKey]   outcome, on the shard of the actor that ran the request
  *                                        (idempotency-store.ts)
+ *   [s, 'replica']                       ReplicaPosition  cluster mode: the shard log sequence the
+ *                                        shard's data reflects (replica-position.ts)
  *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
  *   [o, 'o', orgId, 'name', lowerName]   repoId   case-insensitive name index; a NameClaim instead
  *                                        while a saga holds the name (repo-saga-store.ts)
@@ -144,6 +146,7 @@ export const K = {
   stagedUpload: (repoId: string, uploadId: string): Key => [repoShard(repoId), 'staged', repoId, uploadId],
   outbox: (eventId: string): Key => ['outbox', eventId],
   idempotency: (shard: number, keyId: string, key: string): Key => [shard, 'idem', keyId, key],
+  replicaPosition: (shard: number): Key => [shard, 'replica'],
   /** Where records were kept before they moved into shards (idempotency-store.ts reads it as a fallback). */
   legacyIdempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
   releasedName: (orgId: string, name: string, repoId: string): Key => inOrg(orgId, 'was', name.toLowerCase(), repoId),

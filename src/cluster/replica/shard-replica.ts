@@ -1,0 +1,289 @@
+import { log } from '../../log.js';
+import type { Storage } from '../../storage/database.js';
+import { applyLogEntries, dropShardData, markAcknowledged, markUnacknowledged, readReplicaPosition } from '../../storage/replica-position.js';
+import { ShardLogFenced, ShardLogTrimmed, type ShardLog, type ShardLogEntry, type ShardLogTail } from '../shard-log.js';
+import { decodeLogRecord, encodeLogRecord } from './log-record.js';
+import { ShardAppender } from './shard-appender.js';
+import type { ReplicaRole, ShardReport, ReplicaState } from './replica-report.js';
+
+/** What every shard replica of a worker shares. */
+export interface ReplicaContext {
+  storage: Storage;
+  log: ShardLog;
+  nodeId: string;
+  /** Applies one write set (storage's codec) inside the caller's write transaction. */
+  applyWriteSet: (storage: Storage, writeSet: Uint8Array) => void;
+  /** How long an append of unknown outcome is retried before the shard demotes. */
+  unknownDeadlineMs: number;
+  /** Called after every change of state (the front end stops or starts serving the shard). */
+  changed(replica: ShardReplica): void;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One shard on one node: the state machine that makes it a follower, an active owner, or
+ * neither, as the placement says.
+ *
+ *   idle ─► follower (tails the log into LMDB) ─► catching-up ─► active (serves, appends)
+ *   active ─► demoted (placement moved: in-flight appends finish) ─► follower / idle
+ *   active ─► divergent (an append was refused or never confirmed; the local copy holds a batch
+ *             the log does not) ─► rebuilt from the log ─► follower / catching-up
+ *
+ * An owner becomes active only after it has applied the whole log and appended its epoch record
+ * conditionally on the last sequence it read: from then, the previous owner's appends are refused.
+ * Everything runs on the worker thread that owns the shard's actors, so a follower's applied
+ * batches and the owner's own batches never interleave.
+ */
+export class ShardReplica {
+  state: ReplicaState = 'idle';
+  role: ReplicaRole = 'none';
+  epoch = 0;
+  applied: number;
+  moves = 0;
+  refusals = 0;
+  appendCount = 0;
+  appendMsTotal = 0;
+  private appender: ShardAppender | null = null;
+  private tail: ShardLogTail | null = null;
+  private target: { role: ReplicaRole; epoch: number } = { role: 'none', epoch: 0 };
+  private wake: (() => void) | null = null;
+  private driving = false;
+  private closed = false;
+
+  constructor(
+    readonly shard: number,
+    private readonly ctx: ReplicaContext,
+  ) {
+    const position = readReplicaPosition(ctx.storage, shard);
+    this.applied = position.applied;
+    // A batch committed here but never confirmed by the log (a crash between the two).
+    if (position.dirty) this.state = 'divergent';
+  }
+
+  /** What the placement wants of this node for the shard. */
+  assign(role: ReplicaRole, epoch: number): void {
+    if (role === this.target.role && epoch === this.target.epoch) return;
+    this.target = { role, epoch };
+    this.kick();
+  }
+
+  /** Whether this node may run the shard's commands now. */
+  get serving(): boolean {
+    return this.state === 'active' && !this.appender?.failed;
+  }
+
+  /** Inside a batch's transaction that wrote the shard: mark the data ahead of the log. */
+  beforeCommit(): void {
+    markUnacknowledged(this.ctx.storage, this.shard, this.appender!.lastSeq);
+  }
+
+  /** After the batch's transaction committed: append its write set. */
+  committed(writeSet: Uint8Array): Promise<void> {
+    return this.watch(this.appender!.submit(writeSet));
+  }
+
+  /** Settles when every batch this node committed for the shard so far is in the log. */
+  settled(): Promise<void> {
+    return this.appender ? this.watch(this.appender.barrier()) : Promise.resolve();
+  }
+
+  report(): ShardReport {
+    return {
+      shard: this.shard,
+      state: this.state,
+      role: this.target.role,
+      epoch: this.epoch,
+      applied: this.state === 'active' ? this.appender!.lastSeq : this.applied,
+      moves: this.moves,
+      refusals: this.refusals,
+      appends: this.appendCount,
+      appendMs: this.appendMsTotal,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.kick();
+    await this.appender?.barrier().catch(() => undefined);
+    await this.tail?.stop();
+  }
+
+  private watch(p: Promise<void>): Promise<void> {
+    // A failed append changes the state; the replies still see the failure.
+    p.catch(() => this.kick());
+    return p;
+  }
+
+  private set(state: ReplicaState): void {
+    if (this.state === state) return;
+    this.state = state;
+    this.ctx.changed(this);
+  }
+
+  private kick(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+    if (!this.driving) void this.drive();
+  }
+
+  private waitForKick(ms = 60_000): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** Moves the state toward the target, one step at a time, until they agree. */
+  private async drive(): Promise<void> {
+    this.driving = true;
+    try {
+      while (!this.closed) {
+        const target = this.target;
+        if (this.state === 'active' || this.state === 'demoted') {
+          if (this.appender!.failed) {
+            this.refusals += this.appender!.failed.reason === 'fenced' ? 1 : 0;
+            this.appender = null;
+            this.set('divergent');
+            continue;
+          }
+          if (target.role === 'owner' && target.epoch === this.epoch) break;
+          await this.demote();
+          continue;
+        }
+        if (this.state === 'divergent') {
+          if (target.role === 'none') break;
+          await this.rebuild();
+          continue;
+        }
+        if (target.role === 'owner') {
+          await this.stopTail();
+          await this.activate(target.epoch);
+          continue;
+        }
+        if (target.role === 'follower') {
+          if (this.state !== 'follower') this.follow();
+          break;
+        }
+        await this.stopTail();
+        this.set('idle');
+        break;
+      }
+    } catch (err) {
+      // A log that cannot be reached: try again shortly (the state already says what holds).
+      log.warn('shard replica step failed', { shard: this.shard, state: this.state, err });
+      this.ctx.changed(this);
+      if (!this.closed) setTimeout(() => this.kick(), 500).unref();
+    } finally {
+      this.driving = false;
+    }
+  }
+
+  /** Stops taking commands, lets in-flight appends land (or be refused), keeps the position. */
+  private async demote(): Promise<void> {
+    this.set('demoted');
+    await this.appender!.barrier().catch(() => undefined);
+    if (this.appender!.failed) return; // the loop marks it divergent
+    this.applied = this.appender!.lastSeq;
+    this.appender = null;
+    this.set('idle');
+  }
+
+  /** Drops the shard's data and position: the log (from its start) rebuilds it. */
+  private async rebuild(): Promise<void> {
+    await this.stopTail();
+    dropShardData(this.ctx.storage, this.shard);
+    this.applied = 0;
+    this.set('idle');
+  }
+
+  /** Catch up, fence with an epoch record, serve. Retries while the old owner still appends. */
+  private async activate(epoch: number): Promise<void> {
+    this.set('catching-up');
+    for (;;) {
+      if (this.target.role !== 'owner' || this.target.epoch !== epoch || this.closed) return;
+      await this.catchUp();
+      const record = encodeLogRecord({ epoch, writeSets: [] });
+      let seq: number;
+      try {
+        seq = await this.ctx.log.append(this.shard, this.applied, `${this.ctx.nodeId}:${epoch}:0`, record);
+      } catch (err) {
+        if (err instanceof ShardLogFenced) continue; // more was appended: read it too
+        throw err;
+      }
+      markAcknowledged(this.ctx.storage, this.shard, seq, false);
+      this.applied = seq;
+      this.epoch = epoch;
+      this.appender = new ShardAppender({
+        log: this.ctx.log,
+        shard: this.shard,
+        epoch,
+        idPrefix: `${this.ctx.nodeId}:${epoch}`,
+        lastSeq: seq,
+        unknownDeadlineMs: this.ctx.unknownDeadlineMs,
+        onAck: (acked, dirty, ms) => {
+          markAcknowledged(this.ctx.storage, this.shard, acked, dirty);
+          this.appendCount++;
+          this.appendMsTotal += ms;
+        },
+      });
+      this.moves++;
+      this.set('active');
+      return;
+    }
+  }
+
+  /** Reads and applies the log after `applied` until there is nothing more. */
+  private async catchUp(): Promise<void> {
+    for (;;) {
+      const entries = await this.readAfter(this.applied);
+      if (entries.length === 0) return;
+      this.apply(entries);
+    }
+  }
+
+  private async readAfter(after: number): Promise<ShardLogEntry[]> {
+    try {
+      return await this.ctx.log.read(this.shard, after, 512);
+    } catch (err) {
+      if (err instanceof ShardLogTrimmed) throw new Error(`shard ${this.shard}: the log was trimmed past this copy (${after}); it needs a snapshot`);
+      throw err;
+    }
+  }
+
+  private apply(entries: ShardLogEntry[]): void {
+    const decoded = entries.map((e) => ({ seq: e.seq, writeSets: decodeLogRecord(e.record).writeSets }));
+    applyLogEntries(this.ctx.storage, this.shard, decoded, this.ctx.applyWriteSet);
+    this.applied = entries[entries.length - 1]!.seq;
+  }
+
+  private follow(): void {
+    this.set('follower');
+    const tail = this.ctx.log.tail(this.shard, this.applied, (entries) => {
+      if (entries.length > 0) this.apply(entries);
+      return Promise.resolve();
+    });
+    this.tail = tail;
+    tail.done.then(
+      () => undefined,
+      async (err: unknown) => {
+        if (this.tail !== tail) return;
+        this.tail = null;
+        // A trimmed gap or a failed apply: start over from what is applied, after a pause.
+        if (!(err instanceof ShardLogTrimmed)) await sleep(500);
+        if (this.state === 'follower') this.set('idle');
+        this.kick();
+      },
+    );
+  }
+
+  private async stopTail(): Promise<void> {
+    const tail = this.tail;
+    this.tail = null;
+    await tail?.stop();
+  }
+}
