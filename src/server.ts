@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Config } from './config.js';
 import { log, setLogLevel } from './log.js';
 import { openStorage, type Storage } from './storage/database.js';
+import { serverStorage } from './storage/server-storage.js';
 import { migrateOrgQuota } from './storage/quota-migration.js';
 import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
@@ -65,8 +66,10 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   setLogLevel(config.logLevel);
   mkdirSync(config.dataDir, { recursive: true });
   const lock = await lockDataDir(config.dataDir);
-  const storage: Storage = openStorage(config.dataDir);
-  migrateOrgQuota(storage);
+  const opened = openStorage(config.dataDir);
+  // A migration of this data directory's own layout, before anything is recorded.
+  migrateOrgQuota(opened);
+  const storage: Storage = serverStorage(opened);
   const secrets = SecretBox.forDataDir(config.dataDir);
   const directory = new LmdbOrgDirectory(storage);
   compileResponses();

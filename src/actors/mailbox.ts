@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { ServiceError, asServiceError, storageUnavailable } from '../errors.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
+import { commitWrites } from '../storage/write-recorder.js';
+import type { WriteSink } from '../storage/write-set.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
@@ -96,20 +98,25 @@ export class Mailboxes {
     let outcomes = new Array<Outcome>(batch.length);
     const started = performance.now();
     let applied = started;
+    let replicated: ReturnType<WriteSink> = undefined;
     try {
-      this.storage.root.transactionSync(() => {
-        this.inTransaction = true;
-        try {
-          const context = new Batch(new Date());
-          for (let i = 0; i < batch.length; i++) {
-            const input = inputs[i]!;
-            outcomes[i] = 'error' in input ? input : this.apply(batch[i]!, input, context);
+      ({ replicated } = commitWrites(
+        this.storage,
+        () => {
+          this.inTransaction = true;
+          try {
+            const context = new Batch(new Date());
+            for (let i = 0; i < batch.length; i++) {
+              const input = inputs[i]!;
+              outcomes[i] = 'error' in input ? input : this.apply(batch[i]!, input, context);
+            }
+          } finally {
+            this.inTransaction = false;
           }
-        } finally {
-          this.inTransaction = false;
-        }
-        applied = performance.now();
-      }, COMMIT_THEN_SYNC);
+          applied = performance.now();
+        },
+        COMMIT_THEN_SYNC,
+      ));
     } catch (err) {
       if (err instanceof ThreadExit) {
         // The batch is rolled back and the write lock released: now the thread may end. Its
@@ -121,6 +128,27 @@ export class Mailboxes {
       const unavailable = storageUnavailable();
       outcomes = batch.map(() => ({ error: unavailable }));
     }
+    if (replicated) {
+      // Recorded writes: the replies wait until the sink has them replicated.
+      replicated.then(
+        (refused) => this.reply(batch, refused ? withRefused(batch, outcomes, refused) : outcomes, started, applied),
+        (err: unknown) => {
+          log.error('batch not replicated', { err, size: batch.length });
+          const unavailable = storageUnavailable();
+          this.reply(
+            batch,
+            batch.map(() => ({ error: unavailable })),
+            started,
+            applied,
+          );
+        },
+      );
+    } else {
+      this.reply(batch, outcomes, started, applied);
+    }
+  }
+
+  private reply(batch: Pending[], outcomes: Outcome[], started: number, applied: number): void {
     const done = performance.now();
     const replies = outcomes.map((o, i) => {
       const queueMs = started - batch[i]!.arrived;
@@ -187,6 +215,13 @@ export class Mailboxes {
       return { error };
     }
   }
+}
+
+/** `outcomes` with the commands of the shards whose writes were not replicated answered 503. */
+function withRefused(batch: Pending[], outcomes: Outcome[], refused: readonly number[]): Outcome[] {
+  if (refused.length === 0) return outcomes;
+  const unavailable = storageUnavailable();
+  return outcomes.map((o, i) => (refused.includes(shardOf(batch[i]!.req.actor)) ? { error: unavailable } : o));
 }
 
 /** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */

@@ -1,5 +1,6 @@
 import { workerData } from 'node:worker_threads';
 import { openStorage } from '../storage/database.js';
+import { serverStorage } from '../storage/server-storage.js';
 import { SecretBox } from '../storage/secret-box.js';
 import { LmdbOrgDirectory } from '../storage/lmdb-org-directory.js';
 import { decodeRequest, encodeReply } from '../protocol/messages.js';
@@ -20,7 +21,7 @@ interface WorkerData {
 
 const data = workerData as WorkerData;
 setLogLevel(data.settings.logLevel);
-const storage = openStorage(data.settings.dataDir);
+const storage = serverStorage(openStorage(data.settings.dataDir));
 const secrets = SecretBox.forDataDir(data.settings.dataDir);
 const { commands } = (await import(data.commandsModule)) as { commands: Command[] };
 compileResponses();

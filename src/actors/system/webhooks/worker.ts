@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { log, setLogLevel } from '../../../log.js';
 import { openStorage } from '../../../storage/database.js';
+import { serverStorage } from '../../../storage/server-storage.js';
 import { SecretBox } from '../../../storage/secret-box.js';
 import { LmdbOrgDirectory } from '../../../storage/lmdb-org-directory.js';
 import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.js';
@@ -19,7 +20,7 @@ export type ToWebhookWorker = { type: 'adopt'; orgId: string; targetId: string; 
 
 const { dataDir, logLevel, ...options } = workerData as WebhookWorkerData;
 setLogLevel(logLevel);
-const storage = openStorage(dataDir);
+const storage = serverStorage(openStorage(dataDir));
 const dispatcher = new WebhookDispatcher({ ...options, storage, directory: new LmdbOrgDirectory(storage), secrets: SecretBox.forDataDir(dataDir) });
 dispatcher.start();
 
