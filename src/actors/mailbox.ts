@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { ServiceError, asServiceError, storageUnavailable } from '../errors.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
 import { commitWrites } from '../storage/write-recorder.js';
+import { threadReplication } from '../storage/server-storage.js';
 import type { WriteSink } from '../storage/write-set.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { SecretBox } from '../storage/secret-box.js';
@@ -108,7 +109,7 @@ export class Mailboxes {
             const context = new Batch(new Date());
             for (let i = 0; i < batch.length; i++) {
               const input = inputs[i]!;
-              outcomes[i] = 'error' in input ? input : this.apply(batch[i]!, input, context);
+              outcomes[i] = 'error' in input ? input : this.refused(batch[i]!) ?? this.apply(batch[i]!, input, context);
             }
           } finally {
             this.inTransaction = false;
@@ -159,6 +160,12 @@ export class Mailboxes {
     replies[0]!.commitMs = done - started;
     replies[0]!.flushMs = done - applied;
     for (let i = 0; i < batch.length; i++) batch[i]!.resolve(replies[i]!);
+  }
+
+  /** In cluster mode, a command of a shard this node does not serve now is answered 503 unrun. */
+  private refused(p: Pending): { error: ServiceError } | null {
+    const error = threadReplication?.refuse(shardOf(p.req.actor));
+    return error ? { error } : null;
   }
 
   /**

@@ -147,14 +147,6 @@ export class ActorRuntime {
     }
   }
 
-  /**
-   * Sends a control message (not an actor command) to the worker of `slot`, which answers it
-   * outside the mailboxes: cluster mode's shard replicas (src/cluster/replica/replica-control.ts).
-   */
-  control(slot: number, message: unknown): Promise<unknown> {
-    return this.pool.run({ control: message, [queueOptions]: { slot } }) as Promise<unknown>;
-  }
-
   /** Stops taking messages, lets queued ones finish (they reply after their flush), ends threads. */
   close(): Promise<void> {
     this.closing ??= this.pool.close();

@@ -3,54 +3,71 @@ import { K, Ranges } from './keys.js';
 
 /**
  * Where a shard's local data stands against its shard log (cluster mode), kept under the shard's
- * own range so that it is written in the same transaction as the data it describes and travels
- * with the shard in a snapshot.
+ * own range: written in the same transaction as the data it describes, and part of the shard.
  *
- * `applied` is the last log sequence whose records the data holds. `dirty` is set by an owner's
- * batch transaction and cleared once every batch it committed is acknowledged by the log: a
- * dirty shard may hold writes the log never accepted (a crash between the local commit and the
- * append), so it is rebuilt from the log before this node serves or follows it again.
+ * Every transaction that writes the shard raises its commit count `[s, 'commits']` (under LMDB's
+ * write lock, so the numbers are contiguous whichever thread commits): the owner appends the
+ * write sets in that order. The position records the last log sequence the data reflects and the
+ * commit count it covers. A count above it means the data holds a commit the log never
+ * acknowledged (a crash between the local commit and the append): that copy is rebuilt from the
+ * log before this node serves or follows the shard again.
  */
 export interface ReplicaPosition {
-  applied: number;
-  dirty: boolean;
+  /** The last log sequence the data reflects (0: none). */
+  seq: number;
+  /** The epoch of the owner that appended it. */
+  epoch: number;
+  /** The commit count of the shard's data at `seq`. */
+  commit: number;
 }
 
-const NONE: ReplicaPosition = { applied: 0, dirty: false };
+const NONE: ReplicaPosition = { seq: 0, epoch: 0, commit: 0 };
 
-export function readReplicaPosition(storage: Storage, shard: number): ReplicaPosition {
-  const value = storage.meta.get(K.replicaPosition(shard)) as ReplicaPosition | undefined;
-  return value ?? NONE;
+export function readReplicaPosition(storage: Storage, shard: number): ReplicaPosition & { dirty: boolean; commits: number } {
+  const position = (storage.meta.get(K.appliedPosition(shard)) as ReplicaPosition | undefined) ?? NONE;
+  const commits = commitCount(storage, shard);
+  return { ...position, commits, dirty: commits > position.commit };
 }
 
-/** Inside a batch's write transaction: the batch holds writes the log has not acknowledged yet. */
-export function markUnacknowledged(storage: Storage, shard: number, applied: number): void {
-  storage.meta.putSync(K.replicaPosition(shard), { applied, dirty: true } satisfies ReplicaPosition);
+function commitCount(storage: Storage, shard: number): number {
+  return (storage.meta.get(K.commitCount(shard)) as number | undefined) ?? 0;
+}
+
+/** Inside a transaction that wrote the shard: its commit number. */
+export function sealCommit(storage: Storage, shard: number): number {
+  const next = commitCount(storage, shard) + 1;
+  storage.meta.putSync(K.commitCount(shard), next);
+  return next;
 }
 
 /**
- * After a log acknowledgement: the data reflects the log up to `applied`, plus unacknowledged
- * batches iff `dirty`. Its own transaction, committed without waiting for the disk: losing it in
- * a crash leaves the earlier dirty mark, which only costs a rebuild.
+ * After a log acknowledgement. Its own transaction, committed without waiting for the disk:
+ * losing it in a crash leaves an older position, which only costs a rebuild.
  */
-export function markAcknowledged(storage: Storage, shard: number, applied: number, dirty: boolean): void {
-  storage.root.transactionSync(() => storage.meta.putSync(K.replicaPosition(shard), { applied, dirty } satisfies ReplicaPosition));
+export function markAcknowledged(storage: Storage, shard: number, position: ReplicaPosition): void {
+  storage.root.transactionSync(() => storage.meta.putSync(K.appliedPosition(shard), position));
 }
 
 /**
- * A follower's step: applies log entries' write sets in order and records the last sequence, in
- * one transaction (not waited for on disk: the log holds the truth, and a position that rolls
- * back with its data is re-read from the log).
+ * A follower's step: applies log entries' write sets in order and records the position, in one
+ * transaction (not waited for on disk: the log holds the truth, and a position that rolls back
+ * with its data is read from the log again). The sets carry the owner's commit count.
  */
-export function applyLogEntries(storage: Storage, shard: number, entries: Array<{ seq: number; writeSets: Uint8Array[] }>, apply: (storage: Storage, writeSet: Uint8Array) => void): void {
+export function applyLogEntries(
+  storage: Storage,
+  shard: number,
+  entries: Array<{ seq: number; epoch: number; writeSets: Uint8Array[] }>,
+  apply: (storage: Storage, writeSet: Uint8Array, seq: number) => void,
+): void {
   if (entries.length === 0) return;
+  const last = entries[entries.length - 1]!;
   storage.root.transactionSync(() => {
-    for (const entry of entries) for (const ws of entry.writeSets) apply(storage, ws);
-    storage.meta.putSync(K.replicaPosition(shard), { applied: entries[entries.length - 1]!.seq, dirty: false } satisfies ReplicaPosition);
+    for (const entry of entries) for (const ws of entry.writeSets) apply(storage, ws, entry.seq);
+    storage.meta.putSync(K.appliedPosition(shard), { seq: last.seq, epoch: last.epoch, commit: commitCount(storage, shard) } satisfies ReplicaPosition);
   });
 }
 
-/** Drops everything the shard holds here (its position included), to rebuild it from the log. */
+/** Drops everything the shard holds here (position and count included), to rebuild it from the log. */
 export function dropShardData(storage: Storage, shard: number): void {
   const range = Ranges.shard(shard);
   storage.root.transactionSync(() => {

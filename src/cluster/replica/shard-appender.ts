@@ -27,8 +27,8 @@ export interface AppenderOptions {
   lastSeq: number;
   /** How long an append of unknown outcome is retried before the shard gives up (demotes). */
   unknownDeadlineMs: number;
-  /** After each acknowledged record: its sequence, and whether more batches wait (still dirty). */
-  onAck(seq: number, dirty: boolean, ms: number): void;
+  /** After each acknowledged record: its sequence, the last tag it holds, and its latency. */
+  onAck(seq: number, tag: number, ms: number): void;
 }
 
 /**
@@ -44,7 +44,7 @@ export interface AppenderOptions {
  * one last time and, if it cannot be read, the shard gives up with the outcome unknown.
  */
 export class ShardAppender {
-  private pending: { writeSets: Uint8Array[]; waiters: Waiter[] } = { writeSets: [], waiters: [] };
+  private pending: { writeSets: Uint8Array[]; tag: number; waiters: Waiter[] } = { writeSets: [], tag: 0, waiters: [] };
   private inFlight: Waiter[] | null = null;
   private failure: AppendFailed | null = null;
   private count = 0;
@@ -61,13 +61,12 @@ export class ShardAppender {
     return this.failure;
   }
 
-  /** Whether batches are committed locally but not yet acknowledged by the log. */
-  get busy(): boolean {
-    return this.inFlight !== null || this.pending.waiters.length > 0;
-  }
-
-  /** Queues a committed batch's write set; settles when the record holding it is acknowledged. */
-  submit(writeSet: Uint8Array): Promise<void> {
+  /**
+   * Queues a committed write set, tagged (the shard's commit number); settles when the record
+   * holding it is acknowledged.
+   */
+  submit(writeSet: Uint8Array, tag: number): Promise<void> {
+    this.pending.tag = tag;
     return this.enqueue(writeSet);
   }
 
@@ -94,8 +93,8 @@ export class ShardAppender {
   private async run(): Promise<void> {
     this.running = true;
     while (this.pending.waiters.length > 0 && !this.failure) {
-      const { writeSets, waiters } = this.pending;
-      this.pending = { writeSets: [], waiters: [] };
+      const { writeSets, tag, waiters } = this.pending;
+      this.pending = { writeSets: [], tag, waiters: [] };
       if (writeSets.length === 0) {
         for (const w of waiters) w.resolve();
         continue;
@@ -107,13 +106,13 @@ export class ShardAppender {
       try {
         this.lastSeq = await this.append(id, record);
         this.inFlight = null;
-        this.options.onAck(this.lastSeq, this.pending.waiters.length > 0, performance.now() - started);
+        this.options.onAck(this.lastSeq, tag, performance.now() - started);
         for (const w of waiters) w.resolve();
       } catch (err) {
         this.inFlight = null;
         this.failure = err instanceof AppendFailed ? err : new AppendFailed('unknown', String(err));
         for (const w of [...waiters, ...this.pending.waiters]) w.reject(this.failure);
-        this.pending = { writeSets: [], waiters: [] };
+        this.pending = { writeSets: [], tag, waiters: [] };
       }
     }
     this.running = false;

@@ -1,6 +1,6 @@
 import { log } from '../../log.js';
 import type { Storage } from '../../storage/database.js';
-import { applyLogEntries, dropShardData, markAcknowledged, markUnacknowledged, readReplicaPosition } from '../../storage/replica-position.js';
+import { applyLogEntries, dropShardData, markAcknowledged, readReplicaPosition } from '../../storage/replica-position.js';
 import { ShardLogFenced, ShardLogTrimmed, type ShardLog, type ShardLogEntry, type ShardLogTail } from '../shard-log.js';
 import { decodeLogRecord, encodeLogRecord } from './log-record.js';
 import { ShardAppender } from './shard-appender.js';
@@ -11,10 +11,12 @@ export interface ReplicaContext {
   storage: Storage;
   log: ShardLog;
   nodeId: string;
-  /** Applies one write set (storage's codec) inside the caller's write transaction. */
-  applyWriteSet: (storage: Storage, writeSet: Uint8Array) => void;
+  /** Applies one write set (storage's codec) at log sequence `seq`, inside the caller's transaction. */
+  applyWriteSet: (storage: Storage, writeSet: Uint8Array, seq: number) => void;
   /** How long an append of unknown outcome is retried before the shard demotes. */
   unknownDeadlineMs: number;
+  /** How long a commit number may be missing (its thread died before handing it over). */
+  gapDeadlineMs: number;
   /** Called after every change of state (the front end stops or starts serving the shard). */
   changed(replica: ShardReplica): void;
 }
@@ -32,8 +34,10 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  *
  * An owner becomes active only after it has applied the whole log and appended its epoch record
  * conditionally on the last sequence it read: from then, the previous owner's appends are refused.
- * Everything runs on the worker thread that owns the shard's actors, so a follower's applied
- * batches and the owner's own batches never interleave.
+ * Commits reach an active owner from any thread of the node, numbered by the shard's commit
+ * count; they are appended in that order, so a set that arrives early waits for the missing
+ * number. A commit made here while the shard is not active (or one whose number never arrives)
+ * is in the local data but not in the log: the copy is divergent.
  */
 export class ShardReplica {
   state: ReplicaState = 'idle';
@@ -45,6 +49,12 @@ export class ShardReplica {
   appendCount = 0;
   appendMsTotal = 0;
   private appender: ShardAppender | null = null;
+  /** Sets that arrived ahead of a missing commit number, by number. */
+  private readonly early = new Map<number, { bytes: Uint8Array; done: { resolve: () => void; reject: (err: unknown) => void } }>();
+  private nextCommit = 0;
+  private gapTimer: NodeJS.Timeout | null = null;
+  /** A commit was made here that the log will never have. */
+  private stray = false;
   private tail: ShardLogTail | null = null;
   private target: { role: ReplicaRole; epoch: number } = { role: 'none', epoch: 0 };
   private wake: (() => void) | null = null;
@@ -56,7 +66,7 @@ export class ShardReplica {
     private readonly ctx: ReplicaContext,
   ) {
     const position = readReplicaPosition(ctx.storage, shard);
-    this.applied = position.applied;
+    this.applied = position.seq;
     // A batch committed here but never confirmed by the log (a crash between the two).
     if (position.dirty) this.state = 'divergent';
   }
@@ -70,22 +80,49 @@ export class ShardReplica {
 
   /** Whether this node may run the shard's commands now. */
   get serving(): boolean {
-    return this.state === 'active' && !this.appender?.failed;
+    return this.state === 'active' && !this.appender?.failed && !this.stray;
   }
 
-  /** Inside a batch's transaction that wrote the shard: mark the data ahead of the log. */
-  beforeCommit(): void {
-    markUnacknowledged(this.ctx.storage, this.shard, this.appender!.lastSeq);
+  /**
+   * A write set committed on this node (commit number `commit`): settles once it is in the log,
+   * rejects when it will never be.
+   */
+  committed(commit: number, bytes: Uint8Array): Promise<void> {
+    if (!this.serving || commit < this.nextCommit) {
+      this.stray = true;
+      this.kick();
+      return Promise.reject(new Error(`shard ${this.shard}: commit ${commit} made while not the active owner`));
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.early.set(commit, { bytes, done: { resolve, reject } });
+      this.submitInOrder();
+    });
   }
 
-  /** After the batch's transaction committed: append its write set. */
-  committed(writeSet: Uint8Array): Promise<void> {
-    return this.watch(this.appender!.submit(writeSet));
+  private submitInOrder(): void {
+    for (let next = this.early.get(this.nextCommit); next; next = this.early.get(this.nextCommit)) {
+      this.early.delete(this.nextCommit);
+      const { resolve, reject } = next.done;
+      this.watch(this.appender!.submit(next.bytes, this.nextCommit)).then(resolve, reject);
+      this.nextCommit++;
+    }
+    if (this.gapTimer) clearTimeout(this.gapTimer);
+    this.gapTimer = null;
+    if (this.early.size > 0) {
+      this.gapTimer = setTimeout(() => {
+        this.stray = true;
+        this.kick();
+      }, this.ctx.gapDeadlineMs);
+      this.gapTimer.unref();
+    }
   }
 
-  /** Settles when every batch this node committed for the shard so far is in the log. */
-  settled(): Promise<void> {
-    return this.appender ? this.watch(this.appender.barrier()) : Promise.resolve();
+  /** Rejects the sets waiting for a missing commit number (the copy is divergent). */
+  private dropEarly(): void {
+    if (this.gapTimer) clearTimeout(this.gapTimer);
+    this.gapTimer = null;
+    for (const { done } of this.early.values()) done.reject(new Error(`shard ${this.shard}: a commit before this one never reached the log`));
+    this.early.clear();
   }
 
   report(): ShardReport {
@@ -94,7 +131,7 @@ export class ShardReplica {
       state: this.state,
       role: this.target.role,
       epoch: this.epoch,
-      applied: this.state === 'active' ? this.appender!.lastSeq : this.applied,
+      applied: this.appender ? this.appender.lastSeq : this.applied,
       moves: this.moves,
       refusals: this.refusals,
       appends: this.appendCount,
@@ -145,14 +182,21 @@ export class ShardReplica {
       while (!this.closed) {
         const target = this.target;
         if (this.state === 'active' || this.state === 'demoted') {
-          if (this.appender!.failed) {
-            this.refusals += this.appender!.failed.reason === 'fenced' ? 1 : 0;
+          if (this.stray) await this.appender!.barrier().catch(() => undefined);
+          if (this.appender!.failed || this.stray) {
+            this.refusals += this.appender!.failed?.reason === 'fenced' ? 1 : 0;
             this.appender = null;
+            this.dropEarly();
             this.set('divergent');
             continue;
           }
           if (target.role === 'owner' && target.epoch === this.epoch) break;
           await this.demote();
+          continue;
+        }
+        if (this.stray && this.state !== 'divergent') {
+          await this.stopTail();
+          this.set('divergent');
           continue;
         }
         if (this.state === 'divergent') {
@@ -186,6 +230,7 @@ export class ShardReplica {
   /** Stops taking commands, lets in-flight appends land (or be refused), keeps the position. */
   private async demote(): Promise<void> {
     this.set('demoted');
+    this.dropEarly();
     await this.appender!.barrier().catch(() => undefined);
     if (this.appender!.failed) return; // the loop marks it divergent
     this.applied = this.appender!.lastSeq;
@@ -198,6 +243,7 @@ export class ShardReplica {
     await this.stopTail();
     dropShardData(this.ctx.storage, this.shard);
     this.applied = 0;
+    this.stray = false;
     this.set('idle');
   }
 
@@ -210,23 +256,26 @@ export class ShardReplica {
       const record = encodeLogRecord({ epoch, writeSets: [] });
       let seq: number;
       try {
-        seq = await this.ctx.log.append(this.shard, this.applied, `${this.ctx.nodeId}:${epoch}:0`, record);
+        // Ids are unique per activation: the log may remember ids of an earlier run of this node.
+        seq = await this.ctx.log.append(this.shard, this.applied, `${this.ctx.nodeId}:${epoch}:after:${this.applied}`, record);
       } catch (err) {
         if (err instanceof ShardLogFenced) continue; // more was appended: read it too
         throw err;
       }
-      markAcknowledged(this.ctx.storage, this.shard, seq, false);
+      const { commits } = readReplicaPosition(this.ctx.storage, this.shard);
+      markAcknowledged(this.ctx.storage, this.shard, { seq, epoch, commit: commits });
       this.applied = seq;
       this.epoch = epoch;
+      this.nextCommit = commits + 1;
       this.appender = new ShardAppender({
         log: this.ctx.log,
         shard: this.shard,
         epoch,
-        idPrefix: `${this.ctx.nodeId}:${epoch}`,
+        idPrefix: `${this.ctx.nodeId}:${epoch}:${seq}`,
         lastSeq: seq,
         unknownDeadlineMs: this.ctx.unknownDeadlineMs,
-        onAck: (acked, dirty, ms) => {
-          markAcknowledged(this.ctx.storage, this.shard, acked, dirty);
+        onAck: (acked, commit, ms) => {
+          markAcknowledged(this.ctx.storage, this.shard, { seq: acked, epoch, commit });
           this.appendCount++;
           this.appendMsTotal += ms;
         },
@@ -256,7 +305,7 @@ export class ShardReplica {
   }
 
   private apply(entries: ShardLogEntry[]): void {
-    const decoded = entries.map((e) => ({ seq: e.seq, writeSets: decodeLogRecord(e.record).writeSets }));
+    const decoded = entries.map((e) => ({ seq: e.seq, ...decodeLogRecord(e.record) }));
     applyLogEntries(this.ctx.storage, this.shard, decoded, this.ctx.applyWriteSet);
     this.applied = entries[entries.length - 1]!.seq;
   }
