@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import type { Config } from './config.js';
+import type { ClusterConfig, Config } from './config.js';
+import type { Forwarding } from './cluster/forward/start.js';
 import { log, setLogLevel } from './log.js';
 import { openStorage, type Storage } from './storage/database.js';
 import { serverStorage } from './storage/server-storage.js';
@@ -61,6 +62,19 @@ export interface ServerParts {
   signatures?: SignaturePool;
 }
 
+/**
+ * Cluster mode's forwarding between nodes. Loaded only in cluster mode. Until the control plane
+ * provides the placement view, only the test seam's fixed table can (fixed-placement.ts).
+ */
+async function startClusterForwarding(cluster: ClusterConfig, runtime: ActorRuntime, records: RecordCache, metrics: Metrics): Promise<Forwarding> {
+  const { startForwarding } = await import('./cluster/forward/start.js');
+  const { testPlacementView } = await import('./cluster/forward/fixed-placement.js');
+  const { ALWAYS_SERVE } = await import('./cluster/forward/serve-gate.js');
+  const view = testPlacementView(cluster.nodeId);
+  if (!view) throw new Error('cluster mode needs a placement view: the etcd control plane is not wired into this build');
+  return startForwarding({ cluster, runtime, records, registry: metrics.registry, view, gate: ALWAYS_SERVE });
+}
+
 /** Starts the whole service on one data directory: storage, actors, front end, operator listener. */
 export async function startServer(config: Config, parts: ServerParts = {}): Promise<RunningServer> {
   setLogLevel(config.logLevel);
@@ -95,7 +109,8 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     () => storage.root.getStats(),
     () => ({ ...signatures.stats, waiting: verifier.waiting }),
   );
-  const services: Services = { config, storage, directory, records, secrets, runtime, verifier, metrics };
+  const forwarding = config.cluster ? await startClusterForwarding(config.cluster, runtime, records, metrics) : null;
+  const services: Services = { config, storage, directory, records, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);
   const operator = await listenOperator(metrics, config.metricsAddr);
@@ -111,6 +126,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
       // A client that never finishes sending its body must not hold the shutdown forever.
       await Promise.race([front.idle(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
       await system.stop();
+      await forwarding?.close();
       await runtime.close();
       await signatures.close();
       await storage.root.flushed;
