@@ -7,7 +7,7 @@ import { openStorage, type Storage } from './storage/database.js';
 import { migrateOrgQuota } from './storage/quota-migration.js';
 import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
-import { LmdbOrgDirectory } from './storage/lmdb-org-directory.js';
+import { directoryLocation, openOrgDirectory } from './cluster/org-directory/open-org-directory.js';
 import { RecordCache } from './storage/read/record-cache.js';
 import { ActorRuntime } from './actors/runtime.js';
 import { configureWorkerHeaps } from './actors/worker-heap.js';
@@ -67,8 +67,13 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   const lock = await lockDataDir(config.dataDir);
   const storage: Storage = openStorage(config.dataDir);
   migrateOrgQuota(storage);
+  if (config.cluster) {
+    if (!config.secretKey) throw new Error('setting REPOHOST_SECRET_KEY is required in cluster mode: every node seals and opens stored credentials with it');
+    SecretBox.install(config.dataDir, config.secretKey);
+  }
   const secrets = SecretBox.forDataDir(config.dataDir);
-  const directory = new LmdbOrgDirectory(storage);
+  const orgDirectory = await openOrgDirectory(storage, directoryLocation(config), config.cluster ? secrets.fingerprint() : undefined);
+  const { directory } = orgDirectory;
   compileResponses();
   configureWorkerHeaps();
   let metrics: Metrics | null = null;
@@ -109,6 +114,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
       await Promise.race([front.idle(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
       await system.stop();
       await runtime.close();
+      await orgDirectory.close();
       await signatures.close();
       await storage.root.flushed;
       operator?.server.close();
