@@ -9,7 +9,7 @@ import { serverStorage } from './storage/server-storage.js';
 import { migrateOrgQuota } from './storage/quota-migration.js';
 import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
-import { LmdbOrgDirectory } from './storage/lmdb-org-directory.js';
+import { directoryLocation, openOrgDirectory } from './cluster/org-directory/open-org-directory.js';
 import { RecordCache } from './storage/read/record-cache.js';
 import { ActorRuntime } from './actors/runtime.js';
 import { configureWorkerHeaps } from './actors/worker-heap.js';
@@ -84,8 +84,13 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   // A migration of this data directory's own layout, before anything is recorded.
   migrateOrgQuota(opened);
   const storage: Storage = serverStorage(opened);
+  if (config.cluster) {
+    if (!config.secretKey) throw new Error('setting REPOHOST_SECRET_KEY is required in cluster mode: every node seals and opens stored credentials with it');
+    SecretBox.install(config.dataDir, config.secretKey);
+  }
   const secrets = SecretBox.forDataDir(config.dataDir);
-  const directory = new LmdbOrgDirectory(storage);
+  const orgDirectory = await openOrgDirectory(storage, directoryLocation(config), config.cluster ? secrets.fingerprint() : undefined);
+  const { directory } = orgDirectory;
   compileResponses();
   configureWorkerHeaps();
   let metrics: Metrics | null = null;
@@ -128,6 +133,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
       await system.stop();
       await forwarding?.close();
       await runtime.close();
+      await orgDirectory.close();
       await signatures.close();
       await storage.root.flushed;
       operator?.server.close();

@@ -126,6 +126,7 @@ export class Mailboxes {
       }
       // The commit itself failed (disk full, map full): nothing in the batch is durable.
       log.error('batch commit failed', { err, size: batch.length });
+      for (const o of outcomes) o?.written?.catch(() => undefined);
       const unavailable = storageUnavailable();
       outcomes = batch.map(() => ({ error: unavailable }));
     }
@@ -159,7 +160,18 @@ export class Mailboxes {
     replies[0]!.batchSize = batch.length;
     replies[0]!.commitMs = done - started;
     replies[0]!.flushMs = done - applied;
-    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(replies[i]!);
+    for (let i = 0; i < batch.length; i++) {
+      const written = outcomes[i]!.written;
+      if (!written) batch[i]!.resolve(replies[i]!);
+      // A directory write in etcd (cluster mode): the reply waits for it, and reports its failure.
+      else {
+        const reply = replies[i]!;
+        written.then(
+          () => batch[i]!.resolve(reply),
+          (err: unknown) => batch[i]!.resolve({ ...errorReply(commandError(err, batch[i]!.req), reply.queueMs), batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs }),
+        );
+      }
+    }
   }
 
   /** In cluster mode, a command of a shard this node does not serve now is answered 503 unrun. */
@@ -175,6 +187,18 @@ export class Mailboxes {
    * child transaction, so a result that cannot be written rolls its command back.
    */
   private apply(p: Pending, input: Decoded, batch: Batch): Outcome {
+    const outcome = this.applyCommand(p, input, batch);
+    // Directory writes the command made (org directory in etcd): the reply waits for them.
+    const written = this.directory.flush();
+    if (!written) return outcome;
+    if ('error' in outcome) {
+      written.catch(() => undefined);
+      return outcome;
+    }
+    return { ...outcome, written };
+  }
+
+  private applyCommand(p: Pending, input: Decoded, batch: Batch): Outcome {
     const { req } = p;
     const { now } = batch;
     const idem = req.idempotency;
@@ -232,7 +256,7 @@ function withRefused(batch: Pending[], outcomes: Outcome[], refused: readonly nu
 }
 
 /** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */
-type Outcome = { status: number; body: string } | { error: ServiceError };
+type Outcome = { status: number; body: string; written?: Promise<void> } | { error: ServiceError; written?: undefined };
 
 /** A command's decoded input and what its `prepare` made of it. */
 interface Decoded {
