@@ -16,8 +16,10 @@ export interface NodeReplicaOptions {
   view: PlacementView;
   /** How long an append of unknown outcome is retried before the shard demotes (ms). */
   unknownDeadlineMs: number;
-  /** Called when a shard stops being active here: the front end drops what it cached of it. */
-  onInactive(shard: number): void;
+  /** Called when a shard stops or starts being active here: the front end's cached reads are dropped. */
+  onActiveChange(shard: number, active: boolean): void;
+  appended(ms: number): void;
+  refused(): void;
 }
 
 /**
@@ -44,6 +46,8 @@ export class NodeReplicas {
       unknownDeadlineMs: options.unknownDeadlineMs,
       gapDeadlineMs: 2000,
       changed: (replica) => this.changed(replica),
+      appended: (ms) => options.appended(ms),
+      refused: () => options.refused(),
     };
     this.replicas = Array.from({ length: SHARD_COUNT }, (_, shard) => new ShardReplica(shard, ctx));
   }
@@ -65,6 +69,14 @@ export class NodeReplicas {
 
   reports(): ShardReport[] {
     return this.replicas.map((r) => r.report());
+  }
+
+  /** Followers read their log's last sequence (for their lag), a few at a time. */
+  async probe(): Promise<void> {
+    const followers = this.replicas.filter((r) => r.state === 'follower');
+    for (let i = 0; i < followers.length; i += 16) {
+      await Promise.all(followers.slice(i, i + 16).map((r) => r.probe().catch(() => undefined)));
+    }
   }
 
   async close(): Promise<void> {
@@ -105,7 +117,7 @@ export class NodeReplicas {
 
   private changed(replica: ShardReplica): void {
     const active = replica.serving ? 1 : 0;
-    if (this.wasActive[replica.shard] === 1 && active === 0) this.options.onInactive(replica.shard);
+    if (this.wasActive[replica.shard] !== active) this.options.onActiveChange(replica.shard, active === 1);
     this.wasActive[replica.shard] = active;
     // Several shards change together (a placement update): one broadcast for them.
     if (this.broadcastQueued) return;

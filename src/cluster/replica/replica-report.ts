@@ -17,11 +17,11 @@ export interface ShardReport {
   epoch: number;
   /** The last log sequence the local data reflects (an owner's: its last acknowledged append). */
   applied: number;
+  /**
+   * A follower's distance to the log's last sequence when it last looked (0 when caught up; in
+   * sequence numbers, an upper bound of the records it misses).
+   */
+  lag: number;
   /** Activations of this shard on this node. */
   moves: number;
-  /** Appends the log refused (a newer owner had written). */
-  refusals: number;
-  /** Acknowledged appends and their total latency, for the metrics. */
-  appends: number;
-  appendMs: number;
 }

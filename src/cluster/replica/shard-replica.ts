@@ -19,6 +19,9 @@ export interface ReplicaContext {
   gapDeadlineMs: number;
   /** Called after every change of state (the front end stops or starts serving the shard). */
   changed(replica: ShardReplica): void;
+  /** An acknowledged append's latency; an append that failed (refused or never confirmed). */
+  appended(ms: number): void;
+  refused(): void;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -45,9 +48,8 @@ export class ShardReplica {
   epoch = 0;
   applied: number;
   moves = 0;
-  refusals = 0;
-  appendCount = 0;
-  appendMsTotal = 0;
+  /** The log's last sequence when a follower last looked (probe). */
+  private logLast = 0;
   private appender: ShardAppender | null = null;
   /** Sets that arrived ahead of a missing commit number, by number. */
   private readonly early = new Map<number, { bytes: Uint8Array; done: { resolve: () => void; reject: (err: unknown) => void } }>();
@@ -57,7 +59,6 @@ export class ShardReplica {
   private stray = false;
   private tail: ShardLogTail | null = null;
   private target: { role: ReplicaRole; epoch: number } = { role: 'none', epoch: 0 };
-  private wake: (() => void) | null = null;
   private driving = false;
   private closed = false;
 
@@ -117,10 +118,11 @@ export class ShardReplica {
     }
   }
 
-  /** Rejects the sets waiting for a missing commit number (the copy is divergent). */
+  /** Rejects the sets waiting for a missing commit number: committed here, never in the log. */
   private dropEarly(): void {
     if (this.gapTimer) clearTimeout(this.gapTimer);
     this.gapTimer = null;
+    if (this.early.size > 0) this.stray = true;
     for (const { done } of this.early.values()) done.reject(new Error(`shard ${this.shard}: a commit before this one never reached the log`));
     this.early.clear();
   }
@@ -132,11 +134,14 @@ export class ShardReplica {
       role: this.target.role,
       epoch: this.epoch,
       applied: this.appender ? this.appender.lastSeq : this.applied,
+      lag: this.state === 'follower' ? Math.max(0, this.logLast - this.applied) : 0,
       moves: this.moves,
-      refusals: this.refusals,
-      appends: this.appendCount,
-      appendMs: this.appendMsTotal,
     };
+  }
+
+  /** A follower reads the log's last sequence, for its lag. */
+  async probe(): Promise<void> {
+    if (this.state === 'follower') this.logLast = await this.ctx.log.last(this.shard);
   }
 
   async close(): Promise<void> {
@@ -158,21 +163,9 @@ export class ShardReplica {
     this.ctx.changed(this);
   }
 
+  /** Runs the state machine unless it runs already (its loop reads the target after every step). */
   private kick(): void {
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
     if (!this.driving) void this.drive();
-  }
-
-  private waitForKick(ms = 60_000): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 
   /** Moves the state toward the target, one step at a time, until they agree. */
@@ -184,7 +177,7 @@ export class ShardReplica {
         if (this.state === 'active' || this.state === 'demoted') {
           if (this.stray) await this.appender!.barrier().catch(() => undefined);
           if (this.appender!.failed || this.stray) {
-            this.refusals += this.appender!.failed?.reason === 'fenced' ? 1 : 0;
+            if (this.appender!.failed) this.ctx.refused();
             this.appender = null;
             this.dropEarly();
             this.set('divergent');
@@ -276,8 +269,7 @@ export class ShardReplica {
         unknownDeadlineMs: this.ctx.unknownDeadlineMs,
         onAck: (acked, commit, ms) => {
           markAcknowledged(this.ctx.storage, this.shard, { seq: acked, epoch, commit });
-          this.appendCount++;
-          this.appendMsTotal += ms;
+          this.ctx.appended(ms);
         },
       });
       this.moves++;
