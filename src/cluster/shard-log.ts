@@ -7,7 +7,9 @@
  *
  * Sequences increase per shard but need not be contiguous (JetStream numbers a whole stream).
  * 0 means "nothing appended yet". Every entry records the sequence it was appended after
- * (`prev`), so a reader can tell a gap left by trimming from the stream's own numbering.
+ * (`prev`), so a reader can tell a gap left by trimming from the stream's own numbering, and
+ * skip a record the engine stored although its condition failed (src/cluster/log/entry-chain.ts):
+ * `read` and `tail` return valid entries only.
  *
  * Errors: `ShardLogFenced` is a definite refusal; `ShardLogUnknownOutcome` means the append may or
  * may not have landed; `ShardLogUnavailable` means the log could not take the call (no leader,
@@ -22,7 +24,7 @@ export interface ShardLog {
    * after `expectedLast`, instead of a refusal, so a retry never writes a record twice.
    */
   append(shard: number, expectedLast: number, id: string, record: Uint8Array): Promise<number>;
-  /** The shard's last sequence (0 when empty), read from the log's leader. */
+  /** The shard's last sequence (0 when empty): the one the next append must expect. Read from the log's leader. */
   last(shard: number): Promise<number>;
   /**
    * Up to `limit` entries with a sequence above `after`, in order, read from the leader. Throws
@@ -54,7 +56,7 @@ export interface ShardLogEntry {
 }
 
 export interface ShardLogTail {
-  /** Stops delivery; resolves once no `onEntries` call is running. */
+  /** Stops delivery; resolves once no `onEntries` call is running (so never await it inside one). */
   stop(): Promise<void>;
   /** Resolves after `stop()`; rejects with the error that ended the tail. */
   readonly done: Promise<void>;
@@ -95,4 +97,13 @@ export class ShardLogTrimmed extends Error {
     super(`shard ${shard} log: entries after ${after} were trimmed`);
     this.name = 'ShardLogTrimmed';
   }
+}
+
+/**
+ * Settles an append: the sequence of the record `id` if it is the entry right after
+ * `expectedLast`, else null (another record or none follows). Throws what `read` throws.
+ */
+export async function appendLanded(log: ShardLog, shard: number, expectedLast: number, id: string): Promise<number | null> {
+  const [next] = await log.read(shard, expectedLast, 1);
+  return next?.id === id && next.prev === expectedLast ? next.seq : null;
 }

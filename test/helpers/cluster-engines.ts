@@ -191,6 +191,8 @@ export async function startNats(opts: { servers?: number } = {}): Promise<Engine
         `server_name: n${i}`,
         `listen: 127.0.0.1:${clientPort(i)}`,
         `http: 127.0.0.1:${monitorPort(i)}`,
+        // Shard log records go up to 8 MiB (the streams' max_msg_size); the server default is 1 MiB.
+        'max_payload: 8388608',
         `jetstream { store_dir: "${join(dir, `n${i}`)}" }`,
         n > 1 ? `cluster { name: rh, listen: 127.0.0.1:${routePort(i)}, routes: [${routes.filter((_, j) => j !== i).join(', ')}] }` : '',
       ].join('\n'),
