@@ -15,7 +15,8 @@ export async function createRepos(node: ReplicaNode, count: number): Promise<Arr
   const repos = [];
   for (let i = 0; i < count; i++) {
     const name = `r${i}`;
-    const created = await retrying(() => node.api('POST', '/acme/repos', { body: { name } }));
+    // Keyed: a create retried after a 503 must not fail on its own first attempt.
+    const created = await retrying(() => node.api('POST', '/acme/repos', { body: { name }, headers: { 'idempotency-key': `create-${name}` } }));
     if (created.status !== 201) throw new Error(`create ${name}: ${created.status} ${created.text}`);
     repos.push({ name, id: created.json.id as string });
   }
@@ -28,6 +29,7 @@ export async function retrying(fn: () => Promise<{ status: number; text: string;
   for (;;) {
     try {
       const res = await fn();
+      if (process.env.REPLICA_DEBUG) console.error('retrying:', res.status, res.text.slice(0, 300));
       if (res.status !== 503 || Date.now() > deadline) return res;
     } catch (err) {
       if (Date.now() > deadline) throw err;
@@ -117,7 +119,7 @@ export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: 
   for (let i = 0; i < 12; i++) {
     const node = cluster.nodes[i % cluster.nodes.length]!;
     const repo = repos[i % repos.length]!.name;
-    const res = await retrying(() => node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: `b${i}`, change_id: ROOT } }));
+    const res = await retrying(() => node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: `b${i}`, change_id: ROOT }, headers: { 'idempotency-key': `b${i}` } }));
     t.equal(res.status, 201, `bookmark b${i} through ${node.id}`);
     first.push({ repo, bookmark: `b${i}` });
   }

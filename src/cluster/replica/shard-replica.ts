@@ -19,6 +19,8 @@ export interface ReplicaContext {
   gapDeadlineMs: number;
   /** Called after every change of state (the front end stops or starts serving the shard). */
   changed(replica: ShardReplica): void;
+  /** Runs a catch-up step within the node's limit of concurrent ones (a node starting or taking over many shards). */
+  limit<T>(step: () => Promise<T>): Promise<T>;
   /** An acknowledged append's latency; an append that failed (refused or never confirmed). */
   appended(ms: number): void;
   refused(): void;
@@ -199,7 +201,7 @@ export class ShardReplica {
         }
         if (target.role === 'owner') {
           await this.stopTail();
-          await this.activate(target.epoch);
+          await this.ctx.limit(() => this.activate(target.epoch));
           continue;
         }
         if (target.role === 'follower') {
@@ -249,8 +251,9 @@ export class ShardReplica {
       const record = encodeLogRecord({ epoch, writeSets: [] });
       let seq: number;
       try {
-        // Ids are unique per activation: the log may remember ids of an earlier run of this node.
-        seq = await this.ctx.log.append(this.shard, this.applied, `${this.ctx.nodeId}:${epoch}:after:${this.applied}`, record);
+        // Ids are unique per shard and activation: JetStream deduplicates ids per stream (shared
+        // by many shards) and may remember those of an earlier run of this node.
+        seq = await this.ctx.log.append(this.shard, this.applied, `${this.ctx.nodeId}:${this.shard}:${epoch}:after:${this.applied}`, record);
       } catch (err) {
         if (err instanceof ShardLogFenced) continue; // more was appended: read it too
         throw err;
@@ -264,7 +267,7 @@ export class ShardReplica {
         log: this.ctx.log,
         shard: this.shard,
         epoch,
-        idPrefix: `${this.ctx.nodeId}:${epoch}:${seq}`,
+        idPrefix: `${this.ctx.nodeId}:${this.shard}:${epoch}:${seq}`,
         lastSeq: seq,
         unknownDeadlineMs: this.ctx.unknownDeadlineMs,
         onAck: (acked, commit, ms) => {
