@@ -139,3 +139,39 @@ export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: 
   await cluster.settled(20_000, survivors);
   await checkAcknowledged(t, survivors, [...first, ...load.acked]);
 }
+
+/**
+ * The owner of r0's shard is stopped (SIGSTOP) for longer than its lease while writes go to it
+ * and to the other nodes, then continued: its shards have moved, its late appends are refused
+ * (it answers those writes 503, not 2xx), it leaves the cluster, and every write it or another
+ * node acknowledged is readable through the others.
+ */
+export async function pauseOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number): Promise<void> {
+  const [n1] = cluster.nodes;
+  await cluster.settled();
+  const repos = await createRepos(n1!, 3);
+  const victim = await ownerOf(cluster, repos[0]!.id, n1!);
+  const others = cluster.nodes.filter((n) => n !== victim);
+  const direct = writeLoad(() => [victim], [repos[0]!.name], 2);
+  const load = writeLoad(() => others, repos.map((r) => r.name));
+  await new Promise((r) => setTimeout(r, 1500));
+  const ackedBefore = direct.acked.length;
+  victim.process.kill('SIGSTOP');
+  const stoppedAt = Date.now();
+  await new Promise((r) => setTimeout(r, (ttlS + 3) * 1000));
+  victim.process.kill('SIGCONT');
+  const exited = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => resolve(null), 10_000);
+    victim.process.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+  await Promise.all([direct.stop(), load.stop()]);
+  t.comment(`${victim.id} stopped for ${Date.now() - stoppedAt} ms; ${direct.acked.length} writes acknowledged directly by it (${ackedBefore} before the stop), ${load.acked.length} by the others`);
+  t.equal(exited, 75, `${victim.id} left the cluster once it saw its lease lost`);
+  const gap = gapAfter(load.acked, repos[0]!.name, stoppedAt);
+  t.ok(gap <= ttlS * 1000 + 2500, `r0 served by another node within TTL + 2.5 s of the stop (${gap} ms)`);
+  await cluster.settled(20_000, others);
+  await checkAcknowledged(t, others, [...direct.acked, ...load.acked]);
+}
