@@ -67,7 +67,7 @@ export function writeLoad(nodes: () => ReplicaNode[], repos: string[], writers =
       const repo = repos[n % repos.length]!;
       const bookmark = `w${w}-${n++}`;
       try {
-        const res = await node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: bookmark, change_id: ROOT }, signal: AbortSignal.timeout(10_000) });
+        const res = await node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: bookmark, change_id: ROOT }, signal: AbortSignal.timeout(3000) });
         if (res.status === 201) state.acked.push({ repo, bookmark, at: Date.now() });
         else state.failures++;
       } catch {
@@ -167,9 +167,13 @@ export async function pauseOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS:
       resolve(code);
     });
   });
-  await Promise.all([direct.stop(), load.stop()]);
+  await direct.stop();
+  // The others keep writing a while: r0's new owner must be serving.
+  await new Promise((r) => setTimeout(r, 3000));
+  await load.stop();
   t.comment(`${victim.id} stopped for ${Date.now() - stoppedAt} ms; ${direct.acked.length} writes acknowledged directly by it (${ackedBefore} before the stop), ${load.acked.length} by the others`);
   t.equal(exited, 75, `${victim.id} left the cluster once it saw its lease lost`);
+  t.equal(direct.acked.length, ackedBefore, `no write held by ${victim.id} while it was stopped was acknowledged after`);
   const gap = gapAfter(load.acked, repos[0]!.name, stoppedAt);
   t.ok(gap <= ttlS * 1000 + 2500, `r0 served by another node within TTL + 2.5 s of the stop (${gap} ms)`);
   await cluster.settled(20_000, others);
