@@ -111,7 +111,7 @@ export function gapAfter(acked: Array<{ repo: string; at: number }>, repo: strin
  * (SIGKILL) under write load: its shards come back on a promoted follower within the lease TTL
  * plus a margin, and every acknowledged write is readable through the survivors.
  */
-export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number): Promise<void> {
+export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number, opts: { rejoin?: boolean } = {}): Promise<void> {
   const [n1] = cluster.nodes;
   await cluster.settled();
   const repos = await createRepos(n1!, 4);
@@ -138,6 +138,30 @@ export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: 
   t.ok(gap <= ttlS * 1000 + 2500, `r0's shard served again within TTL + 2.5 s (${gap} ms)`);
   await cluster.settled(20_000, survivors);
   await checkAcknowledged(t, survivors, [...first, ...load.acked]);
+  const metrics = await survivors[0]!.metrics();
+  t.match(metrics, /repohost_shard_log_append_seconds_count [1-9]/, 'the survivors count their log appends');
+  t.match(metrics, /repohost_shards\{state="active"\} [1-9]/, 'and their active shards');
+  if (opts.rejoin) await rejoin(t, victim, [...first, ...load.acked]);
+}
+
+/**
+ * A node that died restarts on its data directory: the shards it owned, dirty from the batches it
+ * committed but never appended, are rebuilt from the log; it follows again and answers every
+ * acknowledged write (forwarding what it does not own).
+ */
+async function rejoin(t: Test, node: ReplicaNode, acked: Array<{ repo: string; bookmark: string }>): Promise<void> {
+  await node.restart();
+  const deadline = Date.now() + 30_000;
+  let states: Record<string, number> = {};
+  while (Date.now() < deadline) {
+    states = {};
+    for (const r of (await node.status()).shards) states[r.state] = (states[r.state] ?? 0) + 1;
+    if (!states.divergent && !states['catching-up'] && (states.follower ?? 0) + (states.active ?? 0) > 0) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  t.comment(`${node.id} rejoined: ${JSON.stringify(states)}`);
+  t.notOk(states.divergent, `${node.id} rebuilt every divergent shard`);
+  await checkAcknowledged(t, [node], acked);
 }
 
 /**
