@@ -1,10 +1,13 @@
 import t, { type Test } from 'tap';
+import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import { requestDrain } from '../../src/cluster/control/drain.js';
 import { rendezvousRank } from '../../src/cluster/control/rendezvous.js';
 import type { PlacementWrite } from '../../src/cluster/control/planner.js';
 import { startEtcd } from '../helpers/cluster-engines.js';
+import { CLI } from '../helpers/server.js';
 import { closeAll, fullTable, startControlNode, waitFor, type ControlTestNode, type ControlTestSettings } from '../helpers/control-nodes.js';
 
 // The placement protocol on a real 3-member etcd, with several control-plane nodes (each with its
@@ -130,4 +133,36 @@ t.test('two joins in quick succession: one move per shard, at most K per round, 
   const first = Math.min(...moves.map((r) => r.at));
   t.ok(first - secondJoin >= stableS * 1000 - 100, `first move ${first - secondJoin} ms after the second join (debounce ${stableS} s)`);
   t.ok(rounds.flatMap((r) => r.writes).filter((w) => w.reason === 'move-flip').length >= moved, 'each move flipped after its follower caught up');
+});
+
+t.test('repohost cluster status shows the nodes, their leases and every shard', async (t) => {
+  const nodes = await startNodes(t, { cluster: 'status', etcd: etcd.endpoints, ttlS: 5 }, ['a', 'b', 'c']);
+  await waitFor('a full placement table', 15_000, () => fullTable(nodes[0]!));
+  await nodes[0]!.plane.progress.flush();
+  await requestDrain(nodes[0]!.plane.client, nodes[0]!.plane.keys, 'gone');
+  const env = {
+    ...process.env,
+    REPOHOST_CLUSTER_ETCD: etcd.endpoints.join(','),
+    REPOHOST_CLUSTER_NAME: 'status',
+    REPOHOST_NODE_ID: 'ops',
+    REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:9',
+    REPOHOST_SHARD_LOG: 'etcd',
+  };
+  const run = (args: string[]) => promisify(execFile)(process.execPath, [CLI, 'cluster', 'status', ...args], { env, timeout: 20_000 });
+  const { stdout } = await run(['--json']);
+  const status = JSON.parse(stdout);
+  t.equal(status.cluster, 'status');
+  t.ok(['a', 'b', 'c'].includes(status.controller), `controller ${status.controller}`);
+  t.same(status.nodes.map((n: any) => n.id), ['a', 'b', 'c']);
+  t.ok(status.nodes.every((n: any) => n.leaseTtlS === 5 && n.leaseRemainingS >= 3), 'each lease with its time left');
+  t.equal(status.nodes.reduce((sum: number, n: any) => sum + n.owns, 0), SHARD_COUNT, 'the owners add up to 256 shards');
+  t.same(status.drainingAbsent, ['gone']);
+  t.equal(status.unplaced, 0);
+  t.equal(status.shards.length, SHARD_COUNT);
+  const first = status.shards[0];
+  t.same({ owner: first.owner, epoch: first.epoch, followers: first.followers }, nodes[0]!.plane.view.shard(0), 'shard 0 as the views see it');
+  t.ok(status.shards.some((s: any) => s.lag === 0), "followers' lag from their progress reports");
+  const human = (await run([])).stdout;
+  t.match(human, /^cluster status: 3 nodes, controller [abc], 256\/256 shards placed/);
+  t.match(human, /\nshard\s+owner\s+epoch\s+followers\s+lag\n/);
 });
