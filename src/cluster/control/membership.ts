@@ -20,6 +20,8 @@ import type { NodeRecord } from './records.js';
  * revokes the lease if it still can, so everyone agrees) and the process must leave the cluster.
  */
 
+const KEEPALIVE_RETRY_MS = 100;
+
 export type LeaseStatus = 'starting' | 'serving' | 'fenced' | 'lost' | 'closed';
 
 export interface LeaseState {
@@ -116,23 +118,27 @@ export class Membership {
     await lease?.revoke(deadlineIn(ETCD_CALL_DEADLINE_MS)).catch(() => undefined);
   }
 
-  private schedule(): void {
-    this.tick = setTimeout(() => void this.keepalive(), this.intervalMs);
+  private schedule(delayMs = this.intervalMs): void {
+    this.tick = setTimeout(() => void this.keepalive(), delayMs);
   }
 
   private async keepalive(): Promise<void> {
     const lease = this.lease;
     if (!lease || this.over()) return;
     const sent = performance.now();
+    let confirmed = false;
     try {
       const res = await lease.keepaliveOnce(deadlineIn(Math.min(ETCD_CALL_DEADLINE_MS, this.intervalMs)));
-      if (Number(res.TTL) > 0) this.confirm(sent);
+      confirmed = Number(res.TTL) > 0;
+      if (confirmed) this.confirm(sent);
     } catch (err) {
       if (err instanceof EtcdLeaseInvalidError) return this.lose();
       // Unconfirmed: the timers fence the node if this goes on.
     }
     this.refreshStatus();
-    if (!this.over()) this.schedule();
+    // A keepalive stream is opened on a random member and not retried by the client: after a
+    // failure (a dead member, an election) try again soon, likely on another member.
+    if (!this.over()) this.schedule(confirmed ? this.intervalMs : KEEPALIVE_RETRY_MS);
   }
 
   /** Lost or left: the membership does not come back (a new one must be joined). */

@@ -7,8 +7,9 @@ import { rendezvousRank } from './rendezvous.js';
  * requests, the placement table and the followers' progress. It returns the placement writes of
  * one round; the controller applies each with a compare-and-swap on the entry's mod_revision.
  *
- * - Failures first, at once: a shard whose owner is gone gets a live follower as owner (the least
- *   behind, epoch + 1); dead followers are replaced. Nothing waits for stability here.
+ * - Failures first, at once: a shard whose owner is gone gets a live follower as owner, epoch + 1
+ *   (the best ranked of those caught up, else the least behind); dead followers are replaced.
+ *   Nothing waits for stability here.
  * - Unplaced shards (a new cluster) are placed by rendezvous rank once the membership is stable.
  * - Rebalancing towards the rendezvous targets (joins, drains) only when the membership has been
  *   stable for the debounce period and no node is suspect, and at most `maxMoves` shards are
@@ -79,12 +80,15 @@ export function planPlacement(input: PlanInput): PlacementWrite[] {
     const liveFollowers = followers.filter((f) => live.has(f));
     if (!live.has(owner)) {
       const rank = rankOf(shard);
+      // The best-ranked follower that is caught up (so no later move undoes the choice), else
+      // the least behind.
       const lagOf = (f: string): number => {
         const p = input.progress(f, shard);
         return p && p.epoch === epoch ? p.lag : Number.MAX_SAFE_INTEGER;
       };
       const position = (f: string): number => (rank.includes(f) ? rank.indexOf(f) : rank.length);
-      const heir = [...liveFollowers].sort((a, b) => lagOf(a) - lagOf(b) || position(a) - position(b))[0] ?? rank[0]!;
+      const key = (f: string): number => (lagOf(f) <= MOVE_READY_LAG ? position(f) : rank.length + lagOf(f));
+      const heir = [...liveFollowers].sort((a, b) => key(a) - key(b) || position(a) - position(b))[0] ?? rank[0]!;
       push(shard, entry.modRevision, { owner: heir, epoch: epoch + 1, followers: fill(liveFollowers, heir, rank) }, 'promote');
     } else if (liveFollowers.length !== followers.length) {
       push(shard, entry.modRevision, { owner, epoch, followers: fill(liveFollowers, owner, rankOf(shard)) }, 'repair');
