@@ -32,7 +32,8 @@ export interface ControllerOptions {
 /** The placement writes of a controller so far, by reason (for metrics and tests). */
 export type WriteCounts = Record<WriteReason, number>;
 
-const WRITE_CONCURRENCY = 32;
+/** etcd refuses a transaction of more than 128 compares (its --max-txn-ops); one is the term's. */
+const WRITES_PER_TXN = 100;
 
 export class Controller {
   private readonly controllerCache: PrefixCache<ControllerRecord>;
@@ -190,27 +191,38 @@ export class Controller {
     return answers.some(Boolean);
   }
 
+  /**
+   * Applies a round's writes in transactions of up to WRITES_PER_TXN entries (a node's loss
+   * promotes its shards in one or two etcd round trips, not one per shard). Each transaction
+   * compares the term and every entry's mod_revision; if any entry changed under it, its writes
+   * are retried one by one, so only the stale ones are dropped (the next round sees them anew).
+   */
   private async apply(plan: PlacementWrite[]): Promise<PlacementWrite[]> {
-    const queue = [...plan];
     const applied: PlacementWrite[] = [];
-    const worker = async (): Promise<void> => {
-      for (let w = queue.shift(); w; w = queue.shift()) {
-        if (this.term === null || !this.membership.mayServe()) return;
-        const key = this.keys.placementOf(w.shard);
-        const res = await this.client
-          .if(this.keys.controller, 'Create', '==', this.term)
-          .and(key, 'Mod', '==', w.expected)
-          .then(this.client.put(key).value(encodePlacement(w.next)))
-          .commit()
-          .catch(() => null);
-        if (res?.succeeded) {
-          this.writes[w.reason]++;
-          applied.push(w);
-          this.writtenRevision = Math.max(this.writtenRevision, Number(res.header.revision));
-        }
+    const commit = async (batch: PlacementWrite[]): Promise<boolean> => {
+      if (this.term === null || !this.membership.mayServe()) return false;
+      let txn = this.client.if(this.keys.controller, 'Create', '==', this.term);
+      for (const w of batch) txn = txn.and(this.keys.placementOf(w.shard), 'Mod', '==', w.expected);
+      const res = await txn
+        .then(...batch.map((w) => this.client.put(this.keys.placementOf(w.shard)).value(encodePlacement(w.next))))
+        .commit()
+        .catch(() => null);
+      if (!res?.succeeded) return false;
+      for (const w of batch) {
+        this.writes[w.reason]++;
+        applied.push(w);
       }
+      this.writtenRevision = Math.max(this.writtenRevision, Number(res.header.revision));
+      return true;
     };
-    await Promise.all(Array.from({ length: Math.min(WRITE_CONCURRENCY, queue.length) }, worker));
+    const batches: PlacementWrite[][] = [];
+    for (let i = 0; i < plan.length; i += WRITES_PER_TXN) batches.push(plan.slice(i, i + WRITES_PER_TXN));
+    await Promise.all(
+      batches.map(async (batch) => {
+        if ((await commit(batch)) || batch.length === 1) return;
+        for (const w of batch) await commit([w]);
+      }),
+    );
     return applied;
   }
 }

@@ -13,7 +13,8 @@ import { rendezvousRank } from './rendezvous.js';
  * - Unplaced shards (a new cluster) are placed by rendezvous rank once the membership is stable.
  * - Rebalancing towards the rendezvous targets (joins, drains) only when the membership has been
  *   stable for the debounce period and no node is suspect, and at most `maxMoves` shards are
- *   written per round and at most `maxMoves` are in motion at any time. A move is graceful: the
+ *   written per round and at most `maxMoves` are in motion at any time (a node added to them, as
+ *   a move's target or a new follower, has not caught up yet). A move is graceful: the
  *   target is added as a follower, and ownership flips (epoch + 1) only once the target reports
  *   it has caught up; extra followers are dropped only once the desired ones have caught up.
  */
@@ -104,33 +105,36 @@ export function planPlacement(input: PlanInput): PlacementWrite[] {
   }
   if (!input.calm) return writes;
 
-  // Rebalancing: finish moves in motion, then start new ones, then settle followers.
+  // Rebalancing: finish moves in motion, then start new ones, then settle followers. A shard is in
+  // motion while a node added to it (a move's target or a new follower) has not caught up.
   let budget = input.maxMoves;
-  let inMotion = 0;
   const candidates: Array<{ shard: number; entry: { value: ShardPlacement; modRevision: string }; rank: string[] }> = [];
   for (let shard = 0; shard < input.shardCount; shard++) {
     const entry = input.placement(shard);
     if (!entry || touched.has(shard)) continue;
     candidates.push({ shard, entry, rank: rankOf(shard) });
   }
+  const waiting = (c: (typeof candidates)[number]): boolean => {
+    const { owner, epoch, followers } = c.entry.value;
+    const added = owner === c.rank[0] ? c.rank.slice(1, 1 + want) : [c.rank[0]!];
+    return added.some((id) => followers.includes(id) && !ready(id, c.shard, epoch));
+  };
+  let inMotion = candidates.filter(waiting).length;
   const moving = candidates.filter(({ entry, rank }) => entry.value.owner !== rank[0]);
   for (const { shard, entry, rank } of moving) {
     const { owner, epoch, followers } = entry.value;
     const target = rank[0]!;
-    if (!followers.includes(target)) continue;
-    if (budget > 0 && ready(target, shard, epoch)) {
-      const warm = [owner, ...followers].filter((id) => id !== target && live.has(id) && !input.draining.has(id));
-      const desired = rank.slice(1, 1 + want);
-      const kept = [...desired.filter((id) => warm.includes(id)), ...warm.filter((id) => !desired.includes(id))].slice(0, want);
-      push(shard, entry.modRevision, { owner: target, epoch: epoch + 1, followers: kept }, 'move-flip');
-      budget--;
-    } else {
-      inMotion++;
-    }
+    if (budget <= 0) break;
+    if (!followers.includes(target) || !ready(target, shard, epoch)) continue;
+    const warm = [owner, ...followers].filter((id) => id !== target && live.has(id) && !input.draining.has(id));
+    const desired = rank.slice(1, 1 + want);
+    const kept = [...desired.filter((id) => warm.includes(id)), ...warm.filter((id) => !desired.includes(id))].slice(0, want);
+    push(shard, entry.modRevision, { owner: target, epoch: epoch + 1, followers: kept }, 'move-flip');
+    budget--;
   }
   for (const { shard, entry, rank } of moving) {
-    if (touched.has(shard) || entry.value.followers.includes(rank[0]!)) continue;
     if (budget <= 0 || inMotion >= input.maxMoves) break;
+    if (touched.has(shard) || entry.value.followers.includes(rank[0]!)) continue;
     push(shard, entry.modRevision, { ...entry.value, followers: [...entry.value.followers, rank[0]!] }, 'move-follow');
     budget--;
     inMotion++;
@@ -141,10 +145,11 @@ export function planPlacement(input: PlanInput): PlacementWrite[] {
     if (touched.has(shard) || owner !== rank[0]) continue;
     const desired = rank.slice(1, 1 + want);
     const missing = desired.filter((id) => !followers.includes(id));
-    if (missing.length) {
+    if (missing.length && inMotion < input.maxMoves) {
       push(shard, entry.modRevision, { owner, epoch, followers: [...followers, ...missing] }, 'follow');
       budget--;
-    } else if (followers.length !== desired.length && desired.every((id) => ready(id, shard, epoch))) {
+      inMotion++;
+    } else if (!missing.length && followers.length !== desired.length && desired.every((id) => ready(id, shard, epoch))) {
       push(shard, entry.modRevision, { owner, epoch, followers: desired }, 'trim');
       budget--;
     }
