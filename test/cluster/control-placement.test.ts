@@ -177,3 +177,30 @@ t.test('repohost cluster status shows the nodes, their leases and every shard', 
   t.match(human, /^cluster status: 3 nodes, controller [abc], 256\/256 shards placed/);
   t.match(human, /\nshard\s+owner\s+epoch\s+followers\s+lag\n/);
 });
+
+t.test('a node id is one member at a time: a restart waits for the old lease, its shards move first', async (t) => {
+  const ttlS = 2;
+  const settings = { cluster: 'restart', etcd: etcd.endpoints, ttlS, stableS: 0.5 };
+  const nodes = await startNodes(t, settings, ['a', 'b', 'c']);
+  const before = await waitFor('a full placement table', 15_000, () => fullTable(nodes[0]!));
+  const victim = nodes.find((n) => !n.plane.controller.isLeader())!;
+  const watcher = nodes.find((n) => n !== victim)!;
+  const twin = await startControlNode(settings, victim.id).then(
+    (n) => n,
+    (err: Error) => err,
+  );
+  t.match(twin, { message: `node id ${victim.id} is registered by another live process` }, 'a second process with a live id is refused');
+  if (!(twin instanceof Error)) await twin.crash();
+  await victim.crash();
+  const started = Date.now();
+  const again = await startControlNode(settings, victim.id);
+  t.teardown(() => again.crash());
+  t.ok(Date.now() - started >= 1000, `the restart joined ${Date.now() - started} ms later, once the old lease expired`);
+  await waitFor('the shards back on their rendezvous owner', 20_000, () => {
+    const table = fullTable(watcher);
+    return table?.every((p, s) => p.owner === before[s]!.owner && p.followers.length === 2);
+  });
+  const table = fullTable(watcher)!;
+  const moved = table.filter((p, s) => before[s]!.owner === victim.id && p.epoch === before[s]!.epoch + 2).length;
+  t.equal(moved, before.filter((p) => p.owner === victim.id).length, "each of the node's shards was promoted elsewhere, then moved back (epoch + 2)");
+});

@@ -51,6 +51,10 @@ export class Controller {
   /** Revision of this controller's last placement write; rounds wait until the cache has seen it. */
   private writtenRevision = 0;
   private readonly unsubscribe: Array<() => void> = [];
+  /** Each member's lease as the last round saw it, to notice a node that restarted in between. */
+  private leases = new Map<string, string>();
+  /** Restarted nodes whose shards are still to be promoted elsewhere. */
+  private readonly reborn = new Set<string>();
   readonly writes: WriteCounts = { place: 0, promote: 0, repair: 0, 'move-follow': 0, 'move-flip': 0, follow: 0, trim: 0 };
   private readonly roundListeners = new Set<(applied: PlacementWrite[]) => void>();
 
@@ -127,10 +131,13 @@ export class Controller {
       this.term = null;
       return;
     }
-    if (!(await this.campaign())) return;
+    if (!(await this.campaign())) {
+      this.reborn.clear();
+      return;
+    }
     if (this.view.placementCache.revision < this.writtenRevision) return;
     const stable = performance.now() - this.membershipChangedAt >= this.opts.stableS * 1000;
-    const live = [...this.view.nodesCache.entriesNow()].map(([id]) => id);
+    const live = [...this.leases.keys()].filter((id) => !this.reborn.has(id));
     const input = {
       shardCount: SHARD_COUNT,
       live,
@@ -146,11 +153,19 @@ export class Controller {
     // Rebalancing waits while a node is suspect; ask etcd only when there is something to move.
     if (plan.some((w) => isMove(w.reason)) && (await this.anySuspect(live))) plan = planPlacement({ ...input, calm: false });
     const applied = await this.apply(plan);
+    if (applied.length === plan.length) this.reborn.clear();
     if (applied.length) for (const listener of this.roundListeners) listener(applied);
   }
 
-  /** Notes when the set of live and draining nodes last changed (the debounce clock). */
+  /**
+   * Notes when the set of live and draining nodes last changed (the debounce clock), and which
+   * nodes came back under a new lease since the last round: such a node is, until its shards are
+   * promoted, as gone (it restarted before this controller saw it leave; its data may be behind).
+   */
   private trackMembership(): void {
+    const leases = new Map([...this.view.nodesCache.entriesNow()].map(([id, v]) => [id, v.value.lease]));
+    for (const [id, lease] of leases) if (this.leases.has(id) && this.leases.get(id) !== lease) this.reborn.add(id);
+    this.leases = leases;
     const signature = [...[...this.view.nodesCache.entriesNow()].map(([id, v]) => `${id}@${v.value.lease}`).sort(), '|', ...[...this.drainCache.entriesNow()].map(([id]) => id).sort()].join(',');
     if (signature !== this.membershipSignature) {
       this.membershipSignature = signature;

@@ -67,19 +67,34 @@ export class Membership {
     this.intervalMs = Math.max(100, Math.floor(ttlMs / 4));
   }
 
-  /** Grants the lease and registers the node; rejects if etcd cannot be reached in time. */
+  /**
+   * Registers the node under a new lease. The record is created only if absent: a node restarted
+   * faster than its old lease expired waits for that (at most TTL), so the controller sees the old
+   * incarnation leave and moves its shards, and two processes given the same id cannot both be
+   * members. Rejects if etcd cannot be reached in time or the id stays taken.
+   */
   async join(): Promise<void> {
     if (this.lease) throw new Error('membership already joined');
-    const sent = performance.now();
-    const lease = this.client.lease(this.ttlS, { autoKeepAlive: false });
-    lease.on('lost', () => undefined);
-    this.lease = lease;
-    const id = await lease.grant();
-    this.leaseId = id;
-    const record: NodeRecord = { ...this.info, lease: id };
-    await lease.put(this.keys.node(this.info.id)).value(JSON.stringify(record));
-    this.confirm(sent);
-    this.schedule();
+    const key = this.keys.node(this.info.id);
+    const giveUp = performance.now() + this.ttlS * 1000 + 2000;
+    for (;;) {
+      const sent = performance.now();
+      const lease = this.client.lease(this.ttlS, { autoKeepAlive: false });
+      lease.on('lost', () => undefined);
+      const id = await lease.grant();
+      const record: NodeRecord = { ...this.info, lease: id };
+      const res = await this.client.if(key, 'Create', '==', 0).then(this.client.put(key).value(JSON.stringify(record)).lease(id)).commit();
+      if (res.succeeded) {
+        this.lease = lease;
+        this.leaseId = id;
+        this.confirm(sent);
+        this.schedule();
+        return;
+      }
+      await lease.revoke(deadlineIn(ETCD_CALL_DEADLINE_MS)).catch(() => undefined);
+      if (performance.now() > giveUp) throw new Error(`node id ${this.info.id} is registered by another live process`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
 
   /** Whether this node may serve now: its lease is confirmed within TTL − margin. */
