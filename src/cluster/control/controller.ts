@@ -166,7 +166,7 @@ export class Controller {
     const leases = new Map([...this.view.nodesCache.entriesNow()].map(([id, v]) => [id, v.value.lease]));
     for (const [id, lease] of leases) if (this.leases.has(id) && this.leases.get(id) !== lease) this.reborn.add(id);
     this.leases = leases;
-    const signature = [...[...this.view.nodesCache.entriesNow()].map(([id, v]) => `${id}@${v.value.lease}`).sort(), '|', ...[...this.drainCache.entriesNow()].map(([id]) => id).sort()].join(',');
+    const signature = [...[...leases].map(([id, lease]) => `${id}@${lease}`).sort(), '|', ...[...this.drainCache.entriesNow()].map(([id]) => id).sort()].join(',');
     if (signature !== this.membershipSignature) {
       this.membershipSignature = signature;
       this.membershipChangedAt = performance.now();

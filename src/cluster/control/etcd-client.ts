@@ -3,7 +3,7 @@ import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleWhen, ret
 
 /**
  * The etcd client of the control plane. Every unary call gets a deadline: without one, a call
- * that reached a dead or paused member hangs for seconds (7 s measured, scale-out research §2.1).
+ * that reached a dead or paused member hangs for seconds (7 s measured with etcd 3.4).
  * A failed attempt is retried once on another member, so a call ends within two deadlines. A
  * member that failed three calls in a row is skipped for 1 s: during an election every member
  * fails calls for a moment, and the client's default (5 s) then shut out all of them, keepalives

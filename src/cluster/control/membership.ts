@@ -6,7 +6,7 @@ import type { ControlKeys } from './keys.js';
 import type { NodeRecord } from './records.js';
 
 /**
- * A node's membership: ONE etcd lease per node (many leases strain etcd, scale-out research §3),
+ * A node's membership: ONE etcd lease per node (etcd strains under many leases),
  * the node's record `nodes/<id>` bound to it, and the keepalive loop. The loop runs on timers of
  * the event loop that serves requests, so a server whose loop is stuck stops renewing and loses
  * its membership, as a dead one would.
