@@ -15,9 +15,11 @@ function counter(metrics: string, name: string, labels: string): number {
 t.test('a stale route gets 503 with Retry-After and never a second hop', async (t) => {
   // Each node believes the other owns every shard, except the org's shard, which both give to `a`.
   let org = '';
-  const [a, b] = await startForwardNodes(t, [
+  // `e` is further behind: it still gives every shard, the org's too, to `b`.
+  const [a, b, e] = await startForwardNodes(t, [
     { id: 'a', owners: (orgId) => ({ default: 'b', [(org = String(orgShard(orgId)))]: 'a' }) },
     { id: 'b', owners: (orgId) => ({ default: 'a', [String(orgShard(orgId))]: 'a' }) },
+    { id: 'e', owners: () => ({ default: 'b' }) },
   ]);
 
   // A request b proxies to a for the org's shard, which a owns: served.
@@ -46,6 +48,16 @@ t.test('a stale route gets 503 with Retry-After and never a second hop', async (
   t.equal(marked.json.error.details.reason, 'stale_route');
   t.equal(counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="answered"'), before, 'b forwarded nothing');
   t.equal(counter(await b!.metrics(), 'repohost_stale_route_refusals_total', 'kind="request"'), 1);
+
+  // e proxies a request for the org's shard to b, which no longer owns it: b refuses, e relays
+  // the 503 and counts it stale; nothing goes on to a.
+  const fromE = await e!.api('GET', '/acme/repos');
+  t.equal(fromE.status, 503, 'a stale proxied route is 503');
+  t.ok(Number(fromE.headers.get('retry-after')) >= 1, 'with Retry-After');
+  t.equal(fromE.json.error.details.reason, 'stale_route');
+  t.equal(counter(await e!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="stale_route"'), 1, 'e counted it stale');
+  t.equal(counter(await b!.metrics(), 'repohost_stale_route_refusals_total', 'kind="request"'), 2, 'b refused it');
+  t.equal(counter(await a!.metrics(), 'repohost_stale_route_refusals_total', 'kind="request"'), 0, 'a never saw it');
 });
 
 t.test('a stopped owner: the message sent to it fails within the lease TTL', async (t) => {
