@@ -7,7 +7,7 @@ import type { TestServer } from '../helpers/server.js';
 // The cost of the hop (docs/measurements/2026-11-27-forwarding.md): the same read and the same
 // write, sequentially, straight to the owner and through a node that owns nothing. A short run
 // checks that the hop stays a hop; REPOHOST_LONG_TESTS=1 takes the figures.
-const ROUNDS = process.env.REPOHOST_LONG_TESTS === '1' ? 3000 : 200;
+const ROUNDS = process.env.REPOHOST_LONG_TESTS === '1' ? 3000 : 100;
 
 const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
 
