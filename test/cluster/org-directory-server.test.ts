@@ -10,6 +10,7 @@ import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import { SecretBox } from '../../src/storage/secret-box.js';
 import { startEtcd } from '../helpers/cluster-engines.js';
 import { target } from '../helpers/org-directory-behaviour.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { createTestKey, runCli, signToken, startTestServer, type TestKey, type TestServer } from '../helpers/server.js';
 
 /**
@@ -108,6 +109,21 @@ t.test('CLI and two servers on one etcd directory', async (t) => {
   t.match(made.json.secret, /^whsec_/);
   const listedOnB = await within(async () => (await b.api('GET', '/acme/webhook-targets', { token })).json.webhook_targets?.some((x: { id: string }) => x.id === made.json.id) === true, 1000);
   t.ok(listedOnB < Infinity, `a target created through node a is listed by node b (${listedOnB.toFixed(0)} ms)`);
+
+  // Node b's worker threads hold their own directories: its org actor must see the target to store
+  // the event, its webhook actor to send it, signed with the secret node a sealed.
+  const receiver = await startWebhookReceiver();
+  t.teardown(() => receiver.close());
+  const hooked = await a.api('POST', '/acme/webhook-targets', { token, body: { url: receiver.url('/c'), events: ['repo.created'], name: 'delivered' } });
+  t.equal(hooked.status, 201, hooked.text);
+  receiver.setSecret('/c', hooked.json.secret);
+  await within(async () => (await b.api('GET', `/acme/webhook-targets/${hooked.json.id}`, { token })).status === 200, 1000);
+  const repo = await b.api('POST', '/acme/repos', { token, body: { name: 'made-on-b' } });
+  t.equal(repo.status, 201, repo.text);
+  await receiver.waitFor(() => receiver.unique('/c').length > 0, 15_000, 'the repo.created delivery from node b');
+  const delivery = receiver.unique('/c')[0]!;
+  t.equal(delivery.body.type, 'repo.created');
+  t.ok(delivery.verified, 'node b signed it with the secret created on node a (one REPOHOST_SECRET_KEY)');
 
   const revoked = await cli(['key', 'revoke', key.id], cliDir);
   t.equal(revoked.code, 0, revoked.stderr);
