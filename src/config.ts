@@ -34,6 +34,12 @@ export interface Config {
   maxPushBytes: number;
   agentTable: string;
   logLevel: string;
+  /**
+   * REPOHOST_SECRET_KEY: the key that seals stored credentials (`secret-box.ts`), base64 of 32
+   * bytes, shared by every node of a cluster (required there); null keeps `<data>/secret.key`.
+   * Read from the environment only: a flag would show it in the process list.
+   */
+  secretKey: string | null;
   /** Cluster mode (docs/design.md, "Cluster mode"); null runs the single node with no dependency. */
   cluster: ClusterConfig | null;
 }
@@ -54,6 +60,8 @@ export interface ClusterConfig {
   /** Copies of each shard: the owner plus replicas - 1 followers. */
   replicas: number;
   shardLog: ShardLogBackend;
+  /** Copies the log engine keeps of each JetStream stream (3; 1 for a one-server dev NATS). */
+  shardLogReplicas: number;
   rebalanceMaxMoves: number;
   rebalanceStableS: number;
 }
@@ -95,6 +103,7 @@ const CLUSTER_SETTINGS: Array<[keyof ClusterConfig, string, string]> = [
   ['leaseTtlS', 'REPOHOST_LEASE_TTL_S', 'lease-ttl-s'],
   ['replicas', 'REPOHOST_REPLICAS', 'replicas'],
   ['shardLog', 'REPOHOST_SHARD_LOG', 'shard-log'],
+  ['shardLogReplicas', 'REPOHOST_SHARD_LOG_REPLICAS', 'shard-log-replicas'],
   ['rebalanceMaxMoves', 'REPOHOST_REBALANCE_MAX_MOVES', 'rebalance-max-moves'],
   ['rebalanceStableS', 'REPOHOST_REBALANCE_STABLE_S', 'rebalance-stable-s'],
 ];
@@ -142,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     maxPushBytes: Math.max(1, int(raw('maxPushBytes'), 2 * 1024 ** 3, 'REPOHOST_MAX_PUSH_BYTES')),
     agentTable: raw('agentTable') || '',
     logLevel: raw('logLevel') || 'info',
+    secretKey: env.REPOHOST_SECRET_KEY || null,
     cluster: loadClusterConfig((key) => {
       const entry = CLUSTER_SETTINGS.find(([k]) => k === key)!;
       return flags[entry[2]] ?? env[entry[1]];
@@ -173,6 +183,7 @@ function loadClusterConfig(raw: (key: keyof ClusterConfig) => string | undefined
     leaseTtlS: Math.max(1, int(raw('leaseTtlS'), 5, 'REPOHOST_LEASE_TTL_S')),
     replicas: Math.max(1, int(raw('replicas'), 3, 'REPOHOST_REPLICAS')),
     shardLog,
+    shardLogReplicas: Math.max(1, int(raw('shardLogReplicas'), 3, 'REPOHOST_SHARD_LOG_REPLICAS')),
     rebalanceMaxMoves: Math.max(1, int(raw('rebalanceMaxMoves'), 8, 'REPOHOST_REBALANCE_MAX_MOVES')),
     rebalanceStableS: int(raw('rebalanceStableS'), 10, 'REPOHOST_REBALANCE_STABLE_S'),
   };

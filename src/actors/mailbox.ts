@@ -1,6 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { ServiceError, asServiceError, storageUnavailable } from '../errors.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
+import { commitWrites } from '../storage/write-recorder.js';
+import { threadReplication } from '../storage/server-storage.js';
+import type { WriteSink } from '../storage/write-set.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
@@ -96,20 +99,25 @@ export class Mailboxes {
     let outcomes = new Array<Outcome>(batch.length);
     const started = performance.now();
     let applied = started;
+    let replicated: ReturnType<WriteSink> = undefined;
     try {
-      this.storage.root.transactionSync(() => {
-        this.inTransaction = true;
-        try {
-          const context = new Batch(new Date());
-          for (let i = 0; i < batch.length; i++) {
-            const input = inputs[i]!;
-            outcomes[i] = 'error' in input ? input : this.apply(batch[i]!, input, context);
+      ({ replicated } = commitWrites(
+        this.storage,
+        () => {
+          this.inTransaction = true;
+          try {
+            const context = new Batch(new Date());
+            for (let i = 0; i < batch.length; i++) {
+              const input = inputs[i]!;
+              outcomes[i] = 'error' in input ? input : this.refused(batch[i]!) ?? this.apply(batch[i]!, input, context);
+            }
+          } finally {
+            this.inTransaction = false;
           }
-        } finally {
-          this.inTransaction = false;
-        }
-        applied = performance.now();
-      }, COMMIT_THEN_SYNC);
+          applied = performance.now();
+        },
+        COMMIT_THEN_SYNC,
+      ));
     } catch (err) {
       if (err instanceof ThreadExit) {
         // The batch is rolled back and the write lock released: now the thread may end. Its
@@ -118,9 +126,31 @@ export class Mailboxes {
       }
       // The commit itself failed (disk full, map full): nothing in the batch is durable.
       log.error('batch commit failed', { err, size: batch.length });
+      for (const o of outcomes) o?.written?.catch(() => undefined);
       const unavailable = storageUnavailable();
       outcomes = batch.map(() => ({ error: unavailable }));
     }
+    if (replicated) {
+      // Recorded writes: the replies wait until the sink has them replicated.
+      replicated.then(
+        (refused) => this.reply(batch, refused ? withRefused(batch, outcomes, refused) : outcomes, started, applied),
+        (err: unknown) => {
+          log.error('batch not replicated', { err, size: batch.length });
+          const unavailable = storageUnavailable();
+          this.reply(
+            batch,
+            batch.map(() => ({ error: unavailable })),
+            started,
+            applied,
+          );
+        },
+      );
+    } else {
+      this.reply(batch, outcomes, started, applied);
+    }
+  }
+
+  private reply(batch: Pending[], outcomes: Outcome[], started: number, applied: number): void {
     const done = performance.now();
     const replies = outcomes.map((o, i) => {
       const queueMs = started - batch[i]!.arrived;
@@ -130,7 +160,24 @@ export class Mailboxes {
     replies[0]!.batchSize = batch.length;
     replies[0]!.commitMs = done - started;
     replies[0]!.flushMs = done - applied;
-    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(replies[i]!);
+    for (let i = 0; i < batch.length; i++) {
+      const written = outcomes[i]!.written;
+      if (!written) batch[i]!.resolve(replies[i]!);
+      // A directory write in etcd (cluster mode): the reply waits for it, and reports its failure.
+      else {
+        const reply = replies[i]!;
+        written.then(
+          () => batch[i]!.resolve(reply),
+          (err: unknown) => batch[i]!.resolve({ ...errorReply(commandError(err, batch[i]!.req), reply.queueMs), batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs }),
+        );
+      }
+    }
+  }
+
+  /** In cluster mode, a command of a shard this node does not serve now is answered 503 unrun. */
+  private refused(p: Pending): { error: ServiceError } | null {
+    const error = threadReplication?.refuse(shardOf(p.req.actor));
+    return error ? { error } : null;
   }
 
   /**
@@ -140,6 +187,18 @@ export class Mailboxes {
    * child transaction, so a result that cannot be written rolls its command back.
    */
   private apply(p: Pending, input: Decoded, batch: Batch): Outcome {
+    const outcome = this.applyCommand(p, input, batch);
+    // Directory writes the command made (org directory in etcd): the reply waits for them.
+    const written = this.directory.flush();
+    if (!written) return outcome;
+    if ('error' in outcome) {
+      written.catch(() => undefined);
+      return outcome;
+    }
+    return { ...outcome, written };
+  }
+
+  private applyCommand(p: Pending, input: Decoded, batch: Batch): Outcome {
     const { req } = p;
     const { now } = batch;
     const idem = req.idempotency;
@@ -189,8 +248,15 @@ export class Mailboxes {
   }
 }
 
+/** `outcomes` with the commands of the shards whose writes were not replicated answered 503. */
+function withRefused(batch: Pending[], outcomes: Outcome[], refused: readonly number[]): Outcome[] {
+  if (refused.length === 0) return outcomes;
+  const unavailable = storageUnavailable();
+  return outcomes.map((o, i) => (refused.includes(shardOf(batch[i]!.req.actor)) ? { error: unavailable } : o));
+}
+
 /** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */
-type Outcome = { status: number; body: string } | { error: ServiceError };
+type Outcome = { status: number; body: string; written?: Promise<void> } | { error: ServiceError; written?: undefined };
 
 /** A command's decoded input and what its `prepare` made of it. */
 interface Decoded {

@@ -8,11 +8,12 @@ import { isServiceError, ServiceError } from '../errors.js';
 import { advertiseReceivePack, receivePack } from '../git/receive-pack.js';
 import { log } from '../log.js';
 import { openStorage } from '../storage/database.js';
+import { serverStorage } from '../storage/server-storage.js';
 import { allowanceRequester } from './allowance-port.js';
 import { portSource } from './port-source.js';
 import type { ReceiveTask, ReceiveTaskResult } from './receive-pool.js';
 
-const storage = openStorage((workerData as { dataDir: string }).dataDir);
+const storage = serverStorage(openStorage((workerData as { dataDir: string }).dataDir));
 
 export default async function handle(task: ReceiveTask & { port?: MessagePort; quotaPort?: MessagePort }): Promise<ReceiveTaskResult> {
   // lmdb-js renews a thread's read snapshot on a timer: a push must see the writes acknowledged before it.

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrateLayout, type MigrationOptions } from './layout-migration.js';
+import type { WriteRecorder } from './write-recorder.js';
 import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath, type Key, type TransactionFlags } from 'lmdb';
 
 /**
@@ -31,6 +32,8 @@ export interface Storage {
   objects: Database<Buffer, Key>;
   chunks: Database<Buffer, Key>;
   close(): Promise<void>;
+  /** Set when every write through this storage is recorded (`recordingStorage`, write-recorder.ts). */
+  recorder?: WriteRecorder;
 }
 
 /** `migration` tunes the layout migration, if one is due (tests interrupt it). */

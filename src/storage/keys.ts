@@ -46,6 +46,11 @@ import { orgShard, repoShard } from './shards.js';
  *                                        returned and used by its repositories there (quota.ts)
  *   [s, 'idem', keyId, idempotencyKey]   outcome, on the shard of the actor that ran the request
  *                                        (idempotency-store.ts)
+ *   [s, 'log']                           ReplicaPosition  cluster mode: the last log sequence the
+ *                                        shard's data reflects, and its commit count there
+ *                                        (apply-write-set.ts, replica-position.ts)
+ *   [s, 'commits']                       number   cluster mode: transactions that wrote the shard,
+ *                                        here or on the owners it was copied from (replica-position.ts)
  *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
  *   [o, 'o', orgId, 'name', lowerName]   repoId   case-insensitive name index; a NameClaim instead
  *                                        while a saga holds the name (repo-saga-store.ts)
@@ -86,7 +91,7 @@ import { orgShard, repoShard } from './shards.js';
 type Part = string | number;
 
 /** lmdb-js's own key encoder (exported at run time, missing from its type declarations). */
-const encodeKey = (lmdb as unknown as { keyValueToBuffer: (key: Key) => Uint8Array }).keyValueToBuffer;
+export const encodeKey = (lmdb as unknown as { keyValueToBuffer: (key: Key) => Uint8Array }).keyValueToBuffer;
 
 const inRepo = (repoId: string, ...rest: Part[]): Part[] => [repoShard(repoId), 'r', repoId, ...rest];
 const inOrg = (orgId: string, ...rest: Part[]): Part[] => [orgShard(orgId), 'o', orgId, ...rest];
@@ -136,6 +141,7 @@ export const K = {
   webhookPending: (targetId: string, lane: string, deliveryId: string): Key => ['whq', targetId, lane, deliveryId],
   repoBytes: (repoId: string): Key => inRepo(repoId, 'bytes'),
   quotaAllowance: (shard: number, orgId: string): Key => [shard, 'quota-allow', orgId],
+  appliedPosition: (shard: number): Key => [shard, 'log'],
   quotaGrant: (orgId: string, shard: number): Key => [orgShard(orgId), 'quota-grant', orgId, shard],
   /** The org-wide counter of the single-shard layout, read once by the migration (quota-migration.ts). */
   legacyOrgBytes: (orgId: string): Key => ['quota', orgId],
@@ -144,6 +150,7 @@ export const K = {
   stagedUpload: (repoId: string, uploadId: string): Key => [repoShard(repoId), 'staged', repoId, uploadId],
   outbox: (eventId: string): Key => ['outbox', eventId],
   idempotency: (shard: number, keyId: string, key: string): Key => [shard, 'idem', keyId, key],
+  commitCount: (shard: number): Key => [shard, 'commits'],
   /** Where records were kept before they moved into shards (idempotency-store.ts reads it as a fallback). */
   legacyIdempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
   releasedName: (orgId: string, name: string, repoId: string): Key => inOrg(orgId, 'was', name.toLowerCase(), repoId),

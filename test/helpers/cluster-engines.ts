@@ -201,6 +201,8 @@ export async function startNats(opts: { servers?: number } & EngineOptions = {})
         `server_name: n${i}`,
         `listen: ${host}:${clientPort(i)}`,
         `http: ${host}:${monitorPort(i)}`,
+        // Shard log records go up to 8 MiB (the streams' max_msg_size); the server default is 1 MiB.
+        'max_payload: 8388608',
         `jetstream { store_dir: "${join(dir, `n${i}`)}" }`,
         n > 1 ? `cluster { name: rh, listen: ${host}:${routePort(i)}, routes: [${routes.filter((_, j) => j !== i).join(', ')}] }` : '',
       ].join('\n'),

@@ -143,6 +143,8 @@ export interface StartOptions {
   workers?: number;
   dataDir?: string;
   org?: string;
+  /** The public port (default: any free one). */
+  port?: number;
   /** An admin key the data directory already has: the server starts on the directory as it is. */
   key?: TestKey;
 }
@@ -165,7 +167,7 @@ export function createTestKey(dataDir: string, o: { scopes: string[]; repos?: st
 }
 
 async function launch(dataDir: string, opts: StartOptions, logs: string[]): Promise<{ child: ChildProcess; port: number; metricsPort: number | null }> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--metrics-addr', '127.0.0.1:0', '--workers', String(opts.workers ?? 2)], {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', String(opts.port ?? 0), '--host', '127.0.0.1', '--data', dataDir, '--metrics-addr', '127.0.0.1:0', '--workers', String(opts.workers ?? 2)], {
     env: { ...process.env, LOG_LEVEL: 'info', REPOHOST_ALLOW_PRIVATE_WEBHOOKS: '1', REPOHOST_ALLOW_PRIVATE_UPSTREAMS: '1', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -7,6 +7,7 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { log, setLogLevel } from '../../../log.js';
 import { openStorage } from '../../../storage/database.js';
+import { serverStorage } from '../../../storage/server-storage.js';
 import { AnalyticsActor } from './actor.js';
 import { AgentTable } from './agent-table.js';
 import { AnalyticsEngine } from './engine.js';
@@ -31,7 +32,7 @@ if (process.platform === 'linux') {
     log.warn('analytics worker priority not lowered', { error: (err as Error).message });
   }
 }
-const storage = openStorage(data.dataDir);
+const storage = serverStorage(openStorage(data.dataDir));
 const engine = new AnalyticsEngine(storage, new LmdbAnalyticsSource(storage), AgentTable.load(data.agentTable));
 const actor = new AnalyticsActor(storage, engine, { intervalMs: data.intervalMs });
 actor.start();

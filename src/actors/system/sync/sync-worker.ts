@@ -7,6 +7,7 @@
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { openStorage } from '../../../storage/database.js';
+import { serverStorage } from '../../../storage/server-storage.js';
 import { SecretBox } from '../../../storage/secret-box.js';
 import { getRepo } from '../../../storage/repo-store.js';
 import { checkUrlForm } from '../../../net/address-policy.js';
@@ -46,7 +47,7 @@ export type SyncJobResult =
 
 const data = workerData as SyncWorkerData;
 setLogLevel(data.logLevel);
-const storage = openStorage(data.dataDir);
+const storage = serverStorage(openStorage(data.dataDir));
 const secrets = SecretBox.forDataDir(data.dataDir);
 const http = gitHttpClient({ allowPrivate: data.allowPrivateUpstreams, idleTimeoutMs: data.idleTimeoutMs, userAgent: 'git/repohost' });
 

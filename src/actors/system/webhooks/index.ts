@@ -5,6 +5,7 @@ import { log } from '../../../log.js';
 import type { Services } from '../../../http/services.js';
 import type { SystemActor } from '../index.js';
 import { pendingCount } from '../../../storage/webhook-store.js';
+import { directoryLocation } from '../../../cluster/org-directory/open-org-directory.js';
 import type { ToWebhookWorker, WebhookWorkerData } from './worker.js';
 
 /**
@@ -29,6 +30,7 @@ export function startWebhookActor(services: Services): SystemActor {
   const data: WebhookWorkerData = {
     dataDir: config.dataDir,
     logLevel: config.logLevel,
+    orgDirectory: directoryLocation(config),
     brand: config.brand,
     allowPrivate: config.allowPrivateWebhooks,
     retryBaseMs: config.webhookRetryBaseMs,

@@ -6,27 +6,31 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { log, setLogLevel } from '../../../log.js';
 import { openStorage } from '../../../storage/database.js';
+import { serverStorage } from '../../../storage/server-storage.js';
 import { SecretBox } from '../../../storage/secret-box.js';
-import { LmdbOrgDirectory } from '../../../storage/lmdb-org-directory.js';
+import { openOrgDirectory, type DirectoryLocation } from '../../../cluster/org-directory/open-org-directory.js';
 import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.js';
 
 export interface WebhookWorkerData extends Omit<DispatcherOptions, 'storage' | 'directory' | 'secrets' | 'clock'> {
   dataDir: string;
   logLevel: string;
+  orgDirectory: DirectoryLocation | null;
 }
 
 export type ToWebhookWorker = { type: 'adopt'; orgId: string; targetId: string; deliveryId: string } | { type: 'stop' };
 
-const { dataDir, logLevel, ...options } = workerData as WebhookWorkerData;
+const { dataDir, logLevel, orgDirectory, ...options } = workerData as WebhookWorkerData;
 setLogLevel(logLevel);
-const storage = openStorage(dataDir);
-const dispatcher = new WebhookDispatcher({ ...options, storage, directory: new LmdbOrgDirectory(storage), secrets: SecretBox.forDataDir(dataDir) });
+const storage = serverStorage(openStorage(dataDir));
+const opened = await openOrgDirectory(storage, orgDirectory);
+const dispatcher = new WebhookDispatcher({ ...options, storage, directory: opened.directory, secrets: SecretBox.forDataDir(dataDir) });
 dispatcher.start();
 
 parentPort!.on('message', (message: ToWebhookWorker) => {
   if (message.type === 'adopt') return dispatcher.adopt(message.orgId, message.targetId, message.deliveryId);
   dispatcher
     .stop()
+    .then(() => opened.close())
     .then(() => storage.close())
     .catch((err: Error) => log.error('webhook worker stop failed', { error: err.message }))
     .finally(() => parentPort!.close());

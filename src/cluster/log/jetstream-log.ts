@@ -1,0 +1,320 @@
+import { connect, createInbox, errors as natsErrors, headers, nanos, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type MsgRequest,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+import { SHARD_COUNT } from '../../actors/shard-map.js';
+import {
+  ShardLogFenced,
+  ShardLogUnavailable,
+  ShardLogUnknownOutcome,
+  appendLanded,
+  type ShardLog,
+  type ShardLogEntry,
+  type ShardLogTail,
+} from '../shard-log.js';
+import { EntryChain } from './entry-chain.js';
+import { retryUnavailable } from './retry-unavailable.js';
+import { TailDelivery } from './tail-delivery.js';
+
+/** Shards share this many streams (shard mod STREAMS), so several Raft leaders share the work. */
+const STREAMS = 4;
+/** The header carrying the sequence an entry was appended after. */
+const PREV_HEADER = 'Rh-Prev';
+const MSG_ID_HEADER = 'Nats-Msg-Id';
+
+export interface JetStreamLogOptions {
+  servers: string[];
+  /** The cluster name: streams are `RH_<CLUSTER>_WAL_<k>`, subjects `rh.<cluster>.wal.<shard>`. */
+  cluster: string;
+  /** Stream replicas (3 in production). */
+  replicas: number;
+  /** Deadline of each request to the server. */
+  timeoutMs?: number;
+  /** How long a call keeps retrying while the log is unavailable (no leader, re-election). */
+  unavailableBudgetMs?: number;
+}
+
+/**
+ * The shard log on NATS JetStream: each shard is one subject of one of four R3 file streams, and
+ * an append is a publish with `expect.lastSubjectSequence` (the fence) and the record's id as the
+ * msgID (deduplicated for two minutes). Reads go to the stream leader (`allow_direct: false`).
+ * nats-server 2.9 acknowledges before any fsync; see docs/design.md "Shard log".
+ */
+export class JetStreamShardLog implements ShardLog {
+  private readonly tails = new Set<TailDelivery>();
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly cluster: string,
+    private readonly timeoutMs: number,
+    private readonly unavailableBudgetMs: number,
+  ) {}
+
+  static async open(opts: JetStreamLogOptions): Promise<JetStreamShardLog> {
+    const timeoutMs = opts.timeoutMs ?? 2000;
+    const nc = await connect({ servers: opts.servers, name: `repohost-log-${opts.cluster}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: timeoutMs });
+    try {
+      const jsm = await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false });
+      const log = new JetStreamShardLog(nc, jetstream(nc, { timeout: timeoutMs }), jsm, opts.cluster, timeoutMs, opts.unavailableBudgetMs ?? 10_000);
+      for (let k = 0; k < STREAMS; k++) await retryUnavailable(log.unavailableBudgetMs, () => log.ensureStream(k, opts.replicas));
+      return log;
+    } catch (err) {
+      await nc.close();
+      throw err;
+    }
+  }
+
+  async append(shard: number, expectedLast: number, id: string, record: Uint8Array): Promise<number> {
+    const subject = this.subject(shard);
+    const hdrs = headers();
+    hdrs.set(PREV_HEADER, String(expectedLast));
+    return retryUnavailable(this.unavailableBudgetMs, async () => {
+      let seq: number;
+      try {
+        // A duplicate ack names the first copy: the same id was stored before (a retried append).
+        seq = (await this.js.publish(subject, record, { msgID: id, expect: { lastSubjectSequence: expectedLast }, headers: hdrs, timeout: this.timeoutMs })).seq;
+      } catch (err) {
+        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) {
+          const landed = await appendLanded(this, shard, expectedLast, id);
+          if (landed !== null) return landed;
+          const actual = /wrong last sequence: (\d+)/.exec(err.message)?.[1];
+          throw new ShardLogFenced(shard, expectedLast, actual === undefined ? null : Number(actual));
+        }
+        throw this.failure(shard, err, true);
+      }
+      // The server checked the expected sequence before proposing, not when storing (EntryChain):
+      // the record won only if nothing was stored between the expected entry and it.
+      let first: ShardLogEntry | undefined;
+      try {
+        [first] = await this.readStored(shard, expectedLast, 1);
+      } catch (err) {
+        throw this.failure(shard, err, true);
+      }
+      if (first?.seq === seq) return seq;
+      throw new ShardLogFenced(shard, expectedLast, null);
+    });
+  }
+
+  async last(shard: number): Promise<number> {
+    const stream = this.stream(shard);
+    const subject = this.subject(shard);
+    return retryUnavailable(this.unavailableBudgetMs, async () => {
+      try {
+        return (await this.jsm.streams.getMessage(stream, { last_by_subj: subject }))?.seq ?? 0;
+      } catch (err) {
+        throw this.failure(shard, err, false);
+      }
+    });
+  }
+
+  async read(shard: number, after: number, limit: number): Promise<ShardLogEntry[]> {
+    const chain = new EntryChain(shard, after);
+    const out: ShardLogEntry[] = [];
+    // Invalid entries are skipped, so a batch may need another to fill it.
+    while (out.length < limit) {
+      const wanted = limit - out.length;
+      const stored = await retryUnavailable(this.unavailableBudgetMs, async () => {
+        try {
+          return await this.readStored(shard, chain.cursor, wanted);
+        } catch (err) {
+          throw this.failure(shard, err, false);
+        }
+      });
+      for (const e of stored) if (chain.accept(e)) out.push(e);
+      if (stored.length < wanted) break;
+    }
+    return out;
+  }
+
+  tail(shard: number, after: number, onEntries: (entries: ShardLogEntry[]) => Promise<void>): ShardLogTail {
+    let messages: ConsumerMessages | null = null;
+    const delivery = new TailDelivery(shard, after, onEntries, async () => {
+      await messages?.close();
+    });
+    this.tails.add(delivery);
+    void delivery.done.finally(() => this.tails.delete(delivery)).catch(() => undefined);
+    const run = async (): Promise<void> => {
+      // An ordered consumer recreates itself after a failover, from the last sequence it delivered.
+      const consumer = await retryUnavailable(this.unavailableBudgetMs, async () => {
+        try {
+          return await this.js.consumers.get(this.stream(shard), {
+            filter_subjects: this.subject(shard),
+            deliver_policy: DeliverPolicy.StartSequence,
+            opt_start_seq: delivery.position + 1,
+          });
+        } catch (err) {
+          throw this.failure(shard, err, false);
+        }
+      });
+      if (!delivery.active) return;
+      messages = await consumer.consume({ max_messages: 256 });
+      for await (const m of messages) {
+        await delivery.push(entryOf(m.seq, m.headers, m.data));
+        if (!delivery.active) break;
+      }
+    };
+    run().then(
+      () => (delivery.active ? delivery.end(new ShardLogUnavailable(shard)) : undefined),
+      (err: unknown) => delivery.end(err),
+    );
+    return delivery;
+  }
+
+  async trim(shard: number, upTo: number): Promise<void> {
+    const stream = this.stream(shard);
+    const subject = this.subject(shard);
+    await retryUnavailable(this.unavailableBudgetMs, async () => {
+      try {
+        const last = (await this.jsm.streams.getMessage(stream, { last_by_subj: subject }))?.seq ?? 0;
+        // Purging below `seq` keeps the last entry: it carries the fence.
+        const keepFrom = Math.min(upTo + 1, last);
+        if (keepFrom > 1) await this.jsm.streams.purge(stream, { filter: subject, seq: keepFrom });
+      } catch (err) {
+        throw this.failure(shard, err, false);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.tails].map((t) => t.stop()));
+    await this.nc.close();
+  }
+
+  private async ensureStream(k: number, replicas: number): Promise<void> {
+    const subjects: string[] = [];
+    for (let shard = k; shard < SHARD_COUNT; shard += STREAMS) subjects.push(this.subject(shard));
+    const config: Partial<StreamConfig> & { name: string } = {
+      name: streamName(this.cluster, k),
+      subjects,
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      num_replicas: replicas,
+      discard: DiscardPolicy.Old,
+      max_msgs: -1,
+      max_bytes: -1,
+      max_age: 0,
+      max_msg_size: 8 * 1024 * 1024,
+      duplicate_window: nanos(120_000),
+      allow_direct: false,
+      deny_delete: false,
+      deny_purge: false,
+    };
+    try {
+      await this.jsm.streams.info(config.name);
+    } catch (err) {
+      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw this.failure(k, err, false);
+      try {
+        await this.jsm.streams.add(config);
+      } catch (addErr) {
+        // Another node created it between the lookup and the add.
+        if (addErr instanceof JetStreamApiError && /already in use/.test(addErr.message)) return;
+        throw this.failure(k, addErr, false);
+      }
+    }
+  }
+
+  /** Up to `limit` stored entries after `after`, valid or not. */
+  private async readStored(shard: number, after: number, limit: number): Promise<ShardLogEntry[]> {
+    return limit === 1 ? this.readOne(shard, after) : this.readBatch(shard, after, limit);
+  }
+
+  /** The entry right after `after`: one get from the stream leader. */
+  private async readOne(shard: number, after: number): Promise<ShardLogEntry[]> {
+    // The server's message get takes `next_by_subj` (2.9+); the client only types it for direct gets.
+    const query = { seq: after + 1, next_by_subj: this.subject(shard) } as unknown as MsgRequest;
+    const m = await this.jsm.streams.getMessage(this.stream(shard), query);
+    return m ? [entryOf(m.seq, m.header, m.data)] : [];
+  }
+
+  /**
+   * Up to `limit` entries through a short-lived consumer: its creation says how many entries
+   * follow, then one pull request fetches exactly those (no waiting for entries that will not come).
+   */
+  private async readBatch(shard: number, after: number, limit: number): Promise<ShardLogEntry[]> {
+    const stream = this.stream(shard);
+    const info = await this.jsm.consumers.add(stream, {
+      filter_subject: this.subject(shard),
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: after + 1,
+      ack_policy: AckPolicy.None,
+      mem_storage: true,
+      num_replicas: 1,
+      inactive_threshold: nanos(10_000),
+    });
+    try {
+      const wanted = Math.min(limit, info.num_pending);
+      if (wanted === 0) return [];
+      const inbox = createInbox();
+      const sub = this.nc.subscribe(inbox, { max: wanted, timeout: this.timeoutMs });
+      this.nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${info.name}`, JSON.stringify({ batch: wanted, expires: nanos(this.timeoutMs) }), { reply: inbox });
+      const entries: ShardLogEntry[] = [];
+      for await (const m of sub) {
+        if (isStatus(m)) break;
+        entries.push(entryOf(streamSeqOf(m), m.headers, m.data));
+      }
+      if (entries.length === 0) throw new natsErrors.TimeoutError();
+      return entries;
+    } finally {
+      void this.jsm.consumers.delete(stream, info.name).catch(() => undefined);
+    }
+  }
+
+  /** The typed error for a failed request: unavailable when nothing can have been written. */
+  private failure(shard: number, err: unknown, appending: boolean): unknown {
+    if (err instanceof ShardLogFenced || err instanceof ShardLogUnavailable || err instanceof ShardLogUnknownOutcome) return err;
+    // "jetstream is not enabled" (no responders during a re-election) and API 503s refuse the call.
+    if (err instanceof JetStreamApiError && err.status === 503) return new ShardLogUnavailable(shard, { cause: err });
+    if (err instanceof Error && /jetstream is not enabled/i.test(err.message)) return new ShardLogUnavailable(shard, { cause: err });
+    if (err instanceof natsErrors.RequestError && err.isNoResponders()) return new ShardLogUnavailable(shard, { cause: err });
+    const lost = err instanceof natsErrors.TimeoutError || err instanceof natsErrors.ConnectionError || err instanceof natsErrors.ClosedConnectionError || err instanceof natsErrors.DrainingConnectionError;
+    if (lost) return appending ? new ShardLogUnknownOutcome(shard, { cause: err }) : new ShardLogUnavailable(shard, { cause: err });
+    return err;
+  }
+
+  private stream(shard: number): string {
+    return streamName(this.cluster, shardIndex(shard) % STREAMS);
+  }
+
+  private subject(shard: number): string {
+    return `rh.${this.cluster.replace(/[^A-Za-z0-9_-]/g, '_')}.wal.${shardIndex(shard)}`;
+  }
+}
+
+function streamName(cluster: string, k: number): string {
+  return `RH_${cluster.toUpperCase().replace(/[^A-Z0-9_-]/g, '_')}_WAL_${k}`;
+}
+
+function shardIndex(shard: number): number {
+  if (!Number.isInteger(shard) || shard < 0 || shard >= SHARD_COUNT) throw new RangeError(`shard ${shard} out of range`);
+  return shard;
+}
+
+function entryOf(seq: number, hdrs: MsgHdrs | undefined, data: Uint8Array): ShardLogEntry {
+  return { seq, prev: Number(hdrs?.get(PREV_HEADER) ?? 0), id: hdrs?.get(MSG_ID_HEADER) ?? '', record: data };
+}
+
+/** A pull request's status reply (no messages, timeout), as opposed to a stored message. */
+function isStatus(m: Msg): boolean {
+  return m.headers !== undefined && m.headers.code !== 0 && m.data.length === 0 && !m.headers.has(MSG_ID_HEADER);
+}
+
+/** The stream sequence from a delivered message's reply subject ($JS.ACK.[domain.hash.]stream.consumer.delivered.sseq...). */
+function streamSeqOf(m: Msg): number {
+  const tokens = (m.reply ?? '').split('.');
+  return Number(tokens.length === 9 ? tokens[5] : tokens[7]);
+}

@@ -1,0 +1,352 @@
+import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
+import { ServiceError } from '../../errors.js';
+import { log } from '../../log.js';
+import type { OrgDirectory } from '../../storage/org-directory.js';
+import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
+import type { WebhookTargetRecord } from '../../storage/webhook-store.js';
+
+/** A record of the view with the revision etcd last changed it at, for a compare-and-swap. */
+interface Held<T> {
+  record: T;
+  mod: string;
+}
+
+/** Keys read per range request while loading, so no reply nears gRPC's 4 MiB message limit. */
+const LOAD_PAGE = 500;
+/** How long a write waits for its own change to come back through the watch. */
+const ECHO_WAIT_MS = 2000;
+/** Attempts of a key update that keeps losing its compare-and-swap to other writers. */
+const UPDATE_ATTEMPTS = 5;
+
+/** The etcd keys of the directory, under `/rh/<cluster>/global/` (docs/design.md, "The org directory"). */
+export class GlobalKeys {
+  readonly prefix: string;
+  constructor(cluster: string) {
+    this.prefix = `/rh/${cluster}/global/`;
+  }
+  org = (id: string): string => `${this.prefix}org/${id}`;
+  slug = (slug: string): string => `${this.prefix}org-slug/${slug}`;
+  key = (id: string): string => `${this.prefix}key/${id}`;
+  target = (orgId: string, id: string): string => `${this.prefix}wht/${orgId}/${id}`;
+}
+
+/**
+ * The org directory of a cluster node: the records live in etcd, and every directory holds all of
+ * them in memory. `open` reads them at one revision R (in pages, all at R) and watches from R + 1,
+ * so no change is missed or applied twice; the client resumes a broken watch from the last
+ * revision it delivered. Reads never wait on etcd. `version()` is the revision of the last change
+ * applied, so it moves exactly when the view does.
+ *
+ * A write is checked against the view, sent at once as one transaction that compares what it
+ * depends on (a slug not yet taken, a key or target unchanged since it was read), and awaited by
+ * `flush()`, which resolves once the watch has brought the change back into this view: the writer
+ * reads its own write. Other nodes see it within their watch latency.
+ */
+export class EtcdOrgDirectory implements OrgDirectory {
+  private readonly orgsById = new Map<string, OrgRecord>();
+  private readonly slugs = new Map<string, string>();
+  private readonly keysById = new Map<string, Held<SigningKeyRecord>>();
+  private readonly keysByOrg = new Map<string, Set<string>>();
+  private readonly targetsByOrg = new Map<string, Map<string, Held<WebhookTargetRecord>>>();
+  private applied = 0;
+  private readonly echoes: Array<{ revision: number; resolve: () => void }> = [];
+  private staged: Array<Promise<void>> = [];
+  private watcher: Watcher | null = null;
+  private closed = false;
+
+  private constructor(
+    private readonly client: Etcd3,
+    private readonly keys_: GlobalKeys,
+  ) {}
+
+  /** Loads the whole directory and starts following it; fails if etcd cannot answer in time. */
+  static async open(client: Etcd3, cluster: string): Promise<EtcdOrgDirectory> {
+    const directory = new EtcdOrgDirectory(client, new GlobalKeys(cluster));
+    await directory.load();
+    return directory;
+  }
+
+  version(): number {
+    return this.applied;
+  }
+
+  /** The view moves with the watch: there is no snapshot to renew. */
+  refresh(): void {}
+
+  org(orgId: string): OrgRecord | undefined {
+    const org = this.orgsById.get(orgId);
+    return org && { ...org };
+  }
+
+  orgBySlug(slug: string): OrgRecord | undefined {
+    const id = this.slugs.get(slug);
+    return id === undefined ? undefined : this.org(id);
+  }
+
+  *orgs(): Generator<OrgRecord> {
+    for (const org of this.orgsById.values()) yield { ...org };
+  }
+
+  createOrg(org: OrgRecord): void {
+    if (this.slugs.has(org.slug)) throw slugTaken(org.slug);
+    const slugKey = this.keys_.slug(org.slug);
+    this.stage(async () => {
+      const res = await this.client
+        .if(slugKey, 'Create', '==', 0)
+        .then(this.client.put(slugKey).value(org.id), this.client.put(this.keys_.org(org.id)).value(JSON.stringify(org)))
+        .commit();
+      if (res.succeeded) return res.header.revision;
+      return (await this.committedAs(slugKey, org.id)) ?? Promise.reject(slugTaken(org.slug));
+    });
+  }
+
+  key(keyId: string): SigningKeyRecord | undefined {
+    const held = this.keysById.get(keyId);
+    return held && structuredClone(held.record);
+  }
+
+  *keys(): Generator<SigningKeyRecord> {
+    for (const held of this.keysById.values()) yield structuredClone(held.record);
+  }
+
+  orgKeys(orgId: string): SigningKeyRecord[] {
+    return [...(this.keysByOrg.get(orgId) ?? [])].map((id) => this.key(id)!);
+  }
+
+  createKey(key: SigningKeyRecord): void {
+    const keyKey = this.keys_.key(key.id);
+    this.stage(async () => {
+      const res = await this.client.if(keyKey, 'Create', '==', 0).then(this.client.put(keyKey).value(JSON.stringify(key))).commit();
+      if (res.succeeded) return res.header.revision;
+      return (await this.committedAs(keyKey, JSON.stringify(key))) ?? Promise.reject(new ServiceError('ABORTED', `key ${key.id} already exists`));
+    });
+  }
+
+  /**
+   * Runs `change` on the view's record now (its error is thrown here); if another writer changed
+   * the key first, reads the key from etcd and runs `change` again on that, a few times at most.
+   */
+  updateKey(keyId: string, change: (key: SigningKeyRecord) => void): SigningKeyRecord {
+    const held = this.keysById.get(keyId);
+    if (!held) throw keyNotFound(keyId);
+    const record = structuredClone(held.record);
+    change(record);
+    const keyKey = this.keys_.key(keyId);
+    this.stage(async () => {
+      let next = record;
+      let mod = held.mod;
+      for (let attempt = 1; ; attempt++) {
+        const res = await this.client.if(keyKey, 'Mod', '==', mod).then(this.client.put(keyKey).value(JSON.stringify(next))).commit();
+        if (res.succeeded) return res.header.revision;
+        if (attempt === UPDATE_ATTEMPTS) throw new ServiceError('ABORTED', `key ${keyId} keeps changing; try again`);
+        const kv = (await this.client.get(keyKey).exec()).kvs[0];
+        if (!kv) throw keyNotFound(keyId);
+        // The client retries a call whose reply was lost: the comparison then fails on our own write.
+        if (kv.value.toString('utf8') === JSON.stringify(next)) return kv.mod_revision;
+        next = JSON.parse(kv.value.toString('utf8')) as SigningKeyRecord;
+        change(next);
+        mod = kv.mod_revision;
+      }
+    });
+    return record;
+  }
+
+  target(orgId: string, targetId: string): WebhookTargetRecord | undefined {
+    const held = this.targetsByOrg.get(orgId)?.get(targetId);
+    return held && structuredClone(held.record);
+  }
+
+  /** Target ids sort by creation time. */
+  targets(orgId: string): WebhookTargetRecord[] {
+    const held = this.targetsByOrg.get(orgId);
+    if (!held) return [];
+    return [...held.keys()].sort().map((id) => structuredClone(held.get(id)!.record));
+  }
+
+  hasTargets(orgId: string): boolean {
+    return (this.targetsByOrg.get(orgId)?.size ?? 0) > 0;
+  }
+
+  /** Creates the target, or replaces it as this view holds it: a change made meanwhile elsewhere is ABORTED, not overwritten. */
+  putTarget(target: WebhookTargetRecord): void {
+    const targetKey = this.keys_.target(target.org_id, target.id);
+    const held = this.targetsByOrg.get(target.org_id)?.get(target.id);
+    const unchanged = held ? this.client.if(targetKey, 'Mod', '==', held.mod) : this.client.if(targetKey, 'Create', '==', 0);
+    this.stage(async () => {
+      const res = await unchanged.then(this.client.put(targetKey).value(JSON.stringify(target))).commit();
+      if (res.succeeded) return res.header.revision;
+      return (await this.committedAs(targetKey, JSON.stringify(target))) ?? Promise.reject(targetChanged(target.id));
+    });
+  }
+
+  removeTarget(orgId: string, targetId: string): void {
+    const targetKey = this.keys_.target(orgId, targetId);
+    this.stage(async () => (await this.client.delete().key(targetKey).exec()).header.revision);
+  }
+
+  flush(): Promise<void> | null {
+    if (this.staged.length === 0) return null;
+    const writes = this.staged;
+    this.staged = [];
+    return Promise.all(writes).then(() => undefined);
+  }
+
+  /**
+   * The revision of `key` if it holds exactly `value`: a write whose comparison failed because the
+   * client retried it after its first attempt committed (the reply was lost) has succeeded.
+   */
+  private async committedAs(key: string, value: string): Promise<string | undefined> {
+    const kv = (await this.client.get(key).exec()).kvs[0];
+    return kv && kv.value.toString('utf8') === value ? kv.mod_revision : undefined;
+  }
+
+  /** Stops following etcd; the caller closes the client. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.watcher?.cancel();
+    for (const echo of this.echoes.splice(0)) echo.resolve();
+  }
+
+  /**
+   * Starts a write now and keeps it for `flush()`; it settles once this view shows it. A failure
+   * to reach etcd is UNAVAILABLE (a client may retry), a lost comparison the write's own error.
+   */
+  private stage(write: () => Promise<string>): void {
+    const done = write().then(
+      (revision) => this.echo(Number(revision)),
+      (err: unknown) => {
+        throw err instanceof ServiceError ? err : new ServiceError('UNAVAILABLE', 'the cluster directory (etcd) did not answer', undefined, { retryAfter: 1 });
+      },
+    );
+    // A failure is reported by flush(); until then it must not count as unhandled.
+    done.catch(() => undefined);
+    this.staged.push(done);
+  }
+
+  /** Resolves once the watch has applied `revision`, or after ECHO_WAIT_MS: the write is committed either way. */
+  private echo(revision: number): Promise<void> {
+    if (this.applied >= revision || this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        log.warn('org directory: a committed write has not come back through the watch yet', { revision, applied: this.applied });
+        resolve();
+      }, ECHO_WAIT_MS);
+      timer.unref();
+      this.echoes.push({
+        revision,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+    });
+  }
+
+  private async load(): Promise<void> {
+    const end = rangeEnd(this.keys_.prefix);
+    let from = Buffer.from(this.keys_.prefix);
+    let revision = 0;
+    for (;;) {
+      const page = await this.client.kv.range({ key: from, range_end: end, limit: LOAD_PAGE, ...(revision ? { revision } : {}) });
+      if (!revision) revision = Number(page.header.revision);
+      for (const kv of page.kvs) this.put(kv);
+      if (!page.more || page.kvs.length === 0) break;
+      from = Buffer.concat([page.kvs[page.kvs.length - 1]!.key, Buffer.from([0])]);
+    }
+    this.applied = revision;
+    await this.follow(revision + 1);
+  }
+
+  private async follow(from: number): Promise<void> {
+    const watcher = await this.client.watch().prefix(this.keys_.prefix).startRevision(String(from)).create();
+    this.watcher = watcher;
+    watcher.on('data', (res) => this.apply(res));
+    watcher.on('disconnected', (err) => log.warn('org directory: watch disconnected, resuming', { error: err.message, applied: this.applied }));
+    // Not recoverable by resuming (the revision was compacted away, the watch was cancelled): start over.
+    watcher.on('error', (err) => {
+      log.error('org directory: watch failed, loading the directory again', { error: err.message, applied: this.applied });
+      void this.reload();
+    });
+  }
+
+  private async reload(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.watcher?.cancel().catch(() => undefined);
+      this.orgsById.clear();
+      this.slugs.clear();
+      this.keysById.clear();
+      this.keysByOrg.clear();
+      this.targetsByOrg.clear();
+      await this.load();
+      this.settleEchoes();
+    } catch (err) {
+      log.error('org directory: reload failed, trying again', { error: (err as Error).message });
+      setTimeout(() => void this.reload(), 500).unref();
+    }
+  }
+
+  private apply(res: IWatchResponse): void {
+    for (const event of res.events) {
+      if (event.type === 'Put') this.put(event.kv);
+      else this.remove(event.kv);
+      this.applied = Math.max(this.applied, Number(event.kv.mod_revision));
+    }
+    this.settleEchoes();
+  }
+
+  private settleEchoes(): void {
+    for (let i = this.echoes.length - 1; i >= 0; i--) {
+      const echo = this.echoes[i]!;
+      if (echo.revision <= this.applied) {
+        this.echoes.splice(i, 1);
+        echo.resolve();
+      }
+    }
+  }
+
+  private put(kv: IKeyValue): void {
+    const [kind, a, b] = kv.key.toString('utf8').slice(this.keys_.prefix.length).split('/');
+    const value = kv.value.toString('utf8');
+    const mod = kv.mod_revision;
+    if (kind === 'org') this.orgsById.set(a!, JSON.parse(value) as OrgRecord);
+    else if (kind === 'org-slug') this.slugs.set(a!, value);
+    else if (kind === 'key') {
+      const record = JSON.parse(value) as SigningKeyRecord;
+      this.keysById.set(a!, { record, mod });
+      let ids = this.keysByOrg.get(record.org_id);
+      if (!ids) this.keysByOrg.set(record.org_id, (ids = new Set()));
+      ids.add(record.id);
+    } else if (kind === 'wht') {
+      let targets = this.targetsByOrg.get(a!);
+      if (!targets) this.targetsByOrg.set(a!, (targets = new Map<string, Held<WebhookTargetRecord>>()));
+      targets.set(b!, { record: JSON.parse(value) as WebhookTargetRecord, mod });
+    }
+  }
+
+  private remove(kv: IKeyValue): void {
+    const [kind, a, b] = kv.key.toString('utf8').slice(this.keys_.prefix.length).split('/');
+    if (kind === 'org') this.orgsById.delete(a!);
+    else if (kind === 'org-slug') this.slugs.delete(a!);
+    else if (kind === 'key') {
+      const held = this.keysById.get(a!);
+      this.keysById.delete(a!);
+      if (held) this.keysByOrg.get(held.record.org_id)?.delete(a!);
+    } else if (kind === 'wht') {
+      const targets = this.targetsByOrg.get(a!);
+      targets?.delete(b!);
+      if (targets?.size === 0) this.targetsByOrg.delete(a!);
+    }
+  }
+}
+
+/** The first key after every key that starts with `prefix`. */
+function rangeEnd(prefix: string): Buffer {
+  const end = Buffer.from(prefix);
+  end[end.length - 1]! += 1;
+  return end;
+}
+
+const slugTaken = (slug: string): ServiceError => new ServiceError('INVALID_REQUEST', `organization "${slug}" already exists`);
+const keyNotFound = (keyId: string): ServiceError => new ServiceError('NOT_FOUND', `key ${keyId} not found`);
+const targetChanged = (id: string): ServiceError => new ServiceError('ABORTED', `webhook target ${id} changed meanwhile; read it again and retry`);

@@ -1,0 +1,66 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { LeaseState } from '../control/membership.js';
+import type { ShardReport } from './replica-report.js';
+
+/**
+ * Cluster mode's per-node figures for the operator: shard log appends (latency, refusals),
+ * shards by state, follower lag, activations, and the lease's state.
+ */
+export class ReplicaMetrics {
+  readonly appendSeconds: Histogram;
+  readonly refusals: Counter;
+
+  constructor(registry: Registry, reports: () => ShardReport[], lease: () => LeaseState) {
+    const registers = [registry];
+    this.appendSeconds = new Histogram({
+      name: 'repohost_shard_log_append_seconds',
+      help: 'Time from sending a shard log record to its acknowledgement (including retries)',
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2],
+      registers,
+    });
+    this.refusals = new Counter({ name: 'repohost_shard_log_refusals_total', help: 'Appends the shard log refused or never confirmed (the shard was demoted)', registers });
+    new Gauge({
+      name: 'repohost_shards',
+      help: 'Shards on this node by replica state',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const r of reports()) this.inc({ state: r.state });
+      },
+    });
+    new Gauge({
+      name: 'repohost_follower_lag_max',
+      help: 'Largest lag of a followed shard behind its log, in log sequence numbers',
+      registers,
+      collect() {
+        this.set(Math.max(0, ...reports().map((r) => (r.state === 'follower' ? r.lag : 0))));
+      },
+    });
+    new Gauge({
+      name: 'repohost_shard_activations',
+      help: 'Times a shard became active on this node (moves and failovers to it) since start',
+      registers,
+      collect() {
+        this.set(reports().reduce((n, r) => n + r.moves, 0));
+      },
+    });
+    new Gauge({
+      name: 'repohost_lease_serving',
+      help: '1 while the node lease is confirmed within TTL minus the margin (the node may serve)',
+      registers,
+      collect() {
+        this.set(lease().status === 'serving' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'repohost_lease_confirmed_age_seconds',
+      help: 'Time since the last confirmed lease keepalive was sent',
+      registers,
+      collect() {
+        const ago = lease().confirmedAgoMs;
+        this.set(ago === null ? -1 : ago / 1000);
+      },
+    });
+  }
+}

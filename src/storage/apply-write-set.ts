@@ -1,0 +1,52 @@
+import { asBinary, type Database, type Key } from 'lmdb';
+import type { Storage } from './database.js';
+import { encodeKey, K } from './keys.js';
+import type { WriteDb, WriteSet } from './write-set.js';
+
+/** Where a follower's copy of a shard stands in the shard's log. */
+export interface AppliedPosition {
+  /** The log sequence of the last write set applied. */
+  seq: number;
+  /** The epoch that write set was committed in. */
+  epoch: number;
+}
+
+/**
+ * Applies `set`, the write set at log sequence `seq`, and records that position under the shard,
+ * all in one transaction: a child of the caller's when one is open (a follower applies many per
+ * commit), its own otherwise. The ops write the exact bytes the owner stored. An op whose key is
+ * outside the set's shard is refused (the whole set with it): a follower writes nothing else.
+ */
+export function applyWriteSet(storage: Storage, set: WriteSet, seq: number): void {
+  const dbs: Record<WriteDb, Database<unknown, Key>> = { meta: storage.meta, objects: storage.objects, chunks: storage.chunks };
+  const prefix = shardPrefix(set.shard);
+  storage.root.transactionSync(() => {
+    for (const op of set.ops) {
+      if (!startsWith(op.key, prefix)) throw new Error(`write set of shard ${set.shard} has a key outside it`);
+      const db = dbs[op.db];
+      if (op.kind === 'put') db.putSync(op.key, asBinary(op.value!));
+      else db.removeSync(op.key);
+    }
+    const position: AppliedPosition = { seq, epoch: set.epoch };
+    storage.meta.putSync(K.appliedPosition(set.shard), position);
+  });
+}
+
+/** The shard's applied position in this data directory; undefined before its first write set. */
+export function appliedPosition(storage: Storage, shard: number): AppliedPosition | undefined {
+  return storage.meta.get(K.appliedPosition(shard)) as AppliedPosition | undefined;
+}
+
+/** The encoded start of every key of `shard`: its number, then the separator between key parts. */
+function shardPrefix(shard: number): Uint8Array {
+  const number = encodeKey([shard]);
+  const prefix = new Uint8Array(number.length + 1);
+  prefix.set(number);
+  return prefix;
+}
+
+function startsWith(key: Uint8Array, prefix: Uint8Array): boolean {
+  if (key.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (key[i] !== prefix[i]) return false;
+  return true;
+}

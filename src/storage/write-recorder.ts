@@ -1,0 +1,254 @@
+import { ABORT, asBinary, type Database, type Key, type TransactionFlags } from 'lmdb';
+import type { Storage } from './database.js';
+import { encodeKey } from './keys.js';
+import type { CommittedWrites, ShardWrites, WriteDb, WriteOp, WriteSink } from './write-set.js';
+
+/** An op with the shard it belongs to (-1: a global key). */
+interface Recorded {
+  shard: number;
+  op: WriteOp;
+}
+
+const GLOBAL = -1;
+
+/** lmdb-js's flags for a write outside any transaction (what its own `putSync` uses). */
+const STANDALONE = (0x10000 | 2) as TransactionFlags;
+
+/**
+ * Records what one thread writes through a recording `Storage` (`recordingStorage`): the ops of
+ * the open transaction, dropped with a child transaction that rolls back, handed to the sink with
+ * the commit order once the outermost transaction has committed.
+ */
+export class WriteRecorder {
+  /** The open transaction's ops; null while none is open on this thread. */
+  open: Recorded[] | null = null;
+  private last: ReturnType<WriteSink> = undefined;
+
+  /**
+   * `seal`, if given, runs inside each outermost transaction after its work, with the shards it
+   * wrote (ascending), and may write more (cluster mode numbers each shard's commits there).
+   */
+  constructor(
+    private readonly sink: WriteSink,
+    private readonly seal?: (shards: number[]) => void,
+  ) {}
+
+  /** The sink's answer for the outermost transaction this thread committed last (once). */
+  takeCommitted(): ReturnType<WriteSink> {
+    const last = this.last;
+    this.last = undefined;
+    return last;
+  }
+
+  record(db: WriteDb, kind: WriteOp['kind'], key: Key, value: Uint8Array | undefined): void {
+    const op: WriteOp = value ? { db, kind, key: encodeKey(key), value } : { db, kind, key: encodeKey(key) };
+    const recorded = { shard: shardOfKey(key), op };
+    if (this.open) this.open.push(recorded);
+    else throw new Error('a recorded write outside a transaction');
+  }
+
+  /** Runs `fn` as the outermost transaction of this thread and hands its ops over once committed. */
+  outermost<T>(run: (fn: () => T) => T, fn: () => T): T {
+    const ops: Recorded[] = (this.open = []);
+    let order = 0n;
+    let result: T;
+    try {
+      result = run(() => {
+        const value = fn();
+        if (this.seal && value !== ABORT) this.seal(shardsOf(ops));
+        order = process.hrtime.bigint();
+        return value;
+      });
+    } finally {
+      this.open = null;
+    }
+    if (result !== ABORT) this.committed(ops, order);
+    return result;
+  }
+
+  /** Runs a nested transaction; a child that rolls back (throws or aborts) drops its ops. */
+  nested<T>(child: boolean, run: () => T): T {
+    const open = this.open!;
+    const mark = open.length;
+    try {
+      const result = run();
+      if (child && result === ABORT) open.length = mark;
+      return result;
+    } catch (err) {
+      if (child) open.length = mark;
+      throw err;
+    }
+  }
+
+  committed(ops: Recorded[], order: bigint): void {
+    this.last = this.sink(group(ops, order));
+  }
+}
+
+/** The shards `ops` write, ascending. */
+function shardsOf(ops: Recorded[]): number[] {
+  const shards = new Set<number>();
+  for (const { shard } of ops) if (shard !== GLOBAL) shards.add(shard);
+  return [...shards].sort((a, b) => a - b);
+}
+
+/** Ops by shard (ascending), global keys apart, each in the order it was made. */
+function group(ops: Recorded[], order: bigint): CommittedWrites {
+  const byShard = new Map<number, WriteOp[]>();
+  const global: WriteOp[] = [];
+  for (const { shard, op } of ops) {
+    if (shard === GLOBAL) {
+      global.push(op);
+      continue;
+    }
+    let list = byShard.get(shard);
+    if (!list) byShard.set(shard, (list = []));
+    list.push(op);
+  }
+  const shards: ShardWrites[] = [...byShard].sort((a, b) => a[0] - b[0]).map(([shard, list]) => ({ shard, ops: list }));
+  return { order, shards, global };
+}
+
+/** The shard of a shard-owned key is its first part (`keys.ts`); a key that starts with a string is global. */
+function shardOfKey(key: Key): number {
+  const first = Array.isArray(key) ? (key as unknown[])[0] : key;
+  if (typeof first === 'number') return first;
+  if (typeof first === 'string') return GLOBAL;
+  throw new Error('a recorded write needs a tuple key');
+}
+
+/**
+ * `storage` with every write recorded by `recorder`. Reads pass through untouched; writes of the
+ * three databases go to LMDB as the bytes recorded (`asBinary`), so what is recorded is exactly
+ * what is stored. Write calls lmdb-js offers but nothing here records (conditional writes,
+ * clears, drops) throw, so that no write can bypass the record.
+ */
+export function recordingStorage(storage: Storage, recorder: WriteRecorder): Storage {
+  const root = transactions(storage.root, recorder);
+  // lmdb-js's encoder of the database (msgpack), declared `any` by its types.
+  const encoder = (storage.meta as unknown as { encoder: { encode(value: unknown): Uint8Array } }).encoder;
+  return {
+    root,
+    meta: recorded(storage.meta, 'meta', recorder, (value) => Uint8Array.prototype.slice.call(encoder.encode(value))),
+    objects: recorded(storage.objects, 'objects', recorder, binary),
+    chunks: recorded(storage.chunks, 'chunks', recorder, binary),
+    close: () => storage.close(),
+    recorder,
+  };
+}
+
+/** A copy: the caller may reuse its buffer once the write call returns. */
+const binary = (value: unknown): Uint8Array => Uint8Array.prototype.slice.call(value as Uint8Array);
+
+type Encode = (value: unknown) => Uint8Array;
+
+/** A view of `db` (reads inherited) whose transactions are recorded by `recorder`. */
+function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
+  const view = Object.create(of) as D;
+  const db = of as unknown as Database<unknown, Key>;
+  const refuse = (name: string) => (): never => {
+    throw new Error(`${name} is not recorded: use put or remove`);
+  };
+  for (const name of ['ifVersion', 'ifNoExists', 'batch', 'clearSync', 'clearAsync', 'drop', 'dropSync', 'transactionAsync', 'childTransaction', 'del']) {
+    Object.defineProperty(view, name, { value: refuse(name) });
+  }
+  Object.defineProperty(view, 'transactionSync', {
+    value<T>(fn: () => T, flags?: TransactionFlags): T {
+      if (!recorder.open) return recorder.outermost((wrapped) => db.transactionSync(wrapped, flags), fn);
+      // lmdb-js runs a nested call as a child transaction unless flags say otherwise.
+      const child = flags === undefined || (flags & 1) !== 0;
+      return recorder.nested(child, () => db.transactionSync(fn, flags));
+    },
+  });
+  Object.defineProperty(view, 'transaction', {
+    value<T>(fn: () => T): Promise<T> {
+      // Inside a transaction, lmdb-js runs `fn` in it at once.
+      if (recorder.open) return db.transaction(fn);
+      // An asynchronous transaction: `fn` runs later, in lmdb-js's write batch; its writes commit
+      // with the batch, even when it throws (lmdb-js does not roll a plain callback back).
+      let ops: Recorded[] | null = null;
+      let order = 0n;
+      const settled = (): void => {
+        if (ops) recorder.committed(ops, order);
+      };
+      return db
+        .transaction(() => {
+          ops = recorder.open = [];
+          try {
+            return fn();
+          } finally {
+            order = process.hrtime.bigint();
+            recorder.open = null;
+          }
+        })
+        .then(
+          (value) => {
+            settled();
+            return value;
+          },
+          (err: unknown) => {
+            settled();
+            throw err;
+          },
+        );
+    },
+  });
+  return view;
+}
+
+/** `transactions(db)` whose puts and removes are recorded as ops of `name`. */
+function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorder, encode: Encode): Database<V, Key> {
+  const view = transactions(db, recorder);
+  const raw = db as unknown as Database<unknown, Key>;
+  const checked = (extra: number): void => {
+    if (extra > 0) throw new Error('conditional writes are not recorded');
+  };
+  /** Runs a write in the open transaction, or in one of its own (lmdb-js does the same). */
+  const inTransaction = <T>(write: () => T): T => (recorder.open ? write() : view.transactionSync(write, STANDALONE));
+  Object.defineProperty(view, 'putSync', {
+    value(key: Key, value: V, ...rest: unknown[]): unknown {
+      checked(rest.length);
+      return inTransaction(() => {
+        const bytes = encode(value);
+        recorder.record(name, 'put', key, bytes);
+        return raw.putSync(key, asBinary(bytes));
+      });
+    },
+  });
+  Object.defineProperty(view, 'removeSync', {
+    value(key: Key, ...rest: unknown[]): unknown {
+      checked(rest.length);
+      return inTransaction(() => {
+        recorder.record(name, 'del', key, undefined);
+        return raw.removeSync(key);
+      });
+    },
+  });
+  // Outside a transaction, `put` and `remove` are lmdb-js's asynchronous writes: each is recorded
+  // as a transaction of its own once it has committed.
+  Object.defineProperty(view, 'put', {
+    value(key: Key, value: V, ...rest: unknown[]): Promise<unknown> {
+      checked(rest.length);
+      if (recorder.open) return Promise.resolve(view.putSync(key, value));
+      return view.transaction(() => view.putSync(key, value));
+    },
+  });
+  Object.defineProperty(view, 'remove', {
+    value(key: Key, ...rest: unknown[]): Promise<unknown> {
+      checked(rest.length);
+      if (recorder.open) return Promise.resolve(view.removeSync(key));
+      return view.transaction(() => view.removeSync(key));
+    },
+  });
+  return view;
+}
+
+/**
+ * Runs `fn` as one write transaction, the outermost of this thread. When `storage` records,
+ * `replicated` is the sink's answer for its writes (see `WriteSink`); otherwise it is undefined and
+ * nothing is allocated for it.
+ */
+export function commitWrites<T>(storage: Storage, fn: () => T, flags?: TransactionFlags): { result: T; replicated: ReturnType<WriteSink> } {
+  const result = storage.root.transactionSync(fn, flags);
+  return { result, replicated: storage.recorder?.takeCommitted() };
+}

@@ -1,0 +1,139 @@
+import type { Test } from 'tap';
+import { repoShard } from '../../src/storage/shards.js';
+import type { ReplicaCluster, ReplicaNode } from './replica-nodes.js';
+
+/**
+ * The replication scenarios, run on either shard log (test/cluster/replication-*.test.ts): writes
+ * through every node read back through every node; an owner killed with SIGKILL, and an owner
+ * stopped (SIGSTOP) past its lease, under write load. A write counts as acknowledged only on a
+ * 2xx; every acknowledged write must be readable afterwards through every live node.
+ */
+const ROOT = 'z'.repeat(32);
+
+
+export async function createRepos(node: ReplicaNode, count: number): Promise<Array<{ name: string; id: string }>> {
+  const repos = [];
+  for (let i = 0; i < count; i++) {
+    const name = `r${i}`;
+    const created = await retrying(() => node.api('POST', '/acme/repos', { body: { name } }));
+    if (created.status !== 201) throw new Error(`create ${name}: ${created.status} ${created.text}`);
+    repos.push({ name, id: created.json.id as string });
+  }
+  return repos;
+}
+
+/** A request retried while the cluster answers 503 (a shard moving) or the connection fails. */
+export async function retrying(fn: () => Promise<{ status: number; text: string; json: any }>, timeoutMs = 20_000): Promise<{ status: number; text: string; json: any }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fn();
+      if (res.status !== 503 || Date.now() > deadline) return res;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Every bookmark in `acked`, read through each node: present, at the root change. */
+export async function checkAcknowledged(t: Test, nodes: ReplicaNode[], acked: Array<{ repo: string; bookmark: string }>): Promise<void> {
+  for (const node of nodes) {
+    let missing = 0;
+    for (const { repo, bookmark } of acked) {
+      const got = await retrying(() => node.api('GET', `/acme/${repo}/bookmarks/${bookmark}`));
+      if (got.status !== 200) {
+        missing++;
+        if (missing <= 3) t.comment(`${node.id}: ${repo}/${bookmark} → ${got.status} ${got.text.slice(0, 200)}`);
+      }
+    }
+    t.equal(missing, 0, `${node.id}: all ${acked.length} acknowledged bookmarks are readable`);
+  }
+}
+
+/**
+ * Writers creating bookmarks through the given nodes until stopped. Records every acknowledged
+ * bookmark and, per repository, the longest gap between two acknowledged writes.
+ */
+export function writeLoad(nodes: () => ReplicaNode[], repos: string[], writers = 4): { stop(): Promise<void>; acked: Array<{ repo: string; bookmark: string; at: number }>; failures: number } {
+  const state = { running: true, acked: [] as Array<{ repo: string; bookmark: string; at: number }>, failures: 0 };
+  let n = 0;
+  const loops = Array.from({ length: writers }, async (_, w) => {
+    while (state.running) {
+      const live = nodes();
+      const node = live[n % live.length]!;
+      const repo = repos[n % repos.length]!;
+      const bookmark = `w${w}-${n++}`;
+      try {
+        const res = await node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: bookmark, change_id: ROOT }, signal: AbortSignal.timeout(10_000) });
+        if (res.status === 201) state.acked.push({ repo, bookmark, at: Date.now() });
+        else state.failures++;
+      } catch {
+        state.failures++;
+      }
+    }
+  });
+  return {
+    acked: state.acked,
+    get failures() {
+      return state.failures;
+    },
+    async stop() {
+      state.running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** The node that owns the repository's shard now, from a live node's status. */
+export async function ownerOf(cluster: ReplicaCluster, repoId: string, via: ReplicaNode): Promise<ReplicaNode> {
+  const status = await via.status();
+  const owner = status.shards[repoShard(repoId)]!.placement!.owner;
+  return cluster.nodes.find((n) => n.id === owner)!;
+}
+
+/** The longest time without an acknowledged write to `repo` after `from` (ms). */
+export function gapAfter(acked: Array<{ repo: string; at: number }>, repo: string, from: number): number {
+  const times = acked.filter((a) => a.repo === repo && a.at >= from).map((a) => a.at);
+  let gap = 0;
+  let prev = from;
+  for (const at of times) {
+    gap = Math.max(gap, at - prev);
+    prev = at;
+  }
+  return times.length ? gap : Infinity;
+}
+
+/**
+ * Writes through every node are read through every node; then the owner of r0's shard is killed
+ * (SIGKILL) under write load: its shards come back on a promoted follower within the lease TTL
+ * plus a margin, and every acknowledged write is readable through the survivors.
+ */
+export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number): Promise<void> {
+  const [n1] = cluster.nodes;
+  await cluster.settled();
+  const repos = await createRepos(n1!, 4);
+  const first: Array<{ repo: string; bookmark: string }> = [];
+  for (let i = 0; i < 12; i++) {
+    const node = cluster.nodes[i % cluster.nodes.length]!;
+    const repo = repos[i % repos.length]!.name;
+    const res = await retrying(() => node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: `b${i}`, change_id: ROOT } }));
+    t.equal(res.status, 201, `bookmark b${i} through ${node.id}`);
+    first.push({ repo, bookmark: `b${i}` });
+  }
+  await checkAcknowledged(t, cluster.nodes, first);
+
+  const victim = await ownerOf(cluster, repos[0]!.id, n1!);
+  const survivors = cluster.nodes.filter((n) => n !== victim);
+  const load = writeLoad(() => survivors, repos.map((r) => r.name));
+  await new Promise((r) => setTimeout(r, 1500));
+  const killedAt = Date.now();
+  await victim.kill();
+  await new Promise((r) => setTimeout(r, (ttlS + 4) * 1000));
+  await load.stop();
+  const gap = gapAfter(load.acked, repos[0]!.name, killedAt);
+  t.comment(`owner ${victim.id} killed: r0 answered again after ${gap} ms (lease TTL ${ttlS} s); ${load.acked.length} writes acknowledged, ${load.failures} refused or failed`);
+  t.ok(gap <= ttlS * 1000 + 2500, `r0's shard served again within TTL + 2.5 s (${gap} ms)`);
+  await cluster.settled(20_000, survivors);
+  await checkAcknowledged(t, survivors, [...first, ...load.acked]);
+}

@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ABORT } from 'lmdb';
+import t from 'tap';
+import { openStorage, type Storage } from '../../src/storage/database.js';
+import { encodeKey, K } from '../../src/storage/keys.js';
+import { applyWriteSet, appliedPosition } from '../../src/storage/apply-write-set.js';
+import { recordingStorage, WriteRecorder } from '../../src/storage/write-recorder.js';
+import { decodeWriteSet, encodeWriteSet } from '../../src/storage/write-set-codec.js';
+import type { CommittedWrites, WriteSet } from '../../src/storage/write-set.js';
+
+/**
+ * The recording storage: what a transaction writes is handed over once it commits, by shard, global
+ * keys apart; a child transaction that rolls back (a failed command of a batch) drops its ops; what
+ * is recorded is what LMDB stores, so applying it elsewhere reproduces the bytes.
+ */
+const work = mkdtempSync(join(tmpdir(), 'repohost-write-recorder-'));
+t.teardown(() => rmSync(work, { recursive: true, force: true }));
+
+let n = 0;
+function fresh(): { raw: Storage; storage: Storage; committed: CommittedWrites[] } {
+  const raw = openStorage(join(work, `d${n++}`));
+  const committed: CommittedWrites[] = [];
+  t.teardown(() => raw.close());
+  return { raw, storage: recordingStorage(raw, new WriteRecorder((w) => void committed.push(w))), committed };
+}
+
+const hex = (bytes: Uint8Array | undefined): string => Buffer.from(bytes ?? []).toString('hex');
+
+t.test('a batch keeps the ops of its committed children and drops those of the rolled back ones', async (t) => {
+  const { raw, storage, committed } = fresh();
+  const repoA = 'A'.repeat(26);
+  storage.root.transactionSync(() => {
+    storage.meta.putSync(K.bookmark(repoA, 'main'), { name: 'main', change: 'c1' });
+    // A failed command: its child transaction throws and rolls back.
+    t.throws(() =>
+      storage.root.transactionSync(() => {
+        storage.meta.putSync(K.bookmark(repoA, 'lost'), { name: 'lost' });
+        storage.objects.putSync(K.object(repoA, 'f'.repeat(40)), Buffer.from('lost object'));
+        throw new Error('command failed');
+      }),
+    );
+    // An aborted child, and one nested two deep whose inner child fails.
+    storage.root.transactionSync(() => {
+      storage.meta.putSync(K.bookmark(repoA, 'aborted'), 1);
+      return ABORT;
+    });
+    storage.root.transactionSync(() => {
+      storage.meta.removeSync(K.bookmark(repoA, 'old'));
+      try {
+        storage.root.transactionSync(() => {
+          storage.chunks.putSync(K.chunk(repoA, 'u1', 0), Buffer.from('inner'));
+          throw new Error('inner failed');
+        });
+      } catch {
+        // the command went on without it
+      }
+      storage.objects.putSync(K.object(repoA, 'a'.repeat(40)), Buffer.from('kept object'));
+    });
+    storage.meta.putSync(K.org('org1'), { id: 'org1' });
+  });
+  t.equal(committed.length, 1, 'one committed transaction');
+  const [w] = committed;
+  t.same(
+    w!.shards.map((s) => s.shard),
+    [K.bookmark(repoA, 'main')[0 as never]],
+    'one shard: the repository’s',
+  );
+  const ops = w!.shards[0]!.ops.map((op) => `${op.db} ${op.kind} ${hex(op.key)}`);
+  t.same(ops, [
+    `meta put ${hex(encodeKey(K.bookmark(repoA, 'main')))}`,
+    `meta del ${hex(encodeKey(K.bookmark(repoA, 'old')))}`,
+    `objects put ${hex(encodeKey(K.object(repoA, 'a'.repeat(40))))}`,
+  ]);
+  t.same(
+    w!.global.map((op) => hex(op.key)),
+    [hex(encodeKey(K.org('org1')))],
+    'the global key is listed apart',
+  );
+  t.equal(raw.meta.get(K.bookmark(repoA, 'lost')), undefined, 'the rolled back write is not stored');
+  t.equal(hex(w!.shards[0]!.ops[0]!.value), hex(raw.meta.getBinary(K.bookmark(repoA, 'main'))), 'the recorded value is the stored bytes');
+  t.equal(hex(w!.shards[0]!.ops[2]!.value), hex(Buffer.from('kept object')), 'a binary value as written');
+});
+
+t.test('a rolled back outermost transaction hands nothing over; a write outside one is its own', async (t) => {
+  const { storage, committed } = fresh();
+  t.throws(() =>
+    storage.root.transactionSync(() => {
+      storage.meta.putSync(K.repo('R'.repeat(26)), { id: 'x' });
+      throw new Error('batch failed');
+    }),
+  );
+  t.equal(committed.length, 0);
+  storage.meta.putSync(K.repo('R'.repeat(26)), { id: 'y' });
+  await storage.chunks.put(K.chunk('R'.repeat(26), 'u', 0), Buffer.from('chunk'));
+  await storage.root.transaction(() => storage.meta.removeSync(K.repo('R'.repeat(26))));
+  t.same(
+    committed.map((w) => w.shards.flatMap((s) => s.ops.map((op) => `${op.db} ${op.kind}`))),
+    [['meta put'], ['chunks put'], ['meta del']],
+  );
+  t.ok(committed[0]!.order < committed[1]!.order && committed[1]!.order < committed[2]!.order, 'in commit order');
+  t.throws(() => storage.meta.ifNoExists(K.repo('x'), () => undefined), /not recorded/, 'a conditional write cannot bypass the record');
+});
+
+t.test('the codec is deterministic and lossless; applying reproduces the bytes and the position', async (t) => {
+  const { raw, storage, committed } = fresh();
+  const repo = 'C'.repeat(26);
+  const value = { name: 'main', nested: { list: [1, 'two', null, true], big: 2 ** 40, float: 0.5 }, text: 'ünï' };
+  storage.root.transactionSync(() => {
+    storage.meta.putSync(K.bookmark(repo, 'main'), value);
+    storage.objects.putSync(K.object(repo, 'b'.repeat(40)), Buffer.from([0, 255, 1, 254]));
+    storage.chunks.putSync(K.chunk(repo, 'up', 3), Buffer.alloc(0x10000, 7));
+    storage.meta.removeSync(K.bookmark(repo, 'gone'));
+  });
+  const shard = committed[0]!.shards[0]!;
+  const set: WriteSet = { ...shard, epoch: 7, batchId: 'node-1:42' };
+  const bytes = encodeWriteSet(set);
+  t.equal(hex(encodeWriteSet(decodeWriteSet(bytes))), hex(bytes), 'decode then encode gives the same bytes');
+  const decoded = decodeWriteSet(bytes);
+  t.same({ shard: decoded.shard, epoch: decoded.epoch, batchId: decoded.batchId }, { shard: set.shard, epoch: 7, batchId: 'node-1:42' });
+  t.same(
+    decoded.ops.map((op) => [op.db, op.kind, hex(op.key), hex(op.value)]),
+    set.ops.map((op) => [op.db, op.kind, hex(op.key), hex(op.value)]),
+  );
+  t.throws(() => decodeWriteSet(Buffer.from([0x22, 0x05, 0x08])), 'truncated bytes are refused');
+
+  const follower = openStorage(join(work, 'follower'));
+  t.teardown(() => follower.close());
+  follower.meta.putSync(K.bookmark(repo, 'gone'), 'stale');
+  follower.root.transactionSync(() => applyWriteSet(follower, decoded, 12));
+  t.equal(hex(follower.meta.getBinary(K.bookmark(repo, 'main'))), hex(raw.meta.getBinary(K.bookmark(repo, 'main'))), 'meta bytes');
+  t.same(follower.meta.get(K.bookmark(repo, 'main')), value);
+  t.equal(follower.meta.get(K.bookmark(repo, 'gone')), undefined, 'the delete applied');
+  t.equal(hex(follower.objects.getBinary(K.object(repo, 'b'.repeat(40)))), '00ff01fe');
+  t.equal(follower.chunks.getBinary(K.chunk(repo, 'up', 3))?.length, 0x10000);
+  t.same(appliedPosition(follower, set.shard), { seq: 12, epoch: 7 });
+
+  const other = { ...decoded, shard: (decoded.shard + 1) % 256 };
+  t.throws(() => applyWriteSet(follower, other, 13), /outside/, 'ops outside the shard are refused');
+  t.same(appliedPosition(follower, set.shard), { seq: 12, epoch: 7 }, 'and nothing of it is applied');
+});
