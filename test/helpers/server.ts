@@ -53,7 +53,7 @@ export interface TestServer {
   createKey(opts: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey;
   createOrg(slug: string): void;
   /** fetch against the API with a token; `path` starts after `/v1`. */
-  api(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string | Uint8Array; signal?: AbortSignal }): Promise<{ status: number; headers: Headers; json: any; text: string }>;
+  api(method: string, path: string, opts?: ApiOptions): Promise<ApiReply>;
   stop(): Promise<number | null>;
   kill(): Promise<void>;
   /** Restarts a stopped or killed server on the same data directory (new port); `env` replaces the start's. */
@@ -80,6 +80,41 @@ export function signToken(key: TestKey, org: string, t: TokenOptions = {}): Prom
     .setIssuedAt(iat)
     .setExpirationTime(iat + (t.ttl ?? 3600))
     .sign(key.privateKey);
+}
+
+export interface ApiOptions {
+  token?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  raw?: string | Uint8Array;
+  signal?: AbortSignal;
+}
+
+export interface ApiReply {
+  status: number;
+  headers: Headers;
+  json: any;
+  text: string;
+}
+
+/** fetch against the API of the server at `baseUrl` with `token` (if any); `path` starts after `/v1`. */
+export async function apiRequest(baseUrl: string, token: string, method: string, path: string, o: ApiOptions = {}): Promise<ApiReply> {
+  const headers: Record<string, string> = { ...o.headers };
+  if (token) headers.authorization = `Bearer ${token}`;
+  let body: string | Uint8Array | undefined = o.raw;
+  if (o.body !== undefined) {
+    body = JSON.stringify(o.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(`${baseUrl}/v1${path}`, { method, headers, body, signal: o.signal });
+  const text = await res.text();
+  let json: unknown = undefined;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, headers: res.headers, json, text };
 }
 
 export interface CliResult {
@@ -201,23 +236,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
       withDirectory(dataDir, (d) => createOrg(d, slug));
     },
     async api(method, path, o = {}) {
-      const headers: Record<string, string> = { ...o.headers };
-      const token = o.token ?? (await server.token());
-      if (token) headers.authorization = `Bearer ${token}`;
-      let body: string | Uint8Array | undefined = o.raw;
-      if (o.body !== undefined) {
-        body = JSON.stringify(o.body);
-        headers['content-type'] ??= 'application/json';
-      }
-      const res = await fetch(`${server.url}/v1${path}`, { method, headers, body, signal: o.signal });
-      const text = await res.text();
-      let json: unknown = undefined;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        // not JSON
-      }
-      return { status: res.status, headers: res.headers, json, text };
+      return apiRequest(server.url, o.token ?? (await server.token()), method, path, o);
     },
     stop() {
       return new Promise((resolve) => {
