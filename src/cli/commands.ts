@@ -284,15 +284,16 @@ export const commandHandlers: Record<string, Handler> = {
   async 'cluster status'(ctx) {
     const cluster = ctx.config.cluster;
     if (!cluster) throw invalid('cluster status needs cluster mode: set REPOHOST_CLUSTER_ETCD and the node settings');
-    const [{ createEtcdClient }, { controlKeys }, status] = await Promise.all([
+    const [{ createEtcdClient }, { controlKeys }, status, { logPositionColumn }] = await Promise.all([
       import('../cluster/control/etcd-client.js'),
       import('../cluster/control/keys.js'),
       import('../cluster/control/cluster-status.js'),
+      import('../cluster/replica/log-position-column.js'),
     ]);
     const client = createEtcdClient({ endpoints: cluster.etcd });
     try {
-      // Extra per-shard columns go here (the shard log's position, from its backend).
-      const columns = [status.followerLagColumn];
+      // The followers' lag and the owner's log position, from the nodes' progress reports.
+      const columns = [status.followerLagColumn, logPositionColumn];
       const s = await status.readClusterStatus(client, controlKeys(cluster.name), cluster.name, columns);
       out(ctx, s, status.formatClusterStatus(s, columns.map((c) => c.name)));
       return 0;

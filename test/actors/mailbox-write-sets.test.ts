@@ -43,7 +43,7 @@ function setup(sink: WriteSink) {
   const raw = openStorage(dir);
   t.teardown(() => raw.close());
   const storage = recordingStorage(raw, new WriteRecorder(sink));
-  const settings = { dataDir: dir, publicUrl: 'http://x', brand: 'x', allowPrivateWebhooks: false, allowPrivateUpstreams: false, orgQuotaBytes: 0, blobRetentionS: 0, logLevel: 'error' };
+  const settings = { dataDir: dir, publicUrl: 'http://x', brand: 'x', allowPrivateWebhooks: false, allowPrivateUpstreams: false, orgQuotaBytes: 0, blobRetentionS: 0, logLevel: 'error', orgDirectory: null };
   const mailboxes = new Mailboxes(storage, new LmdbOrgDirectory(raw), SecretBox.forDataDir(dir), settings, new Map([[put.name, put]]));
   const send = (actor: string, input: Input): Promise<ActorReplyMsg> => {
     const req = { actor, command: put.name, payload: Buffer.from(JSON.stringify({ ...input, key: `${actor}/${input.key}` })), principal: { orgId: 'o', keyId: '' }, traceId: 't' } as unknown as ActorRequestMsg;
