@@ -184,11 +184,11 @@ export async function pauseOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS:
   const stoppedAt = Date.now();
   await new Promise((r) => setTimeout(r, (ttlS + 3) * 1000));
   victim.process.kill('SIGCONT');
-  const exited = await new Promise<number | null>((resolve) => {
+  const exited = await new Promise<number | string | null>((resolve) => {
     const timer = setTimeout(() => resolve(null), 10_000);
-    victim.process.once('exit', (code) => {
+    victim.process.once('exit', (code, signal) => {
       clearTimeout(timer);
-      resolve(code);
+      resolve(code ?? signal);
     });
   });
   await direct.stop();
