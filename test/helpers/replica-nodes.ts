@@ -99,10 +99,13 @@ export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'je
     etcd,
     nats,
     key,
-    async settled(timeoutMs = 30_000, live = nodes) {
+    async settled(timeoutMs = 45_000, live = nodes) {
       const deadline = Date.now() + timeoutMs;
       let last = '';
       while (Date.now() < deadline) {
+        // A node that lost its lease leaves (exit 75) for its supervisor to start it again: this
+        // harness is that supervisor (on this loaded machine a lease can lapse while all start).
+        for (const n of live) if (n.process.exitCode === 75) await n.restart().catch(() => undefined);
         try {
           const statuses = await Promise.all(live.map((n) => n.status()));
           const active = new Set<number>();

@@ -125,8 +125,15 @@ export class NodeReplicas {
   }
 
   private onAppend(request: AppendRequest): void {
-    void Promise.all(
-      request.sets.map((set) =>
+    const barriers = request.barrier.map((shard) =>
+      this.replicas[shard]!.settled().then(
+        () => -1,
+        () => shard,
+      ),
+    );
+    void Promise.all([
+      ...barriers,
+      ...request.sets.map((set) =>
         this.replicas[set.shard]!.committed(set.commit, set.bytes).then(
           () => -1,
           (err: unknown) => {
@@ -135,7 +142,7 @@ export class NodeReplicas {
           },
         ),
       ),
-    ).then((shards) => {
+    ]).then((shards) => {
       let channel = this.acks.get(request.thread);
       if (!channel) this.acks.set(request.thread, (channel = new BroadcastChannel(ackChannel(request.thread))));
       channel.postMessage({ id: request.id, refused: shards.filter((s) => s >= 0) } satisfies AppendReply);

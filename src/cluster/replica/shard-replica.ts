@@ -54,7 +54,7 @@ export class ShardReplica {
   private logLast = 0;
   private appender: ShardAppender | null = null;
   /** Sets that arrived ahead of a missing commit number, by number. */
-  private readonly early = new Map<number, { bytes: Uint8Array; done: { resolve: () => void; reject: (err: unknown) => void } }>();
+  private readonly early = new Map<number, { bytes: Uint8Array; done: { resolve: () => void; reject: (err: unknown) => void }; settled: Promise<void> }>();
   private nextCommit = 0;
   private gapTimer: NodeJS.Timeout | null = null;
   /** A commit was made here that the log will never have. */
@@ -96,10 +96,17 @@ export class ShardReplica {
       this.kick();
       return Promise.reject(new Error(`shard ${this.shard}: commit ${commit} made while not the active owner`));
     }
-    return new Promise<void>((resolve, reject) => {
-      this.early.set(commit, { bytes, done: { resolve, reject } });
-      this.submitInOrder();
-    });
+    let done!: { resolve: () => void; reject: (err: unknown) => void };
+    const settled = new Promise<void>((resolve, reject) => (done = { resolve, reject }));
+    this.early.set(commit, { bytes, done, settled });
+    this.submitInOrder();
+    return settled;
+  }
+
+  /** Settles when every set submitted so far is in the log; rejects if one never will be. */
+  settled(): Promise<void> {
+    const waiting = [...this.early.values()].map((e) => e.settled);
+    return Promise.all([...waiting, this.appender ? this.appender.barrier() : undefined]).then(() => undefined);
   }
 
   private submitInOrder(): void {
