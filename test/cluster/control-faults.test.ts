@@ -60,7 +60,9 @@ t.test('the etcd leader dies: calls end within their deadlines, leases and place
   const started = Date.now();
   await victim.crash();
   await waitFor('the dead node\'s shards promoted', (ttlS + 4) * 1000, () => ownedBy(watcher, victim.id) === 0);
-  t.ok(Date.now() - started <= ttlS * 1000 + 1500, `promoted ${Date.now() - started} ms after the crash, with one etcd member down`);
+  // The new etcd leader renews every lease for a full TTL when it takes over, and expires leases
+  // in passes every 500 ms: allow TTL + 2 s here.
+  t.ok(Date.now() - started <= ttlS * 1000 + 2000, `promoted ${Date.now() - started} ms after the crash, with one etcd member down`);
   t.notOk(statuses.includes('lost'), `no lease lost (statuses seen: ${statuses.join(', ') || 'none'})`);
   t.ok(nodes.filter((n) => n !== victim).every((n) => n.plane.membership.mayServe()), 'the live nodes serve');
 });

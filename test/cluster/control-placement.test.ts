@@ -176,6 +176,8 @@ t.test('repohost cluster status shows the nodes, their leases and every shard', 
   const human = (await run([])).stdout;
   t.match(human, /^cluster status: 3 nodes, controller [abc], 256\/256 shards placed/);
   t.match(human, /\nshard\s+owner\s+epoch\s+followers\s+lag\n/);
+  const single = await promisify(execFile)(process.execPath, [CLI, 'cluster', 'status'], { env: { ...process.env, REPOHOST_CLUSTER_ETCD: '' } }).catch((err: { code: number; stderr: string }) => err);
+  t.match(single, { code: 1, stderr: /cluster status needs cluster mode/ }, 'a single node says what is missing');
 });
 
 t.test('a node id is one member at a time: a restart waits for the old lease, its shards move first', async (t) => {
