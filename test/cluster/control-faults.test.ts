@@ -1,5 +1,8 @@
 import t, { type Test } from 'tap';
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import type { LeaseStatus } from '../../src/cluster/control/membership.js';
 import { startEtcd, type EngineCluster } from '../helpers/cluster-engines.js';
@@ -91,4 +94,24 @@ t.test('etcd unreachable: each node fences itself at TTL − margin and reports 
     t.notOk(n.plane.membership.mayServe(), `${n.id} serves nothing`);
     t.notOk(n.plane.controller.isLeader(), `${n.id} is not a controller`);
   }
+});
+
+t.test("a node whose event loop is stuck stops renewing: its shards move, and it knows it lost its lease", async (t) => {
+  const ttlS = 2;
+  const { etcd, nodes } = await cluster(t, ttlS);
+  const child = fork(fileURLToPath(new URL('../helpers/control-node-process.js', import.meta.url)), {
+    env: { ...process.env, RH_TEST_CLUSTER: 'faults', RH_TEST_ETCD: etcd.endpoints.join(','), RH_TEST_TTL_S: String(ttlS), RH_TEST_NODE_ID: 'stuck' },
+  });
+  t.teardown(() => {
+    if (child.connected) child.disconnect();
+  });
+  await once(child, 'message');
+  // The new node gets shards once the membership is stable again.
+  await waitFor('shards on the new node', 15_000, () => ownedBy(nodes[0]!, 'stuck') > 0);
+  const started = Date.now();
+  child.send({ block: (ttlS + 2) * 1000 });
+  await waitFor("the stuck node's shards promoted", (ttlS + 3) * 1000, () => ownedBy(nodes[0]!, 'stuck') === 0);
+  t.ok(Date.now() - started <= ttlS * 1000 + 1500, `promoted ${Date.now() - started} ms after its event loop stopped`);
+  const [after] = (await once(child, 'message')) as [{ mayServe: boolean; status: string }];
+  t.same(after, { mayServe: false, status: 'lost' }, 'once it runs again it serves nothing and reports its lease lost');
 });
