@@ -105,13 +105,19 @@ t.test("a node whose event loop is stuck stops renewing: its shards move, and it
   t.teardown(() => {
     if (child.connected) child.disconnect();
   });
-  await once(child, 'message');
+  // A child that dies fails the test instead of leaving it waiting.
+  const exited = once(child, 'exit').then(([code]) => {
+    throw new Error(`the node process exited (${String(code)})`);
+  });
+  exited.catch(() => undefined);
+  const reply = () => Promise.race([once(child, 'message'), exited]);
+  await reply();
   // The new node gets shards once the membership is stable again.
   await waitFor('shards on the new node', 15_000, () => ownedBy(nodes[0]!, 'stuck') > 0);
   const started = Date.now();
   child.send({ block: (ttlS + 2) * 1000 });
   await waitFor("the stuck node's shards promoted", (ttlS + 3) * 1000, () => ownedBy(nodes[0]!, 'stuck') === 0);
   t.ok(Date.now() - started <= ttlS * 1000 + 1500, `promoted ${Date.now() - started} ms after its event loop stopped`);
-  const [after] = (await once(child, 'message')) as [{ mayServe: boolean; status: string }];
+  const [after] = (await reply()) as [{ mayServe: boolean; status: string }];
   t.same(after, { mayServe: false, status: 'lost' }, 'once it runs again it serves nothing and reports its lease lost');
 });
