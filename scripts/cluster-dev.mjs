@@ -51,7 +51,8 @@ const children = nodes.map((n) =>
   }),
 );
 
-const env = Object.entries(settings)
+const cliNode = { REPOHOST_NODE_ID: 'cli', REPOHOST_NODE_URL: 'http://127.0.0.1:1', REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:2' };
+const env = Object.entries({ ...settings, ...cliNode })
   .map(([k, v]) => `${k}=${v}`)
   .join(' ');
 console.log(`\nrepohost cluster (${log} shard log):`);

@@ -130,6 +130,8 @@ export class Mailboxes {
       const unavailable = storageUnavailable();
       outcomes = batch.map(() => ({ error: unavailable }));
     }
+    // Cluster mode: a batch that wrote nothing still waits for its shards' appends in flight.
+    replicated ??= threadReplication?.barrier(new Set(batch.map((p) => shardOf(p.req.actor))));
     if (replicated) {
       // Recorded writes: the replies wait until the sink has them replicated.
       replicated.then(

@@ -5,6 +5,7 @@ import { log } from '../log.js';
 import type { Storage } from '../storage/database.js';
 import type { RecordCache } from '../storage/read/record-cache.js';
 import { startControlPlane, type ControlPlane } from './control/control-plane.js';
+import { registerControlPlaneMetrics } from './control/control-metrics.js';
 import type { LeaseState } from './control/membership.js';
 import { startForwarding, type Forwarding } from './forward/start.js';
 import type { ServeGate } from './forward/serve-gate.js';
@@ -81,7 +82,8 @@ export async function startClusterNode(parts: ClusterNodeParts): Promise<Cluster
     appended: (ms) => metrics?.appendSeconds.observe(ms / 1000),
     refused: () => metrics?.refusals.inc(),
   });
-  metrics = new ReplicaMetrics(parts.registry, () => replicas.reports(), () => control.membership.state());
+  metrics = new ReplicaMetrics(parts.registry, () => replicas.reports());
+  registerControlPlaneMetrics(parts.registry, control);
   replicas.start();
   const stopLeaseWatch = control.membership.onStatus((status) => {
     if (status !== 'lost') return;

@@ -22,10 +22,12 @@ export function applyWriteSet(storage: Storage, set: WriteSet, seq: number): voi
   const prefix = shardPrefix(set.shard);
   storage.root.transactionSync(() => {
     for (const op of set.ops) {
-      if (!startsWith(op.key, prefix)) throw new Error(`write set of shard ${set.shard} has a key outside it`);
+      if (!startsWith(op.key, prefix) || (op.end && !startsWith(op.end, prefix))) throw new Error(`write set of shard ${set.shard} has a key outside it`);
       const db = dbs[op.db];
       if (op.kind === 'put') db.putSync(op.key, asBinary(op.value!));
-      else db.removeSync(op.key);
+      else if (op.kind === 'del') db.removeSync(op.key);
+      // The same keys as on the owner: the range holds here what it held there.
+      else for (const key of [...db.getKeys({ start: op.key, end: op.end! })]) db.removeSync(key);
     }
     const position: AppliedPosition = { seq, epoch: set.epoch };
     storage.meta.putSync(K.appliedPosition(set.shard), position);

@@ -4,6 +4,7 @@ import { log } from '../log.js';
 import type { Storage } from './database.js';
 import { newId } from './ids.js';
 import { K, Ranges } from './keys.js';
+import { removeRange } from './write-recorder.js';
 import { CHUNK_SIZE, encodeChunkedHeader, encodeInlineObject, readChunk, type ObjectWriteObserver } from './git-object-store.js';
 
 /**
@@ -212,5 +213,5 @@ export function commitStagedBlob(storage: Storage, repoId: string, staged: Stage
 
 /** Removes every chunk of a repository (its deletion; objects are removed by the repo command). */
 export function removeRepositoryChunks(storage: Storage, repoId: string): void {
-  for (const key of storage.chunks.getKeys(Ranges.chunks(repoId))) storage.chunks.removeSync(key);
+  removeRange(storage, 'chunks', Ranges.chunks(repoId));
 }

@@ -1,4 +1,4 @@
-import type { Storage } from './database.js';
+import { COMMIT_NO_SYNC, type Storage } from './database.js';
 import { K, Ranges } from './keys.js';
 
 /**
@@ -45,7 +45,7 @@ export function sealCommit(storage: Storage, shard: number): number {
  * losing it in a crash leaves an older position, which only costs a rebuild.
  */
 export function markAcknowledged(storage: Storage, shard: number, position: ReplicaPosition): void {
-  storage.root.transactionSync(() => storage.meta.putSync(K.appliedPosition(shard), position));
+  storage.root.transactionSync(() => storage.meta.putSync(K.appliedPosition(shard), position), COMMIT_NO_SYNC);
 }
 
 /**
@@ -64,7 +64,7 @@ export function applyLogEntries(
   storage.root.transactionSync(() => {
     for (const entry of entries) for (const ws of entry.writeSets) apply(storage, ws, entry.seq);
     storage.meta.putSync(K.appliedPosition(shard), { seq: last.seq, epoch: last.epoch, commit: commitCount(storage, shard) } satisfies ReplicaPosition);
-  });
+  }, COMMIT_NO_SYNC);
 }
 
 /** Drops everything the shard holds here (position and count included), to rebuild it from the log. */
@@ -74,5 +74,5 @@ export function dropShardData(storage: Storage, shard: number): void {
     for (const db of [storage.meta, storage.objects, storage.chunks] as const) {
       for (const key of [...db.getKeys(range)]) db.removeSync(key);
     }
-  });
+  }, COMMIT_NO_SYNC);
 }

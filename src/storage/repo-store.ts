@@ -1,6 +1,7 @@
 import type { Database, Key, Transaction } from 'lmdb';
 import { SHARD_COUNT } from '../actors/shard-map.js';
 import { K, lastPart, Ranges } from './keys.js';
+import { removeRange } from './write-recorder.js';
 import type { Storage } from './database.js';
 import type { RecordReader } from './read/record-cache.js';
 import type { BookmarkRecord, RepoRecord, TagRecord } from './records.js';
@@ -63,10 +64,8 @@ export function isRepoNameTaken(meta: RecordReader, orgId: string, name: string)
  * repository record itself: `removeRepo`).
  */
 export function clearRepository(storage: Storage, repoId: string): void {
-  const { meta, objects } = storage;
-  // Keys are collected before removing: a cursor is not walked while its range is being deleted.
-  for (const key of [...meta.getKeys(Ranges.repoOwned(repoId))]) meta.removeSync(key);
-  for (const key of [...objects.getKeys(Ranges.objects(repoId))]) objects.removeSync(key);
+  removeRange(storage, 'meta', Ranges.repoOwned(repoId));
+  removeRange(storage, 'objects', Ranges.objects(repoId));
 }
 
 /** Removes the repository record (its org's indexes are the org actor's: repo-saga-store.ts). */

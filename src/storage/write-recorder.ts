@@ -1,6 +1,6 @@
 import { ABORT, asBinary, type Database, type Key, type TransactionFlags } from 'lmdb';
 import type { Storage } from './database.js';
-import { encodeKey } from './keys.js';
+import { encodeKey, type KeyRange } from './keys.js';
 import type { CommittedWrites, ShardWrites, WriteDb, WriteOp, WriteSink } from './write-set.js';
 
 /** An op with the shard it belongs to (-1: a global key). */
@@ -40,8 +40,10 @@ export class WriteRecorder {
     return last;
   }
 
-  record(db: WriteDb, kind: WriteOp['kind'], key: Key, value: Uint8Array | undefined): void {
-    const op: WriteOp = value ? { db, kind, key: encodeKey(key), value } : { db, kind, key: encodeKey(key) };
+  record(db: WriteDb, kind: WriteOp['kind'], key: Key, value?: Uint8Array, end?: Key): void {
+    const op: WriteOp = { db, kind, key: encodeKey(key) };
+    if (value) op.value = value;
+    if (end !== undefined) op.end = encodeKey(end);
     const recorded = { shard: shardOfKey(key), op };
     if (this.open) this.open.push(recorded);
     else throw new Error('a recorded write outside a transaction');
@@ -81,7 +83,15 @@ export class WriteRecorder {
   }
 
   committed(ops: Recorded[], order: bigint): void {
-    this.last = this.sink(group(ops, order));
+    try {
+      this.last = this.sink(group(ops, order));
+    } catch (err) {
+      // The transaction did commit: a failing sink fails the replication, not the commit. Marked
+      // handled, since only a batch takes it.
+      const failed = Promise.reject(err);
+      failed.catch(() => undefined);
+      this.last = failed;
+    }
   }
 }
 
@@ -142,9 +152,13 @@ const binary = (value: unknown): Uint8Array => Uint8Array.prototype.slice.call(v
 
 type Encode = (value: unknown) => Uint8Array;
 
+/** The database each recording view writes to. */
+const underlying = new WeakMap<object, Database<unknown, Key>>();
+
 /** A view of `db` (reads inherited) whose transactions are recorded by `recorder`. */
 function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
   const view = Object.create(of) as D;
+  underlying.set(view, of as unknown as Database<unknown, Key>);
   const db = of as unknown as Database<unknown, Key>;
   const refuse = (name: string) => (): never => {
     throw new Error(`${name} is not recorded: use put or remove`);
@@ -165,7 +179,8 @@ function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
       // Inside a transaction, lmdb-js runs `fn` in it at once.
       if (recorder.open) return db.transaction(fn);
       // An asynchronous transaction: `fn` runs later, in lmdb-js's write batch; its writes commit
-      // with the batch, even when it throws (lmdb-js does not roll a plain callback back).
+      // with the batch, even when it throws (lmdb-js does not roll a plain callback back). Its ops
+      // are handed over when the batch settles.
       let ops: Recorded[] | null = null;
       let order = 0n;
       const settled = (): void => {
@@ -205,21 +220,21 @@ function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorde
   };
   /** Runs a write in the open transaction, or in one of its own (lmdb-js does the same). */
   const inTransaction = <T>(write: () => T): T => (recorder.open ? write() : view.transactionSync(write, STANDALONE));
+  const putBytes = (key: Key, bytes: Uint8Array): unknown => {
+    recorder.record(name, 'put', key, bytes);
+    return raw.putSync(key, asBinary(bytes));
+  };
   Object.defineProperty(view, 'putSync', {
     value(key: Key, value: V, ...rest: unknown[]): unknown {
       checked(rest.length);
-      return inTransaction(() => {
-        const bytes = encode(value);
-        recorder.record(name, 'put', key, bytes);
-        return raw.putSync(key, asBinary(bytes));
-      });
+      return inTransaction(() => putBytes(key, encode(value)));
     },
   });
   Object.defineProperty(view, 'removeSync', {
     value(key: Key, ...rest: unknown[]): unknown {
       checked(rest.length);
       return inTransaction(() => {
-        recorder.record(name, 'del', key, undefined);
+        recorder.record(name, 'del', key);
         return raw.removeSync(key);
       });
     },
@@ -229,8 +244,10 @@ function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorde
   Object.defineProperty(view, 'put', {
     value(key: Key, value: V, ...rest: unknown[]): Promise<unknown> {
       checked(rest.length);
-      if (recorder.open) return Promise.resolve(view.putSync(key, value));
-      return view.transaction(() => view.putSync(key, value));
+      // Encoded now, as lmdb-js does: the caller may reuse its buffer once `put` returns.
+      const bytes = encode(value);
+      if (recorder.open) return Promise.resolve(putBytes(key, bytes));
+      return view.transaction(() => putBytes(key, bytes));
     },
   });
   Object.defineProperty(view, 'remove', {
@@ -241,6 +258,31 @@ function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorde
     },
   });
   return view;
+}
+
+/**
+ * Removes every key of `range` from `storage[name]`, in the caller's transaction. Recorded as one
+ * `delRange` op rather than one op per key, so that deleting a repository of 100,000 objects is a
+ * small write set; a follower removes the same keys, since the range holds there what it held here.
+ */
+export function removeRange(storage: Storage, name: WriteDb, range: KeyRange): void {
+  const db = storage[name] as Database<unknown, Key>;
+  // Keys are collected before removing: a cursor is not walked while its range is being deleted.
+  const keys = [...db.getKeys(range)];
+  const { recorder } = storage;
+  if (!recorder) {
+    for (const key of keys) db.removeSync(key);
+    return;
+  }
+  if (keys.length === 0) return;
+  if (!recorder.open) {
+    // In a transaction of its own, as a write outside one is.
+    storage.root.transactionSync(() => removeRange(storage, name, range), STANDALONE);
+    return;
+  }
+  recorder.record(name, 'delRange', range.start, undefined, range.end);
+  const raw = underlying.get(db)!;
+  for (const key of keys) raw.removeSync(key);
 }
 
 /**

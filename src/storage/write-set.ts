@@ -9,11 +9,14 @@ export type WriteDb = 'meta' | 'objects' | 'chunks';
 
 export interface WriteOp {
   db: WriteDb;
-  kind: 'put' | 'del';
+  /** `delRange` removes every key from `key` (included) to `end` (excluded): a repository's deletion. */
+  kind: 'put' | 'del' | 'delRange';
   /** The key as LMDB stores it (lmdb-js's ordered-binary encoding of the tuple). */
   key: Uint8Array;
   /** `put` only: the value as LMDB stores it (msgpack for `meta`, the bytes for the others). */
   value?: Uint8Array;
+  /** `delRange` only: the end of the range, encoded like a key. */
+  end?: Uint8Array;
 }
 
 /** One shard's ops of one committed transaction, in the order they were made. */
@@ -50,6 +53,8 @@ export interface CommittedWrites {
 /**
  * Receives each committed transaction's writes, after the commit (locally durable). A batch's
  * replies wait for the promise it returns; it resolves to the shards whose writes could not be
- * replicated (their commands are answered 503), or to nothing when all were.
+ * replicated (their commands are answered 503), or to nothing when all were. Writers outside the
+ * mailbox do not wait for it, so it reports a failure by resolving, not by rejecting (a rejection
+ * nobody handles ends the process).
  */
 export type WriteSink = (writes: CommittedWrites) => void | Promise<void | readonly number[]>;

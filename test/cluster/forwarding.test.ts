@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { apiAnswers, populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
 import { allOwnedBy, startForwardNodes } from '../helpers/forward-nodes.js';
 import { cloneUrl, gitClient } from '../git/helpers.js';
-import { orgShard } from '../../src/storage/shards.js';
 
 // Forwarding between nodes (docs/design.md, "Forwarding"): real repohost processes in cluster
 // mode whose placement is a fixed table per node (the test seam until the control plane places
-// shards). Node `a` owns every shard; every request goes through `b`, which owns none.
+// shards): one node owning every shard, requests through another that owns none; then the
+// shards split between two nodes.
 
 const git = gitClient(t);
 
@@ -68,40 +68,36 @@ t.test('through a node that owns nothing, the API answers as the owner does', as
   t.ok(counter(metrics, 'repohost_forwarded_total', 'kind="request",outcome="answered"') > 50, 'b counted the requests it forwarded');
   t.match(metrics, /repohost_forward_seconds_bucket\{le="[^"]+",kind="request"\}/, 'and their latency');
   t.equal(counter(await a!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="answered"'), 0, 'a forwarded nothing');
+
+  // With the owner gone, b answers 503 with Retry-After, not a 5xx of its own.
+  await a!.kill();
+  const gone = await b!.api('GET', '/acme/r0/bookmarks');
+  t.equal(gone.status, 503, 'an unreachable owner is 503');
+  t.equal(gone.json.error.details.reason, 'owner_unreachable');
+  t.ok(Number(gone.headers.get('retry-after')) >= 1, 'with Retry-After');
+  t.equal(counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="unreachable"'), 1, 'counted unreachable');
 });
 
-t.test('a stale route gets 503 with Retry-After and never a second hop', async (t) => {
-  // Each node believes the other owns every shard, except the org's shard, which both give to `a`.
-  let org = '';
-  const [a, b] = await startForwardNodes(t, [
-    { id: 'a', owners: (orgId) => ({ default: 'b', [(org = String(orgShard(orgId)))]: 'a' }) },
-    { id: 'b', owners: (orgId) => ({ default: 'a', [String(orgShard(orgId))]: 'a' }) },
-  ]);
-
-  // A request b proxies to a for the org's shard, which a owns: served.
-  const created = await b!.api('GET', '/acme/repos');
-  t.equal(created.status, 200, 'the org shard is served by its owner through b');
-  t.equal(created.headers.get('x-repohost-node'), 'a');
-
-  // A repository create: a runs the org's saga and sends the repository's step to b, which
-  // believes a owns that shard: b refuses it, and a answers the client 503.
-  const made = await a!.api('POST', '/acme/repos', { body: { name: 'stale' } });
-  t.equal(made.status, 503, `a stale actor route is 503 (${made.text})`);
-  t.equal(made.json?.error?.code, 'UNAVAILABLE');
-  t.ok(Number(made.headers.get('retry-after')) >= 1, 'with Retry-After');
-  // The saga's step and its compensation each meet the stale route once; none is forwarded on.
-  const refused = counter(await b!.metrics(), 'repohost_stale_route_refusals_total', 'kind="actor"');
-  t.ok(refused >= 1, `b refused ${refused} forwarded messages`);
-  t.equal(counter(await a!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="stale_route"'), refused, 'a counted each of them stale');
-  t.equal(counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="answered"'), 0, 'b forwarded none of them on');
-
-  // A request marked as forwarded for a shard the receiver does not own: 503, not forwarded on.
-  const other = String((Number(org) + 1) % 256);
-  const before = counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="answered"');
-  const marked = await b!.api('GET', '/acme/repos', { headers: { 'x-repohost-hop': other } });
-  t.equal(marked.status, 503, 'a stale request route is 503');
-  t.ok(Number(marked.headers.get('retry-after')) >= 1, 'with Retry-After');
-  t.equal(marked.json.error.details.reason, 'stale_route');
-  t.equal(counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="answered"'), before, 'b forwarded nothing');
-  t.equal(counter(await b!.metrics(), 'repohost_stale_route_refusals_total', 'kind="request"'), 1);
+t.test('shards split between two nodes: each answers as the other', async (t) => {
+  // `a` owns the even shards, `b` the odd ones, in both views.
+  const split = (): Record<string, string> => Object.fromEntries([['default', 'a'], ...Array.from({ length: 128 }, (_, i) => [String(2 * i + 1), 'b'])]);
+  const [a, b] = await startForwardNodes(t, [{ id: 'a', owners: split }, { id: 'b', owners: split }], SCENARIO_ENV);
+  await populate(b!, 6);
+  const viaB = await apiAnswers(b!);
+  const viaA = await apiAnswers(a!);
+  t.same(viaB, viaA, 'every answer is the same through either node');
+  // Open: an org-level listing reads each repository's record on the org owner's LMDB, which
+  // holds only its own shards' (docs/design.md, "Forwarding", inventory).
+  t.equal((viaA['GET /acme/repos?limit=100'] as any).body.repos.length, 6, 'the list has every repository', { todo: 'org listings need a gather from every shard owner' });
+  // So each repository is read by name here, through both nodes.
+  for (const repo of ['r0', 'r1', 'r2', 'r3', 'r4', 'r5']) {
+    for (const path of ['', '/bookmarks', '/changes?bookmark=main&limit=200', '/content?depth=10', '/content?path=a.txt', '/upstream/syncs']) {
+      const [fromA, fromB] = await Promise.all([a!.api('GET', `/acme/${repo}${path}`), b!.api('GET', `/acme/${repo}${path}`)]);
+      t.equal(fromA.status, 200, `GET ${repo}${path}`);
+      t.same(fromB.json, fromA.json, `GET ${repo}${path} is the same through b`);
+      t.equal(fromB.headers.get('x-repohost-node'), fromA.headers.get('x-repohost-node'), 'both name the same owner');
+    }
+  }
+  const actorForwards = counter(await a!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="answered"') + counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="answered"');
+  t.ok(actorForwards > 0, `${actorForwards} actor messages went to another shard's owner`);
 });

@@ -142,3 +142,29 @@ t.test('the etcd leader killed: calls end within their deadline, the watch resum
   t.equal(b.targets(org.id).length, written.length, 'and nothing that was not committed');
   await etcd.restart(leader);
 });
+
+t.test('a paused etcd member (stopped, not dead) does not hold back any node\'s view for long', async (t) => {
+  const org = createOrg(a, 'paused');
+  await a.flush();
+  for (let member = 0; member < 3; member++) {
+    etcd.pause(member);
+    const hook = target(org.id, `while-${member}-paused`);
+    const started = performance.now();
+    let committed = false;
+    for (let attempt = 0; attempt < 10 && !committed; attempt++) {
+      try {
+        a.putTarget(hook);
+        await a.flush();
+        committed = true;
+      } catch {
+        // UNAVAILABLE while the paused member led; the election moves on
+      }
+    }
+    const seen = await until(() => b.target(org.id, hook.id) !== undefined, 10_000);
+    const elapsed = performance.now() - started;
+    t.comment(`member ${member} paused: committed=${committed}, seen by the other node after ${elapsed.toFixed(0)} ms`);
+    t.ok(committed && seen < Infinity && elapsed < 5000, `member ${member} paused: the other node saw the write within 5 s (${elapsed.toFixed(0)} ms)`);
+    etcd.resume(member);
+    await sleep(500);
+  }
+});

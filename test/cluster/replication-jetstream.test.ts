@@ -4,9 +4,9 @@ import { killOwnerScenario } from '../helpers/replica-scenarios.js';
 
 // Replication through the JetStream shard log (docs/design.md, "Cluster mode"): 3 repohost processes,
 // 3 etcd members and 3 nats-servers. The same scenarios run on etcd in replication-etcd.test.ts.
-const TTL_S = 3;
+const TTL_S = 10;
 
-t.test('writes replicate to every node, and an owner killed under load fails over', async (t) => {
+t.test('writes replicate to every node, an owner killed under load fails over and rejoins', async (t) => {
   const cluster = await startReplicaCluster(t, { log: 'jetstream', leaseTtlS: TTL_S });
-  await killOwnerScenario(t, cluster, TTL_S);
+  await killOwnerScenario(t, cluster, TTL_S, { rejoin: true });
 });

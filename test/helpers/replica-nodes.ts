@@ -1,4 +1,5 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStorage } from '../../src/storage/database.js';
@@ -44,62 +45,67 @@ export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'je
   createOrg(new LmdbOrgDirectory(storage), 'acme', 'acme inc');
   await storage.close();
   const key = createTestKey(seed, { scopes: ['admin'], name: 'test-admin', org: 'acme' });
-  const secretKey = readFileSync(join(seed, 'secret.key'), 'utf8').trim();
+  const secretKey = randomBytes(32).toString('base64');
   const common: Record<string, string> = {
     REPOHOST_CLUSTER_NAME: name,
     REPOHOST_CLUSTER_ETCD: etcd.endpoints.join(','),
     REPOHOST_SECRET_KEY: secretKey,
     REPOHOST_SHARD_LOG: opts.log,
-    REPOHOST_LEASE_TTL_S: String(opts.leaseTtlS ?? 3),
-    REPOHOST_REBALANCE_STABLE_S: '1',
-    REPOHOST_REBALANCE_MAX_MOVES: '256',
+    REPOHOST_LEASE_TTL_S: String(opts.leaseTtlS ?? 5),
+    // The nodes start together; the first placement waits until all have joined.
+    REPOHOST_REBALANCE_STABLE_S: '3',
     ...(nats ? { REPOHOST_CLUSTER_NATS: nats.endpoints.join(',') } : {}),
     ...opts.env,
   };
-  const imported = await runCli(['cluster', 'import-orgs', '--data', seed], common);
+  // The CLI reads the cluster settings as a node does; it registers nothing.
+  const cliNode = { REPOHOST_NODE_ID: 'cli', REPOHOST_NODE_URL: 'http://127.0.0.1:1', REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:2' };
+  const imported = await runCli(['cluster', 'import-orgs', '--data', seed], { ...common, ...cliNode });
   if (imported.code !== 0) throw new Error(`import-orgs failed: ${imported.stderr}`);
 
   const ports = await freePorts(count * 2);
-  const nodes: ReplicaNode[] = [];
-  for (let i = 0; i < count; i++) {
-    const id = `n${i + 1}`;
-    const dataDir = mkdtempSync(join(tmpdir(), `repohost-replica-${id}-`));
-    cpSync(seed, dataDir, { recursive: true });
-    const server = await startTestServer({
-      dataDir,
-      key,
-      port: ports[2 * i],
-      env: {
-        ...common,
-        REPOHOST_NODE_ID: id,
-        REPOHOST_NODE_URL: `http://127.0.0.1:${ports[2 * i]}`,
-        REPOHOST_NODE_INTERNAL_URL: `http://127.0.0.1:${ports[2 * i + 1]}`,
-      },
-    });
-    t.teardown(async () => {
-      await server.kill().catch(() => undefined);
-      server.cleanup();
-    });
-    nodes.push(
-      Object.assign(server, {
+  const nodes: ReplicaNode[] = await Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const id = `n${i + 1}`;
+      const dataDir = mkdtempSync(join(tmpdir(), `repohost-replica-${id}-`));
+      cpSync(seed, dataDir, { recursive: true });
+      const server = await startTestServer({
+        dataDir,
+        key,
+        port: ports[2 * i],
+        env: {
+          ...common,
+          REPOHOST_NODE_ID: id,
+          REPOHOST_NODE_URL: `http://127.0.0.1:${ports[2 * i]}`,
+          REPOHOST_NODE_INTERNAL_URL: `http://127.0.0.1:${ports[2 * i + 1]}`,
+        },
+      });
+      t.teardown(async () => {
+        if (process.env.REPLICA_DEBUG) for (const line of server.logs) if (/"level":"(warn|error)"/.test(line)) console.error(id, line.slice(0, 800));
+        await server.kill().catch(() => undefined);
+        server.cleanup();
+      });
+      return Object.assign(server, {
         id,
         async status(): Promise<NodeStatus> {
           const res = await fetch(server.metricsUrl!.replace(/\/metrics$/, '/cluster/status'));
           return (await res.json()) as NodeStatus;
         },
-      }),
-    );
-  }
+      });
+    }),
+  );
 
   const cluster: ReplicaCluster = {
     nodes,
     etcd,
     nats,
     key,
-    async settled(timeoutMs = 30_000, live = nodes) {
+    async settled(timeoutMs = 45_000, live = nodes) {
       const deadline = Date.now() + timeoutMs;
       let last = '';
       while (Date.now() < deadline) {
+        // A node that lost its lease leaves (exit 75) for its supervisor to start it again: this
+        // harness is that supervisor (on this loaded machine a lease can lapse while all start).
+        for (const n of live) if (n.process.exitCode === 75) await n.restart().catch(() => undefined);
         try {
           const statuses = await Promise.all(live.map((n) => n.status()));
           const active = new Set<number>();
@@ -113,7 +119,9 @@ export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'je
         }
         await new Promise((r) => setTimeout(r, 200));
       }
-      throw new Error(`cluster did not settle in ${timeoutMs} ms: ${last}`);
+      const dead = live.filter((n) => n.process.exitCode !== null || n.process.signalCode !== null);
+      const logs = dead.map((n) => `${n.id} exited (${n.process.exitCode ?? n.process.signalCode}):\n${n.logs.slice(-15).join('\n')}`).join('\n');
+      throw new Error(`cluster did not settle in ${timeoutMs} ms: ${last}\n${logs}`);
     },
   };
   return cluster;

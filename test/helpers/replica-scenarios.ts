@@ -15,7 +15,8 @@ export async function createRepos(node: ReplicaNode, count: number): Promise<Arr
   const repos = [];
   for (let i = 0; i < count; i++) {
     const name = `r${i}`;
-    const created = await retrying(() => node.api('POST', '/acme/repos', { body: { name } }));
+    // Keyed: a create retried after a 503 must not fail on its own first attempt.
+    const created = await retrying(() => node.api('POST', '/acme/repos', { body: { name }, headers: { 'idempotency-key': `create-${name}` } }));
     if (created.status !== 201) throw new Error(`create ${name}: ${created.status} ${created.text}`);
     repos.push({ name, id: created.json.id as string });
   }
@@ -28,6 +29,7 @@ export async function retrying(fn: () => Promise<{ status: number; text: string;
   for (;;) {
     try {
       const res = await fn();
+      if (process.env.REPLICA_DEBUG) console.error('retrying:', res.status, res.text.slice(0, 300));
       if (res.status !== 503 || Date.now() > deadline) return res;
     } catch (err) {
       if (Date.now() > deadline) throw err;
@@ -65,7 +67,7 @@ export function writeLoad(nodes: () => ReplicaNode[], repos: string[], writers =
       const repo = repos[n % repos.length]!;
       const bookmark = `w${w}-${n++}`;
       try {
-        const res = await node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: bookmark, change_id: ROOT }, signal: AbortSignal.timeout(10_000) });
+        const res = await node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: bookmark, change_id: ROOT }, signal: AbortSignal.timeout(3000) });
         if (res.status === 201) state.acked.push({ repo, bookmark, at: Date.now() });
         else state.failures++;
       } catch {
@@ -109,7 +111,7 @@ export function gapAfter(acked: Array<{ repo: string; at: number }>, repo: strin
  * (SIGKILL) under write load: its shards come back on a promoted follower within the lease TTL
  * plus a margin, and every acknowledged write is readable through the survivors.
  */
-export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number): Promise<void> {
+export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number, opts: { rejoin?: boolean } = {}): Promise<void> {
   const [n1] = cluster.nodes;
   await cluster.settled();
   const repos = await createRepos(n1!, 4);
@@ -117,7 +119,7 @@ export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: 
   for (let i = 0; i < 12; i++) {
     const node = cluster.nodes[i % cluster.nodes.length]!;
     const repo = repos[i % repos.length]!.name;
-    const res = await retrying(() => node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: `b${i}`, change_id: ROOT } }));
+    const res = await retrying(() => node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: `b${i}`, change_id: ROOT }, headers: { 'idempotency-key': `b${i}` } }));
     t.equal(res.status, 201, `bookmark b${i} through ${node.id}`);
     first.push({ repo, bookmark: `b${i}` });
   }
@@ -136,4 +138,68 @@ export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: 
   t.ok(gap <= ttlS * 1000 + 2500, `r0's shard served again within TTL + 2.5 s (${gap} ms)`);
   await cluster.settled(20_000, survivors);
   await checkAcknowledged(t, survivors, [...first, ...load.acked]);
+  const metrics = await survivors[0]!.metrics();
+  t.match(metrics, /repohost_shard_log_append_seconds_count [1-9]/, 'the survivors count their log appends');
+  t.match(metrics, /repohost_shards\{state="active"\} [1-9]/, 'and their active shards');
+  if (opts.rejoin) await rejoin(t, victim, [...first, ...load.acked]);
+}
+
+/**
+ * A node that died restarts on its data directory: the shards it owned, dirty from the batches it
+ * committed but never appended, are rebuilt from the log; it follows again and answers every
+ * acknowledged write (forwarding what it does not own).
+ */
+async function rejoin(t: Test, node: ReplicaNode, acked: Array<{ repo: string; bookmark: string }>): Promise<void> {
+  await node.restart();
+  const deadline = Date.now() + 30_000;
+  let states: Record<string, number> = {};
+  while (Date.now() < deadline) {
+    states = {};
+    for (const r of (await node.status()).shards) states[r.state] = (states[r.state] ?? 0) + 1;
+    if (!states.divergent && !states['catching-up'] && (states.follower ?? 0) + (states.active ?? 0) > 0) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  t.comment(`${node.id} rejoined: ${JSON.stringify(states)}`);
+  t.notOk(states.divergent, `${node.id} rebuilt every divergent shard`);
+  await checkAcknowledged(t, [node], acked);
+}
+
+/**
+ * The owner of r0's shard is stopped (SIGSTOP) for longer than its lease while writes go to it
+ * and to the other nodes, then continued: its shards have moved, its late appends are refused
+ * (it answers those writes 503, not 2xx), it leaves the cluster, and every write it or another
+ * node acknowledged is readable through the others.
+ */
+export async function pauseOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number): Promise<void> {
+  const [n1] = cluster.nodes;
+  await cluster.settled();
+  const repos = await createRepos(n1!, 3);
+  const victim = await ownerOf(cluster, repos[0]!.id, n1!);
+  const others = cluster.nodes.filter((n) => n !== victim);
+  const direct = writeLoad(() => [victim], [repos[0]!.name], 2);
+  const load = writeLoad(() => others, repos.map((r) => r.name));
+  await new Promise((r) => setTimeout(r, 1500));
+  const ackedBefore = direct.acked.length;
+  victim.process.kill('SIGSTOP');
+  const stoppedAt = Date.now();
+  await new Promise((r) => setTimeout(r, (ttlS + 3) * 1000));
+  victim.process.kill('SIGCONT');
+  const exited = await new Promise<number | string | null>((resolve) => {
+    const timer = setTimeout(() => resolve(null), 10_000);
+    victim.process.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve(code ?? signal);
+    });
+  });
+  await direct.stop();
+  // The others keep writing a while: r0's new owner must be serving.
+  await new Promise((r) => setTimeout(r, 3000));
+  await load.stop();
+  t.comment(`${victim.id} stopped for ${Date.now() - stoppedAt} ms; ${direct.acked.length} writes acknowledged directly by it (${ackedBefore} before the stop), ${load.acked.length} by the others`);
+  t.equal(exited, 75, `${victim.id} left the cluster once it saw its lease lost`);
+  t.equal(direct.acked.length, ackedBefore, `no write held by ${victim.id} while it was stopped was acknowledged after`);
+  const gap = gapAfter(load.acked, repos[0]!.name, stoppedAt);
+  t.ok(gap <= ttlS * 1000 + 2500, `r0 served by another node within TTL + 2.5 s of the stop (${gap} ms)`);
+  await cluster.settled(20_000, others);
+  await checkAcknowledged(t, others, [...direct.acked, ...load.acked]);
 }

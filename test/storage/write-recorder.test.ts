@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { ABORT } from 'lmdb';
 import t from 'tap';
 import { openStorage, type Storage } from '../../src/storage/database.js';
-import { encodeKey, K } from '../../src/storage/keys.js';
+import { encodeKey, K, Ranges } from '../../src/storage/keys.js';
 import { applyWriteSet, appliedPosition } from '../../src/storage/apply-write-set.js';
-import { recordingStorage, WriteRecorder } from '../../src/storage/write-recorder.js';
+import { serverStorage } from '../../src/storage/server-storage.js';
+import { recordingStorage, removeRange, WriteRecorder } from '../../src/storage/write-recorder.js';
 import { decodeWriteSet, encodeWriteSet } from '../../src/storage/write-set-codec.js';
 import type { CommittedWrites, WriteSet } from '../../src/storage/write-set.js';
 
@@ -93,13 +94,19 @@ t.test('a rolled back outermost transaction hands nothing over; a write outside 
   );
   t.equal(committed.length, 0);
   storage.meta.putSync(K.repo('R'.repeat(26)), { id: 'y' });
-  await storage.chunks.put(K.chunk('R'.repeat(26), 'u', 0), Buffer.from('chunk'));
+  // The caller may reuse its buffer once `put` returns, before the write commits.
+  const reused = Buffer.from('chunk');
+  const put = storage.chunks.put(K.chunk('R'.repeat(26), 'u', 0), reused);
+  reused.fill(0);
+  await put;
+  t.equal(storage.chunks.getBinary(K.chunk('R'.repeat(26), 'u', 0))?.toString(), 'chunk', 'the bytes given are stored');
   await storage.root.transaction(() => storage.meta.removeSync(K.repo('R'.repeat(26))));
   t.same(
     committed.map((w) => w.shards.flatMap((s) => s.ops.map((op) => `${op.db} ${op.kind}`))),
     [['meta put'], ['chunks put'], ['meta del']],
   );
   t.ok(committed[0]!.order < committed[1]!.order && committed[1]!.order < committed[2]!.order, 'in commit order');
+  t.equal(Buffer.from(committed[1]!.shards[0]!.ops[0]!.value!).toString(), 'chunk', 'and recorded');
   t.throws(() => storage.meta.ifNoExists(K.repo('x'), () => undefined), /not recorded/, 'a conditional write cannot bypass the record');
 });
 
@@ -139,4 +146,66 @@ t.test('the codec is deterministic and lossless; applying reproduces the bytes a
   const other = { ...decoded, shard: (decoded.shard + 1) % 256 };
   t.throws(() => applyWriteSet(follower, other, 13), /outside/, 'ops outside the shard are refused');
   t.same(appliedPosition(follower, set.shard), { seq: 12, epoch: 7 }, 'and nothing of it is applied');
+});
+
+t.test('a range removal is one op, and removes the same keys on a follower', async (t) => {
+  const { raw, storage, committed } = fresh();
+  const repo = 'D'.repeat(26);
+  const other = 'E'.repeat(26);
+  storage.root.transactionSync(() => {
+    for (let i = 0; i < 50; i++) storage.objects.putSync(K.object(repo, i.toString(16).padStart(40, '0')), Buffer.from([i]));
+    storage.objects.putSync(K.object(other, 'f'.repeat(40)), Buffer.from('other'));
+  });
+  const follower = openStorage(join(work, 'range-follower'));
+  t.teardown(() => follower.close());
+  const apply = (w: CommittedWrites, seq: number): void => {
+    for (const set of w.shards) applyWriteSet(follower, decodeWriteSet(encodeWriteSet({ ...set, epoch: 1, batchId: String(seq) })), seq);
+  };
+  apply(committed[0]!, 1);
+  storage.root.transactionSync(() => removeRange(storage, 'objects', Ranges.objects(repo)));
+  const ops = committed[1]!.shards.flatMap((s) => s.ops);
+  t.same(
+    ops.map((op) => op.kind),
+    ['delRange'],
+    'one op for 50 keys',
+  );
+  apply(committed[1]!, 2);
+  for (const db of [raw, follower]) {
+    t.same([...db.objects.getKeys(Ranges.objects(repo))], [], 'the range is empty');
+    t.equal(db.objects.getBinary(K.object(other, 'f'.repeat(40)))?.toString(), 'other', 'a key outside it stays');
+  }
+  storage.root.transactionSync(() => removeRange(storage, 'objects', Ranges.objects(repo)));
+  t.equal(committed.length, 3);
+  t.same(committed[2]!.shards, [], 'an empty range records nothing');
+  // Without a recorder, the same function removes the keys one by one.
+  raw.root.transactionSync(() => removeRange(raw, 'objects', Ranges.objects(other)));
+  t.same([...raw.objects.getKeys(Ranges.objects(other))], []);
+});
+
+t.test('a server thread writes through the storage itself unless the process records', async (t) => {
+  const { raw } = fresh();
+  const saved = process.env.REPOHOST_WRITE_SET_JOURNAL;
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.REPOHOST_WRITE_SET_JOURNAL;
+    else process.env.REPOHOST_WRITE_SET_JOURNAL = saved;
+  });
+  delete process.env.REPOHOST_WRITE_SET_JOURNAL;
+  t.equal(serverStorage(raw), raw, 'single-node mode: no view, nothing recorded');
+  process.env.REPOHOST_WRITE_SET_JOURNAL = work;
+  const recorded = serverStorage(raw);
+  t.not(recorded, raw);
+  t.ok(recorded.recorder, 'recording: a view with its recorder');
+});
+
+t.test('a range removal outside a transaction is a transaction of its own', async (t) => {
+  const { raw, storage, committed } = fresh();
+  const repo = 'F'.repeat(26);
+  storage.meta.putSync(K.bookmark(repo, 'a'), 1);
+  storage.meta.putSync(K.bookmark(repo, 'b'), 2);
+  removeRange(storage, 'meta', Ranges.bookmarks(repo));
+  t.same(
+    committed.map((w) => w.shards.flatMap((s) => s.ops.map((op) => op.kind))),
+    [['put'], ['put'], ['delRange']],
+  );
+  t.same([...raw.meta.getKeys(Ranges.bookmarks(repo))], []);
 });

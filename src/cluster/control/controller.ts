@@ -32,7 +32,8 @@ export interface ControllerOptions {
 /** The placement writes of a controller so far, by reason (for metrics and tests). */
 export type WriteCounts = Record<WriteReason, number>;
 
-const WRITE_CONCURRENCY = 32;
+/** etcd refuses a transaction of more than 128 compares (its --max-txn-ops); one is the term's. */
+const WRITES_PER_TXN = 100;
 
 export class Controller {
   private readonly controllerCache: PrefixCache<ControllerRecord>;
@@ -50,6 +51,10 @@ export class Controller {
   /** Revision of this controller's last placement write; rounds wait until the cache has seen it. */
   private writtenRevision = 0;
   private readonly unsubscribe: Array<() => void> = [];
+  /** Each member's lease as the last round saw it, to notice a node that restarted in between. */
+  private leases = new Map<string, string>();
+  /** Restarted nodes whose shards are still to be promoted elsewhere. */
+  private readonly reborn = new Set<string>();
   readonly writes: WriteCounts = { place: 0, promote: 0, repair: 0, 'move-follow': 0, 'move-flip': 0, follow: 0, trim: 0 };
   private readonly roundListeners = new Set<(applied: PlacementWrite[]) => void>();
 
@@ -126,10 +131,13 @@ export class Controller {
       this.term = null;
       return;
     }
-    if (!(await this.campaign())) return;
+    if (!(await this.campaign())) {
+      this.reborn.clear();
+      return;
+    }
     if (this.view.placementCache.revision < this.writtenRevision) return;
     const stable = performance.now() - this.membershipChangedAt >= this.opts.stableS * 1000;
-    const live = [...this.view.nodesCache.entriesNow()].map(([id]) => id);
+    const live = [...this.leases.keys()].filter((id) => !this.reborn.has(id));
     const input = {
       shardCount: SHARD_COUNT,
       live,
@@ -145,12 +153,20 @@ export class Controller {
     // Rebalancing waits while a node is suspect; ask etcd only when there is something to move.
     if (plan.some((w) => isMove(w.reason)) && (await this.anySuspect(live))) plan = planPlacement({ ...input, calm: false });
     const applied = await this.apply(plan);
+    if (applied.length === plan.length) this.reborn.clear();
     if (applied.length) for (const listener of this.roundListeners) listener(applied);
   }
 
-  /** Notes when the set of live and draining nodes last changed (the debounce clock). */
+  /**
+   * Notes when the set of live and draining nodes last changed (the debounce clock), and which
+   * nodes came back under a new lease since the last round: such a node is, until its shards are
+   * promoted, as gone (it restarted before this controller saw it leave; its data may be behind).
+   */
   private trackMembership(): void {
-    const signature = [...[...this.view.nodesCache.entriesNow()].map(([id, v]) => `${id}@${v.value.lease}`).sort(), '|', ...[...this.drainCache.entriesNow()].map(([id]) => id).sort()].join(',');
+    const leases = new Map([...this.view.nodesCache.entriesNow()].map(([id, v]) => [id, v.value.lease]));
+    for (const [id, lease] of leases) if (this.leases.has(id) && this.leases.get(id) !== lease) this.reborn.add(id);
+    this.leases = leases;
+    const signature = [...[...leases].map(([id, lease]) => `${id}@${lease}`).sort(), '|', ...[...this.drainCache.entriesNow()].map(([id]) => id).sort()].join(',');
     if (signature !== this.membershipSignature) {
       this.membershipSignature = signature;
       this.membershipChangedAt = performance.now();
@@ -190,27 +206,38 @@ export class Controller {
     return answers.some(Boolean);
   }
 
+  /**
+   * Applies a round's writes in transactions of up to WRITES_PER_TXN entries (a node's loss
+   * promotes its shards in one or two etcd round trips, not one per shard). Each transaction
+   * compares the term and every entry's mod_revision; if any entry changed under it, its writes
+   * are retried one by one, so only the stale ones are dropped (the next round sees them anew).
+   */
   private async apply(plan: PlacementWrite[]): Promise<PlacementWrite[]> {
-    const queue = [...plan];
     const applied: PlacementWrite[] = [];
-    const worker = async (): Promise<void> => {
-      for (let w = queue.shift(); w; w = queue.shift()) {
-        if (this.term === null || !this.membership.mayServe()) return;
-        const key = this.keys.placementOf(w.shard);
-        const res = await this.client
-          .if(this.keys.controller, 'Create', '==', this.term)
-          .and(key, 'Mod', '==', w.expected)
-          .then(this.client.put(key).value(encodePlacement(w.next)))
-          .commit()
-          .catch(() => null);
-        if (res?.succeeded) {
-          this.writes[w.reason]++;
-          applied.push(w);
-          this.writtenRevision = Math.max(this.writtenRevision, Number(res.header.revision));
-        }
+    const commit = async (batch: PlacementWrite[]): Promise<boolean> => {
+      if (this.term === null || !this.membership.mayServe()) return false;
+      let txn = this.client.if(this.keys.controller, 'Create', '==', this.term);
+      for (const w of batch) txn = txn.and(this.keys.placementOf(w.shard), 'Mod', '==', w.expected);
+      const res = await txn
+        .then(...batch.map((w) => this.client.put(this.keys.placementOf(w.shard)).value(encodePlacement(w.next))))
+        .commit()
+        .catch(() => null);
+      if (!res?.succeeded) return false;
+      for (const w of batch) {
+        this.writes[w.reason]++;
+        applied.push(w);
       }
+      this.writtenRevision = Math.max(this.writtenRevision, Number(res.header.revision));
+      return true;
     };
-    await Promise.all(Array.from({ length: Math.min(WRITE_CONCURRENCY, queue.length) }, worker));
+    const batches: PlacementWrite[][] = [];
+    for (let i = 0; i < plan.length; i += WRITES_PER_TXN) batches.push(plan.slice(i, i + WRITES_PER_TXN));
+    await Promise.all(
+      batches.map(async (batch) => {
+        if ((await commit(batch)) || batch.length === 1) return;
+        for (const w of batch) await commit([w]);
+      }),
+    );
     return applied;
   }
 }

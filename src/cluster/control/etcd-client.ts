@@ -1,11 +1,13 @@
 import { Etcd3, isRecoverableError } from 'etcd3';
-import { ExponentialBackoff, handleWhen, retry } from 'cockatiel';
+import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleWhen, retry } from 'cockatiel';
 
 /**
  * The etcd client of the control plane. Every unary call gets a deadline: without one, a call
- * that reached a dead or paused member hangs for seconds (7 s measured, scale-out research §2.1).
- * A failed attempt is retried once on another member, so a call ends within two deadlines; a
- * member that failed three calls in a row is skipped for 5 s (the client's circuit breaker).
+ * that reached a dead or paused member hangs for seconds (7 s measured with etcd 3.4).
+ * A failed attempt is retried once on another member, so a call ends within two deadlines. A
+ * member that failed three calls in a row is skipped for 1 s: during an election every member
+ * fails calls for a moment, and the client's default (5 s) then shut out all of them, keepalives
+ * included, long enough for leases to lapse.
  * Streams (watches, lease keepalives) carry no default deadline: keepalives set their own, and a
  * watch lives as long as the view that opened it.
  */
@@ -25,6 +27,7 @@ export function createEtcdClient(opts: EtcdClientOptions): Etcd3 {
     defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + deadlineMs }),
     faultHandling: {
       global: retry(handleWhen(isRecoverableError), { maxAttempts: 1 }),
+      host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 1000, breaker: new ConsecutiveBreaker(3) }),
       // A watch whose member died reconnects to another one within a second, not the 30 s the
       // client's default backoff can reach (the client takes the first step, not the factory).
       watchBackoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 1000 }).next(),

@@ -6,7 +6,7 @@ import type { ControlKeys } from './keys.js';
 import type { NodeRecord } from './records.js';
 
 /**
- * A node's membership: ONE etcd lease per node (many leases strain etcd, scale-out research §3),
+ * A node's membership: ONE etcd lease per node (etcd strains under many leases),
  * the node's record `nodes/<id>` bound to it, and the keepalive loop. The loop runs on timers of
  * the event loop that serves requests, so a server whose loop is stuck stops renewing and loses
  * its membership, as a dead one would.
@@ -19,6 +19,8 @@ import type { NodeRecord } from './records.js';
  * may have given the node's shards to others: the membership is then lost for good (the node
  * revokes the lease if it still can, so everyone agrees) and the process must leave the cluster.
  */
+
+const KEEPALIVE_RETRY_MS = 100;
 
 export type LeaseStatus = 'starting' | 'serving' | 'fenced' | 'lost' | 'closed';
 
@@ -65,19 +67,34 @@ export class Membership {
     this.intervalMs = Math.max(100, Math.floor(ttlMs / 4));
   }
 
-  /** Grants the lease and registers the node; rejects if etcd cannot be reached in time. */
+  /**
+   * Registers the node under a new lease. The record is created only if absent: a node restarted
+   * faster than its old lease expired waits for that (at most TTL), so the controller sees the old
+   * incarnation leave and moves its shards, and two processes given the same id cannot both be
+   * members. Rejects if etcd cannot be reached in time or the id stays taken.
+   */
   async join(): Promise<void> {
     if (this.lease) throw new Error('membership already joined');
-    const sent = performance.now();
-    const lease = this.client.lease(this.ttlS, { autoKeepAlive: false });
-    lease.on('lost', () => undefined);
-    this.lease = lease;
-    const id = await lease.grant();
-    this.leaseId = id;
-    const record: NodeRecord = { ...this.info, lease: id };
-    await lease.put(this.keys.node(this.info.id)).value(JSON.stringify(record));
-    this.confirm(sent);
-    this.schedule();
+    const key = this.keys.node(this.info.id);
+    const giveUp = performance.now() + this.ttlS * 1000 + 2000;
+    for (;;) {
+      const sent = performance.now();
+      const lease = this.client.lease(this.ttlS, { autoKeepAlive: false });
+      lease.on('lost', () => undefined);
+      const id = await lease.grant();
+      const record: NodeRecord = { ...this.info, lease: id };
+      const res = await this.client.if(key, 'Create', '==', 0).then(this.client.put(key).value(JSON.stringify(record)).lease(id)).commit();
+      if (res.succeeded) {
+        this.lease = lease;
+        this.leaseId = id;
+        this.confirm(sent);
+        this.schedule();
+        return;
+      }
+      await lease.revoke(deadlineIn(ETCD_CALL_DEADLINE_MS)).catch(() => undefined);
+      if (performance.now() > giveUp) throw new Error(`node id ${this.info.id} is registered by another live process`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
 
   /** Whether this node may serve now: its lease is confirmed within TTL − margin. */
@@ -116,23 +133,27 @@ export class Membership {
     await lease?.revoke(deadlineIn(ETCD_CALL_DEADLINE_MS)).catch(() => undefined);
   }
 
-  private schedule(): void {
-    this.tick = setTimeout(() => void this.keepalive(), this.intervalMs);
+  private schedule(delayMs = this.intervalMs): void {
+    this.tick = setTimeout(() => void this.keepalive(), delayMs);
   }
 
   private async keepalive(): Promise<void> {
     const lease = this.lease;
     if (!lease || this.over()) return;
     const sent = performance.now();
+    let confirmed = false;
     try {
       const res = await lease.keepaliveOnce(deadlineIn(Math.min(ETCD_CALL_DEADLINE_MS, this.intervalMs)));
-      if (Number(res.TTL) > 0) this.confirm(sent);
+      confirmed = Number(res.TTL) > 0;
+      if (confirmed) this.confirm(sent);
     } catch (err) {
       if (err instanceof EtcdLeaseInvalidError) return this.lose();
       // Unconfirmed: the timers fence the node if this goes on.
     }
     this.refreshStatus();
-    if (!this.over()) this.schedule();
+    // A keepalive stream is opened on a random member and not retried by the client: after a
+    // failure (a dead member, an election) try again soon, likely on another member.
+    if (!this.over()) this.schedule(confirmed ? this.intervalMs : KEEPALIVE_RETRY_MS);
   }
 
   /** Lost or left: the membership does not come back (a new one must be joined). */

@@ -3,9 +3,10 @@ import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 /**
  * An in-memory copy of every key under one etcd prefix: read once, then kept current by a watch
  * that starts at the read's revision + 1, so no change between the read and the watch is missed
- * and none is seen twice. The client reconnects a broken watch from the last revision it saw; a
- * watch etcd cancels (its revision compacted away) is replaced by a fresh read and watch, and the
- * differences are reported as changes.
+ * and none is seen twice. A watch that breaks (its member died, or etcd cancelled it because its
+ * revision was compacted away) is replaced by a fresh read and watch, and the differences are
+ * reported as changes. The client's own reconnection is not used: it resumes from the revision
+ * of the watch's creation, which skips events still in flight when a stream breaks twice.
  */
 
 export interface CachedValue<T> {
@@ -52,6 +53,7 @@ export class PrefixCache<T> {
     if (this.closed) return void (await watcher.cancel());
     this.watcher = watcher;
     watcher.on('data', (wr) => {
+      if (this.watcher !== watcher) return;
       const names: string[] = [];
       for (const ev of wr.events) {
         const name = this.nameOf(ev.kv);
@@ -60,6 +62,7 @@ export class PrefixCache<T> {
       this.revision = Math.max(this.revision, Number(wr.header.revision));
       if (names.length) this.emit(names);
     });
+    watcher.on('disconnected', () => void this.resync(watcher));
     watcher.on('error', () => void this.resync(watcher));
     if (changed.length) this.emit(changed);
   }
@@ -87,7 +90,8 @@ export class PrefixCache<T> {
   private async resync(old: Watcher): Promise<void> {
     if (this.closed || this.watcher !== old) return;
     this.watcher = null;
-    await old.cancel().catch(() => undefined);
+    // Not awaited: cancelling waits for the old stream, which may hang on a stopped member.
+    void old.cancel().catch(() => undefined);
     while (!this.closed) {
       try {
         return await this.start();

@@ -14,6 +14,7 @@ export class ProgressReporter {
   private dirty = false;
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  private closed = false;
 
   constructor(
     private readonly client: Etcd3,
@@ -40,12 +41,14 @@ export class ProgressReporter {
   }
 
   close(): void {
+    this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
   }
 
   private touch(): void {
     this.dirty = true;
+    if (this.closed) return;
     this.timer ??= setTimeout(() => {
       this.timer = null;
       void this.flush();
@@ -53,7 +56,9 @@ export class ProgressReporter {
   }
 
   private async write(): Promise<void> {
-    if (!this.dirty || !this.membership.mayServe()) return;
+    if (!this.dirty) return;
+    // A fenced node writes nothing; it tries again while it may recover.
+    if (!this.membership.mayServe()) return this.touch();
     this.dirty = false;
     const value: NodeProgress = { shards: Object.fromEntries([...this.shards].map(([s, p]) => [String(s), p])) };
     try {

@@ -5,6 +5,9 @@ export { HOP_HEADER, NODE_HEADER, REPO_HEADER } from '../../http/forwarding.js';
 /** Seconds a client waits before retrying a stale route: placement changes settle within a watch round trip. */
 const STALE_RETRY_S = 1;
 
+/** The details' `reason` of a stale route's 503, as its JSON envelope spells it. */
+export const STALE_REASON = '"reason":"stale_route"';
+
 /** A forwarded request reached a node that does not own its shard: the client retries, the nodes do not. */
 export function staleRoute(shard: number): ServiceError {
   return new ServiceError('UNAVAILABLE', `this node does not own shard ${shard} any more; retry`, { reason: 'stale_route', shard }, { retryAfter: STALE_RETRY_S });

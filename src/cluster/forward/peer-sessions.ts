@@ -6,8 +6,19 @@ import { connect, constants, type ClientHttp2Session } from 'node:http2';
  * was measured against undici's h2c client on this machine (docs/measurements/
  * 2026-11-27-forwarding.md): lower latency at one in flight and about 3x the rate at 16.
  */
+/** How often an open session is pinged. */
+const PING_INTERVAL_MS = 1000;
+
 export class PeerSessions {
   private readonly sessions = new Map<string, ClientHttp2Session>();
+
+  /**
+   * `deadMs`: a session whose ping is unanswered that long is destroyed, failing its streams
+   * (503 to their callers): a stopped or cut-off peer keeps its TCP connection, and a message
+   * sent to it would otherwise wait for ever. The lease TTL suits: by then the peer has lost
+   * its shards anyway.
+   */
+  constructor(private readonly deadMs: number) {}
 
   private session(url: string): ClientHttp2Session {
     const open = this.sessions.get(url);
@@ -22,8 +33,24 @@ export class PeerSessions {
     session.on('error', forget);
     // Idle sessions must not keep a stopping process alive.
     session.unref();
+    this.watch(session);
     this.sessions.set(url, session);
     return session;
+  }
+
+  private watch(session: ClientHttp2Session): void {
+    let answered = Date.now();
+    const timer = setInterval(() => {
+      if (Date.now() - answered > this.deadMs) {
+        session.destroy(new Error('the peer stopped answering pings'));
+        return;
+      }
+      if (!session.connecting) session.ping((err) => {
+          if (!err) answered = Date.now();
+        });
+    }, PING_INTERVAL_MS);
+    timer.unref();
+    session.once('close', () => clearInterval(timer));
   }
 
   /** POSTs `body` to `path` on the peer; resolves to the answer's status and bytes. */

@@ -8,7 +8,7 @@ import { repoIdByName } from '../../storage/repo-store.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
 import { orgShard, repoShard } from '../../storage/shards.js';
 import type { ForwardMetrics } from './forward-metrics.js';
-import { HOP_HEADER, NODE_HEADER, REPO_HEADER, ownerUnreachable, parseHop, staleRoute } from './hop.js';
+import { HOP_HEADER, NODE_HEADER, REPO_HEADER, STALE_REASON, ownerUnreachable, parseHop, staleRoute } from './hop.js';
 import type { ShardOwners } from './shard-owners.js';
 
 const HERE: RequestPlacement = { here: true, repoId: null };
@@ -36,12 +36,28 @@ const CONNECTIONS_PER_PEER = 32;
  */
 export class RequestForwarder implements RequestForwarding {
   private readonly pools = new Map<string, Pool>();
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly owners: ShardOwners,
     private readonly records: RecordReader,
     private readonly metrics: ForwardMetrics,
-  ) {}
+  ) {
+    this.unsubscribe = owners.view.onChange(() => this.dropDeparted());
+  }
+
+  /**
+   * A peer whose lease expired leaves the view: its connections are destroyed, so the requests
+   * still waiting on a stopped or cut-off node fail (503 to their clients) instead of hanging.
+   */
+  private dropDeparted(): void {
+    const live = new Set(this.owners.view.nodes().map((n) => n.url));
+    for (const [url, pool] of this.pools) {
+      if (live.has(url)) continue;
+      this.pools.delete(url);
+      void pool.destroy();
+    }
+  }
 
   get nodeId(): string {
     return this.owners.localId;
@@ -90,12 +106,19 @@ export class RequestForwarder implements RequestForwarding {
       this.metrics.observe('request', 'unreachable', 0);
       throw ownerUnreachable(node.id);
     }
-    this.metrics.observe('request', 'answered', (performance.now() - started) / 1000);
     const replyHeaders: Record<string, string> = {};
     for (const [name, value] of Object.entries(res.headers)) {
       if (value === undefined || HOP_BY_HOP.has(name)) continue;
       replyHeaders[name === NODE_HEADER.toLowerCase() ? NODE_HEADER : name] = Array.isArray(value) ? value.join(', ') : value;
     }
+    const seconds = (performance.now() - started) / 1000;
+    // A 503 is a small error envelope: read, to count the owner's stale-route refusals apart.
+    if (res.statusCode === 503) {
+      const text = await res.body.text();
+      this.metrics.observe('request', text.includes(STALE_REASON) ? 'stale_route' : 'answered', seconds);
+      return { status: res.statusCode, text, headers: replyHeaders };
+    }
+    this.metrics.observe('request', 'answered', seconds);
     const length = res.headers['content-length'] === undefined ? null : Number(res.headers['content-length']);
     if (length === 0) {
       await res.body.dump();
@@ -107,8 +130,8 @@ export class RequestForwarder implements RequestForwarding {
   private pool(url: string): Pool {
     let pool = this.pools.get(url);
     if (!pool) {
-      // No time limits: a clone or a push of a large repository legitimately takes minutes, and a
-      // dead owner is noticed through its lease (placement moves, the socket is reset).
+      // No time limits: a clone or a push of a large repository legitimately takes minutes; a
+      // dead owner is noticed through its lease (dropDeparted).
       pool = new Pool(url, { connections: CONNECTIONS_PER_PEER, headersTimeout: 0, bodyTimeout: 0 });
       this.pools.set(url, pool);
     }
@@ -116,6 +139,7 @@ export class RequestForwarder implements RequestForwarding {
   }
 
   async close(): Promise<void> {
+    this.unsubscribe();
     await Promise.all([...this.pools.values()].map((p) => p.close()));
     this.pools.clear();
   }

@@ -35,7 +35,7 @@ export interface ForwardingParts {
 export async function startForwarding(parts: ForwardingParts): Promise<Forwarding> {
   const owners = new ShardOwners(parts.view, parts.gate);
   const metrics = new ForwardMetrics(parts.registry);
-  const peers = new PeerSessions();
+  const peers = new PeerSessions(parts.cluster.leaseTtlS * 1000);
   const listener = new ActorListener(parts.runtime, owners, metrics);
   const internal = new URL(parts.cluster.internalUrl);
   const internalPort = await listener.listen(internal.hostname.replace(/^\[(.*)\]$/, '$1'), Number(internal.port));

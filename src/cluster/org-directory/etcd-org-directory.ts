@@ -1,15 +1,11 @@
 import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
 import { ServiceError } from '../../errors.js';
 import { log } from '../../log.js';
+import { DirectoryView } from './directory-view.js';
+import { connectEtcd } from './etcd-connection.js';
 import type { OrgDirectory } from '../../storage/org-directory.js';
 import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
 import type { WebhookTargetRecord } from '../../storage/webhook-store.js';
-
-/** A record of the view with the revision etcd last changed it at, for a compare-and-swap. */
-interface Held<T> {
-  record: T;
-  mod: string;
-}
 
 /** Keys read per range request while loading, so no reply nears gRPC's 4 MiB message limit. */
 const LOAD_PAGE = 500;
@@ -17,6 +13,13 @@ const LOAD_PAGE = 500;
 const ECHO_WAIT_MS = 2000;
 /** Attempts of a key update that keeps losing its compare-and-swap to other writers. */
 const UPDATE_ATTEMPTS = 5;
+/**
+ * How often the watch is checked against etcd. A watch stream on a member that stopped without
+ * closing its connection (paused, cut off) delivers nothing and reports no error: a check that
+ * finds changes the watch has not delivered, twice with no progress, moves the watch to a new
+ * connection.
+ */
+const WATCH_CHECK_MS = 1000;
 
 /** The etcd keys of the directory, under `/rh/<cluster>/global/` (docs/design.md, "The org directory"). */
 export class GlobalKeys {
@@ -41,28 +44,44 @@ export class GlobalKeys {
  * depends on (a slug not yet taken, a key or target unchanged since it was read), and awaited by
  * `flush()`, which resolves once the watch has brought the change back into this view: the writer
  * reads its own write. Other nodes see it within their watch latency.
+ *
+ * The watch has a client of its own, replaced when the check below finds it stalled; the writes and
+ * the check share the other. Both carry the deadlines of `etcd-connection.ts`.
  */
 export class EtcdOrgDirectory implements OrgDirectory {
-  private readonly orgsById = new Map<string, OrgRecord>();
-  private readonly slugs = new Map<string, string>();
-  private readonly keysById = new Map<string, Held<SigningKeyRecord>>();
-  private readonly keysByOrg = new Map<string, Set<string>>();
-  private readonly targetsByOrg = new Map<string, Map<string, Held<WebhookTargetRecord>>>();
+  private view = new DirectoryView();
   private applied = 0;
   private readonly echoes: Array<{ revision: number; resolve: () => void }> = [];
   private staged: Array<Promise<void>> = [];
   private watcher: Watcher | null = null;
+  private watchClient: Etcd3;
+  private readonly checkTimer: NodeJS.Timeout;
+  /** `applied` when the last check found undelivered changes; null when it found none. */
+  private behindAt: number | null = null;
   private closed = false;
+  /** True while the directory is read again after its watch failed. */
+  private loading = false;
+  /** Times the watch was moved to a new connection after a stall (for tests and logs). */
+  watchRestarts = 0;
 
   private constructor(
+    private readonly endpoints: string[],
     private readonly client: Etcd3,
     private readonly keys_: GlobalKeys,
-  ) {}
+  ) {
+    this.watchClient = connectEtcd(endpoints);
+    this.checkTimer = setInterval(() => void this.checkWatch(), WATCH_CHECK_MS).unref();
+  }
 
   /** Loads the whole directory and starts following it; fails if etcd cannot answer in time. */
-  static async open(client: Etcd3, cluster: string): Promise<EtcdOrgDirectory> {
-    const directory = new EtcdOrgDirectory(client, new GlobalKeys(cluster));
-    await directory.load();
+  static async open(endpoints: string[], cluster: string): Promise<EtcdOrgDirectory> {
+    const directory = new EtcdOrgDirectory(endpoints, connectEtcd(endpoints), new GlobalKeys(cluster));
+    try {
+      await directory.load();
+    } catch (err) {
+      await directory.close();
+      throw err;
+    }
     return directory;
   }
 
@@ -74,21 +93,21 @@ export class EtcdOrgDirectory implements OrgDirectory {
   refresh(): void {}
 
   org(orgId: string): OrgRecord | undefined {
-    const org = this.orgsById.get(orgId);
+    const org = this.view.orgs.get(orgId);
     return org && { ...org };
   }
 
   orgBySlug(slug: string): OrgRecord | undefined {
-    const id = this.slugs.get(slug);
+    const id = this.view.slugs.get(slug);
     return id === undefined ? undefined : this.org(id);
   }
 
   *orgs(): Generator<OrgRecord> {
-    for (const org of this.orgsById.values()) yield { ...org };
+    for (const org of this.view.orgs.values()) yield { ...org };
   }
 
   createOrg(org: OrgRecord): void {
-    if (this.slugs.has(org.slug)) throw slugTaken(org.slug);
+    if (this.view.slugs.has(org.slug)) throw slugTaken(org.slug);
     const slugKey = this.keys_.slug(org.slug);
     this.stage(async () => {
       const res = await this.client
@@ -101,16 +120,16 @@ export class EtcdOrgDirectory implements OrgDirectory {
   }
 
   key(keyId: string): SigningKeyRecord | undefined {
-    const held = this.keysById.get(keyId);
+    const held = this.view.keys.get(keyId);
     return held && structuredClone(held.record);
   }
 
   *keys(): Generator<SigningKeyRecord> {
-    for (const held of this.keysById.values()) yield structuredClone(held.record);
+    for (const held of this.view.keys.values()) yield structuredClone(held.record);
   }
 
   orgKeys(orgId: string): SigningKeyRecord[] {
-    return [...(this.keysByOrg.get(orgId) ?? [])].map((id) => this.key(id)!);
+    return [...(this.view.keysByOrg.get(orgId) ?? [])].map((id) => this.key(id)!);
   }
 
   createKey(key: SigningKeyRecord): void {
@@ -127,7 +146,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
    * the key first, reads the key from etcd and runs `change` again on that, a few times at most.
    */
   updateKey(keyId: string, change: (key: SigningKeyRecord) => void): SigningKeyRecord {
-    const held = this.keysById.get(keyId);
+    const held = this.view.keys.get(keyId);
     if (!held) throw keyNotFound(keyId);
     const record = structuredClone(held.record);
     change(record);
@@ -152,25 +171,25 @@ export class EtcdOrgDirectory implements OrgDirectory {
   }
 
   target(orgId: string, targetId: string): WebhookTargetRecord | undefined {
-    const held = this.targetsByOrg.get(orgId)?.get(targetId);
+    const held = this.view.targets.get(orgId)?.get(targetId);
     return held && structuredClone(held.record);
   }
 
   /** Target ids sort by creation time. */
   targets(orgId: string): WebhookTargetRecord[] {
-    const held = this.targetsByOrg.get(orgId);
+    const held = this.view.targets.get(orgId);
     if (!held) return [];
     return [...held.keys()].sort().map((id) => structuredClone(held.get(id)!.record));
   }
 
   hasTargets(orgId: string): boolean {
-    return (this.targetsByOrg.get(orgId)?.size ?? 0) > 0;
+    return (this.view.targets.get(orgId)?.size ?? 0) > 0;
   }
 
   /** Creates the target, or replaces it as this view holds it: a change made meanwhile elsewhere is ABORTED, not overwritten. */
   putTarget(target: WebhookTargetRecord): void {
     const targetKey = this.keys_.target(target.org_id, target.id);
-    const held = this.targetsByOrg.get(target.org_id)?.get(target.id);
+    const held = this.view.targets.get(target.org_id)?.get(target.id);
     const unchanged = held ? this.client.if(targetKey, 'Mod', '==', held.mod) : this.client.if(targetKey, 'Create', '==', 0);
     this.stage(async () => {
       const res = await unchanged.then(this.client.put(targetKey).value(JSON.stringify(target))).commit();
@@ -200,11 +219,15 @@ export class EtcdOrgDirectory implements OrgDirectory {
     return kv && kv.value.toString('utf8') === value ? kv.mod_revision : undefined;
   }
 
-  /** Stops following etcd; the caller closes the client. */
-  async close(): Promise<void> {
+  /** Stops following etcd and closes both clients. */
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
     this.closed = true;
-    await this.watcher?.cancel();
+    clearInterval(this.checkTimer);
+    this.endWatch();
+    this.client.close();
     for (const echo of this.echoes.splice(0)) echo.resolve();
+    return Promise.resolve();
   }
 
   /**
@@ -242,44 +265,101 @@ export class EtcdOrgDirectory implements OrgDirectory {
     });
   }
 
+  /**
+   * Reads every key at one revision (in pages, all at that revision) into a new view, swapped in
+   * whole, then follows from the next revision.
+   */
   private async load(): Promise<void> {
     const end = rangeEnd(this.keys_.prefix);
+    const view = new DirectoryView();
     let from = Buffer.from(this.keys_.prefix);
     let revision = 0;
     for (;;) {
       const page = await this.client.kv.range({ key: from, range_end: end, limit: LOAD_PAGE, ...(revision ? { revision } : {}) });
       if (!revision) revision = Number(page.header.revision);
-      for (const kv of page.kvs) this.put(kv);
+      for (const kv of page.kvs) view.put(this.path(kv), kv.value.toString('utf8'), kv.mod_revision);
       if (!page.more || page.kvs.length === 0) break;
       from = Buffer.concat([page.kvs[page.kvs.length - 1]!.key, Buffer.from([0])]);
     }
+    this.view = view;
     this.applied = revision;
-    await this.follow(revision + 1);
+    this.follow(revision + 1);
   }
 
-  private async follow(from: number): Promise<void> {
-    const watcher = await this.client.watch().prefix(this.keys_.prefix).startRevision(String(from)).create();
+  /**
+   * Watches from `from` on the watch client. Its connection is not awaited: a watch that never
+   * connects (a stopped member) is found by the check like a stalled one.
+   */
+  private follow(from: number): void {
+    const watcher = this.watchClient.watch().prefix(this.keys_.prefix).startRevision(String(from)).watcher();
     this.watcher = watcher;
-    watcher.on('data', (res) => this.apply(res));
-    watcher.on('disconnected', (err) => log.warn('org directory: watch disconnected, resuming', { error: err.message, applied: this.applied }));
+    // A watch replaced meanwhile (on a new connection) is ignored from then on.
+    const current = (): boolean => this.watcher === watcher && !this.closed;
+    watcher.on('data', (res) => current() && this.apply(res));
+    watcher.on('disconnected', (err) => current() && log.warn('org directory: watch disconnected, resuming', { error: err.message, applied: this.applied }));
     // Not recoverable by resuming (the revision was compacted away, the watch was cancelled): start over.
     watcher.on('error', (err) => {
+      if (!current()) return;
       log.error('org directory: watch failed, loading the directory again', { error: err.message, applied: this.applied });
       void this.reload();
     });
   }
 
+  /**
+   * Counts the directory's keys changed after the last revision applied. Found twice in a row with
+   * nothing applied in between, the watch is stalled: it restarts on a new connection from there.
+   */
+  private async checkWatch(): Promise<void> {
+    if (this.closed || this.loading) return;
+    const applied = this.applied;
+    let undelivered: number;
+    try {
+      const res = await this.client.kv.range({ key: Buffer.from(this.keys_.prefix), range_end: rangeEnd(this.keys_.prefix), min_mod_revision: applied + 1, count_only: true });
+      undelivered = Number(res.count);
+    } catch {
+      return; // etcd did not answer in time: nothing to compare with
+    }
+    if (this.closed || this.loading) return;
+    if (undelivered === 0 || this.applied !== applied) {
+      this.behindAt = null;
+      return;
+    }
+    if (this.behindAt !== applied) {
+      this.behindAt = applied;
+      return;
+    }
+    this.behindAt = null;
+    this.watchRestarts++;
+    log.warn('org directory: the watch delivers nothing while etcd has newer changes; moving it to a new connection', { applied });
+    this.renewWatchClient();
+    this.follow(applied + 1);
+  }
+
+  private renewWatchClient(): void {
+    this.endWatch();
+    this.watchClient = connectEtcd(this.endpoints);
+  }
+
+  /**
+   * Ends the watch and its client. The watch is cancelled first, else the client's watch manager
+   * keeps reconnecting it after the client is closed; the cancellation is not awaited, as a stalled
+   * stream never answers it, and closing the client ends that stream.
+   */
+  private endWatch(): void {
+    this.watcher?.cancel().catch(() => undefined);
+    this.watcher = null;
+    this.watchClient.close();
+  }
+
+  /** Reads the whole directory again; the old view serves reads until the new one is complete. */
   private async reload(): Promise<void> {
     if (this.closed) return;
+    this.loading = true;
     try {
-      await this.watcher?.cancel().catch(() => undefined);
-      this.orgsById.clear();
-      this.slugs.clear();
-      this.keysById.clear();
-      this.keysByOrg.clear();
-      this.targetsByOrg.clear();
+      this.renewWatchClient();
       await this.load();
       this.settleEchoes();
+      this.loading = false;
     } catch (err) {
       log.error('org directory: reload failed, trying again', { error: (err as Error).message });
       setTimeout(() => void this.reload(), 500).unref();
@@ -288,11 +368,15 @@ export class EtcdOrgDirectory implements OrgDirectory {
 
   private apply(res: IWatchResponse): void {
     for (const event of res.events) {
-      if (event.type === 'Put') this.put(event.kv);
-      else this.remove(event.kv);
+      if (event.type === 'Put') this.view.put(this.path(event.kv), event.kv.value.toString('utf8'), event.kv.mod_revision);
+      else this.view.remove(this.path(event.kv));
       this.applied = Math.max(this.applied, Number(event.kv.mod_revision));
     }
     this.settleEchoes();
+  }
+
+  private path(kv: IKeyValue): string {
+    return kv.key.toString('utf8').slice(this.keys_.prefix.length);
   }
 
   private settleEchoes(): void {
@@ -302,40 +386,6 @@ export class EtcdOrgDirectory implements OrgDirectory {
         this.echoes.splice(i, 1);
         echo.resolve();
       }
-    }
-  }
-
-  private put(kv: IKeyValue): void {
-    const [kind, a, b] = kv.key.toString('utf8').slice(this.keys_.prefix.length).split('/');
-    const value = kv.value.toString('utf8');
-    const mod = kv.mod_revision;
-    if (kind === 'org') this.orgsById.set(a!, JSON.parse(value) as OrgRecord);
-    else if (kind === 'org-slug') this.slugs.set(a!, value);
-    else if (kind === 'key') {
-      const record = JSON.parse(value) as SigningKeyRecord;
-      this.keysById.set(a!, { record, mod });
-      let ids = this.keysByOrg.get(record.org_id);
-      if (!ids) this.keysByOrg.set(record.org_id, (ids = new Set()));
-      ids.add(record.id);
-    } else if (kind === 'wht') {
-      let targets = this.targetsByOrg.get(a!);
-      if (!targets) this.targetsByOrg.set(a!, (targets = new Map<string, Held<WebhookTargetRecord>>()));
-      targets.set(b!, { record: JSON.parse(value) as WebhookTargetRecord, mod });
-    }
-  }
-
-  private remove(kv: IKeyValue): void {
-    const [kind, a, b] = kv.key.toString('utf8').slice(this.keys_.prefix.length).split('/');
-    if (kind === 'org') this.orgsById.delete(a!);
-    else if (kind === 'org-slug') this.slugs.delete(a!);
-    else if (kind === 'key') {
-      const held = this.keysById.get(a!);
-      this.keysById.delete(a!);
-      if (held) this.keysByOrg.get(held.record.org_id)?.delete(a!);
-    } else if (kind === 'wht') {
-      const targets = this.targetsByOrg.get(a!);
-      targets?.delete(b!);
-      if (targets?.size === 0) this.targetsByOrg.delete(a!);
     }
   }
 }

@@ -26,22 +26,17 @@ export interface OpenedOrgDirectory {
  */
 export async function openOrgDirectory(storage: Storage, location: DirectoryLocation | null, secretFingerprint?: string): Promise<OpenedOrgDirectory> {
   if (!location) return { directory: new LmdbOrgDirectory(storage), close: () => Promise.resolve() };
-  const { connectEtcd } = await import('./etcd-connection.js');
   const { EtcdOrgDirectory } = await import('./etcd-org-directory.js');
-  const { agreeOnSecretKey } = await import('./secret-key-check.js');
-  const client = connectEtcd(location.etcd);
-  try {
-    if (secretFingerprint !== undefined) await agreeOnSecretKey(client, location.cluster, secretFingerprint);
-    const directory = await EtcdOrgDirectory.open(client, location.cluster);
-    return {
-      directory,
-      async close() {
-        await directory.close();
-        client.close();
-      },
-    };
-  } catch (err) {
-    client.close();
-    throw err;
+  if (secretFingerprint !== undefined) {
+    const { connectEtcd } = await import('./etcd-connection.js');
+    const { agreeOnSecretKey } = await import('./secret-key-check.js');
+    const client = connectEtcd(location.etcd);
+    try {
+      await agreeOnSecretKey(client, location.cluster, secretFingerprint);
+    } finally {
+      client.close();
+    }
   }
+  const directory = await EtcdOrgDirectory.open(location.etcd, location.cluster);
+  return { directory, close: () => directory.close() };
 }

@@ -1,5 +1,6 @@
 import { BroadcastChannel } from 'node:worker_threads';
 import { SHARD_COUNT } from '../../actors/shard-map.js';
+import { log } from '../../log.js';
 import type { Storage } from '../../storage/database.js';
 import { applyWriteSet } from '../../storage/apply-write-set.js';
 import { decodeWriteSet } from '../../storage/write-set-codec.js';
@@ -8,6 +9,27 @@ import type { ShardLog } from '../shard-log.js';
 import { APPEND_CHANNEL, SERVING_CHANNEL, ackChannel, type AppendReply, type AppendRequest, type ServingMessage } from './replica-channels.js';
 import type { ReplicaRole, ShardReport } from './replica-report.js';
 import { ShardReplica, type ReplicaContext } from './shard-replica.js';
+
+/** Shards catching up and fencing at once: more only queue up in the log's engine and slow the lease's keepalives. */
+const ACTIVATIONS_AT_ONCE = 16;
+
+/** At most `max` steps run at once; the others wait in arrival order. */
+class Limiter {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  constructor(private readonly max: number) {}
+
+  async run<T>(step: () => Promise<T>): Promise<T> {
+    if (this.running >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running++;
+    try {
+      return await step();
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+}
 
 export interface NodeReplicaOptions {
   /** The node's storage as opened, NOT the recording view: applying the log must not be logged again. */
@@ -36,6 +58,7 @@ export class NodeReplicas {
   private readonly wasActive = new Uint8Array(SHARD_COUNT);
   private unsubscribe: (() => void) | null = null;
   private broadcastQueued = false;
+  private readonly activations = new Limiter(ACTIVATIONS_AT_ONCE);
 
   constructor(private readonly options: NodeReplicaOptions) {
     const ctx: ReplicaContext = {
@@ -46,6 +69,7 @@ export class NodeReplicas {
       unknownDeadlineMs: options.unknownDeadlineMs,
       gapDeadlineMs: 2000,
       changed: (replica) => this.changed(replica),
+      limit: (step) => this.activations.run(step),
       appended: (ms) => options.appended(ms),
       refused: () => options.refused(),
     };
@@ -101,14 +125,24 @@ export class NodeReplicas {
   }
 
   private onAppend(request: AppendRequest): void {
-    void Promise.all(
-      request.sets.map((set) =>
+    const barriers = request.barrier.map((shard) =>
+      this.replicas[shard]!.settled().then(
+        () => -1,
+        () => shard,
+      ),
+    );
+    void Promise.all([
+      ...barriers,
+      ...request.sets.map((set) =>
         this.replicas[set.shard]!.committed(set.commit, set.bytes).then(
           () => -1,
-          () => set.shard,
+          (err: unknown) => {
+            log.warn('write set not replicated: its commands are answered 503', { shard: set.shard, commit: set.commit, err });
+            return set.shard;
+          },
         ),
       ),
-    ).then((shards) => {
+    ]).then((shards) => {
       let channel = this.acks.get(request.thread);
       if (!channel) this.acks.set(request.thread, (channel = new BroadcastChannel(ackChannel(request.thread))));
       channel.postMessage({ id: request.id, refused: shards.filter((s) => s >= 0) } satisfies AppendReply);

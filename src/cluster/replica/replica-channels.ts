@@ -23,6 +23,11 @@ export interface AppendRequest {
     commit: number;
     bytes: Uint8Array;
   }>;
+  /**
+   * Shards whose earlier sets must be in the log before the answer: a batch that wrote nothing
+   * there may still have read what an append in flight carries.
+   */
+  barrier: number[];
 }
 
 export interface AppendReply {

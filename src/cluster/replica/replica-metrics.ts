@@ -1,16 +1,16 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { LeaseState } from '../control/membership.js';
 import type { ShardReport } from './replica-report.js';
 
 /**
- * Cluster mode's per-node figures for the operator: shard log appends (latency, refusals),
- * shards by state, follower lag, activations, and the lease's state.
+ * Cluster mode's per-node figures of the data plane: shard log appends (latency, refusals), shards
+ * by replica state, follower lag, activations. The lease's state is the control plane's
+ * (control-metrics.ts), forwarding's its own.
  */
 export class ReplicaMetrics {
   readonly appendSeconds: Histogram;
   readonly refusals: Counter;
 
-  constructor(registry: Registry, reports: () => ShardReport[], lease: () => LeaseState) {
+  constructor(registry: Registry, reports: () => ShardReport[]) {
     const registers = [registry];
     this.appendSeconds = new Histogram({
       name: 'repohost_shard_log_append_seconds',
@@ -43,23 +43,6 @@ export class ReplicaMetrics {
       registers,
       collect() {
         this.set(reports().reduce((n, r) => n + r.moves, 0));
-      },
-    });
-    new Gauge({
-      name: 'repohost_lease_serving',
-      help: '1 while the node lease is confirmed within TTL minus the margin (the node may serve)',
-      registers,
-      collect() {
-        this.set(lease().status === 'serving' ? 1 : 0);
-      },
-    });
-    new Gauge({
-      name: 'repohost_lease_confirmed_age_seconds',
-      help: 'Time since the last confirmed lease keepalive was sent',
-      registers,
-      collect() {
-        const ago = lease().confirmedAgoMs;
-        this.set(ago === null ? -1 : ago / 1000);
       },
     });
   }

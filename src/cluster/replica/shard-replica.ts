@@ -19,6 +19,8 @@ export interface ReplicaContext {
   gapDeadlineMs: number;
   /** Called after every change of state (the front end stops or starts serving the shard). */
   changed(replica: ShardReplica): void;
+  /** Runs a catch-up step within the node's limit of concurrent ones (a node starting or taking over many shards). */
+  limit<T>(step: () => Promise<T>): Promise<T>;
   /** An acknowledged append's latency; an append that failed (refused or never confirmed). */
   appended(ms: number): void;
   refused(): void;
@@ -52,7 +54,7 @@ export class ShardReplica {
   private logLast = 0;
   private appender: ShardAppender | null = null;
   /** Sets that arrived ahead of a missing commit number, by number. */
-  private readonly early = new Map<number, { bytes: Uint8Array; done: { resolve: () => void; reject: (err: unknown) => void } }>();
+  private readonly early = new Map<number, { bytes: Uint8Array; done: { resolve: () => void; reject: (err: unknown) => void }; settled: Promise<void> }>();
   private nextCommit = 0;
   private gapTimer: NodeJS.Timeout | null = null;
   /** A commit was made here that the log will never have. */
@@ -94,10 +96,17 @@ export class ShardReplica {
       this.kick();
       return Promise.reject(new Error(`shard ${this.shard}: commit ${commit} made while not the active owner`));
     }
-    return new Promise<void>((resolve, reject) => {
-      this.early.set(commit, { bytes, done: { resolve, reject } });
-      this.submitInOrder();
-    });
+    let done!: { resolve: () => void; reject: (err: unknown) => void };
+    const settled = new Promise<void>((resolve, reject) => (done = { resolve, reject }));
+    this.early.set(commit, { bytes, done, settled });
+    this.submitInOrder();
+    return settled;
+  }
+
+  /** Settles when every set submitted so far is in the log; rejects if one never will be. */
+  settled(): Promise<void> {
+    const waiting = [...this.early.values()].map((e) => e.settled);
+    return Promise.all([...waiting, this.appender ? this.appender.barrier() : undefined]).then(() => undefined);
   }
 
   private submitInOrder(): void {
@@ -199,7 +208,7 @@ export class ShardReplica {
         }
         if (target.role === 'owner') {
           await this.stopTail();
-          await this.activate(target.epoch);
+          await this.ctx.limit(() => this.activate(target.epoch));
           continue;
         }
         if (target.role === 'follower') {
@@ -249,8 +258,9 @@ export class ShardReplica {
       const record = encodeLogRecord({ epoch, writeSets: [] });
       let seq: number;
       try {
-        // Ids are unique per activation: the log may remember ids of an earlier run of this node.
-        seq = await this.ctx.log.append(this.shard, this.applied, `${this.ctx.nodeId}:${epoch}:after:${this.applied}`, record);
+        // Ids are unique per shard and activation: JetStream deduplicates ids per stream (shared
+        // by many shards) and may remember those of an earlier run of this node.
+        seq = await this.ctx.log.append(this.shard, this.applied, `${this.ctx.nodeId}:${this.shard}:${epoch}:after:${this.applied}`, record);
       } catch (err) {
         if (err instanceof ShardLogFenced) continue; // more was appended: read it too
         throw err;
@@ -264,7 +274,7 @@ export class ShardReplica {
         log: this.ctx.log,
         shard: this.shard,
         epoch,
-        idPrefix: `${this.ctx.nodeId}:${epoch}:${seq}`,
+        idPrefix: `${this.ctx.nodeId}:${this.shard}:${epoch}:${seq}`,
         lastSeq: seq,
         unknownDeadlineMs: this.ctx.unknownDeadlineMs,
         onAck: (acked, commit, ms) => {

@@ -59,7 +59,7 @@ export class ThreadReplication {
   readonly sink: WriteSink = (writes) => {
     if (writes.shards.length === 0) return;
     const id = ++this.next;
-    const request: AppendRequest = {
+    return this.send({
       thread: threadId,
       id,
       sets: writes.shards.map((w) => ({
@@ -67,11 +67,23 @@ export class ThreadReplication {
         commit: this.sealed.get(w.shard)!,
         bytes: encodeWriteSet({ ...w, epoch: 0, batchId: `${threadId}:${id}` }),
       })),
-    };
-    return new Promise<readonly number[]>((resolve) => {
-      if (this.waiting.size === 0) this.acks.ref();
-      this.waiting.set(id, resolve);
-      this.append.postMessage(request);
+      barrier: [],
     });
   };
+
+  /**
+   * For a batch that wrote nothing: settles once the appends in flight for `shards` are in the
+   * log (its commands may have read what they carry), with the shards whose appends failed.
+   */
+  barrier(shards: Iterable<number>): Promise<readonly number[]> {
+    return this.send({ thread: threadId, id: ++this.next, sets: [], barrier: [...shards] });
+  }
+
+  private send(request: AppendRequest): Promise<readonly number[]> {
+    return new Promise<readonly number[]>((resolve) => {
+      if (this.waiting.size === 0) this.acks.ref();
+      this.waiting.set(request.id, resolve);
+      this.append.postMessage(request);
+    });
+  }
 }
