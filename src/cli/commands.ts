@@ -280,6 +280,27 @@ export const commandHandlers: Record<string, Handler> = {
     }
   },
 
+  /** The control plane as etcd holds it; needs the node's cluster settings (REPOHOST_CLUSTER_ETCD …). */
+  async 'cluster status'(ctx) {
+    const cluster = ctx.config.cluster;
+    if (!cluster) throw invalid('cluster status needs cluster mode: set REPOHOST_CLUSTER_ETCD and the node settings');
+    const [{ createEtcdClient }, { controlKeys }, status] = await Promise.all([
+      import('../cluster/control/etcd-client.js'),
+      import('../cluster/control/keys.js'),
+      import('../cluster/control/cluster-status.js'),
+    ]);
+    const client = createEtcdClient({ endpoints: cluster.etcd });
+    try {
+      // Extra per-shard columns go here (the shard log's position, from its backend).
+      const columns = [status.followerLagColumn];
+      const s = await status.readClusterStatus(client, controlKeys(cluster.name), cluster.name, columns);
+      out(ctx, s, status.formatClusterStatus(s, columns.map((c) => c.name)));
+      return 0;
+    } finally {
+      client.close();
+    }
+  },
+
   async token(ctx) {
     const file = ctx.values.key as string | undefined;
     const org = ctx.values.org as string | undefined;
