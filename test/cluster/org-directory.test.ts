@@ -160,9 +160,10 @@ t.test('a paused etcd member (stopped, not dead) does not hold back any node\'s 
         // UNAVAILABLE while the paused member led; the election moves on
       }
     }
+    const committedAt = performance.now() - started;
     const seen = await until(() => b.target(org.id, hook.id) !== undefined, 10_000);
     const elapsed = performance.now() - started;
-    t.comment(`member ${member} paused: committed=${committed}, seen by the other node after ${elapsed.toFixed(0)} ms`);
+    t.comment(`member ${member} paused: committed=${committed} after ${committedAt.toFixed(0)} ms, seen by the other node after ${elapsed.toFixed(0)} ms`);
     t.ok(committed && seen < Infinity && elapsed < 5000, `member ${member} paused: the other node saw the write within 5 s (${elapsed.toFixed(0)} ms)`);
     etcd.resume(member);
     await sleep(500);

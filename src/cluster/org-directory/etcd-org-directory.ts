@@ -2,7 +2,7 @@ import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
 import { ServiceError } from '../../errors.js';
 import { log } from '../../log.js';
 import { DirectoryView } from './directory-view.js';
-import { connectEtcd } from './etcd-connection.js';
+import { createEtcdClient } from '../control/etcd-client.js';
 import type { OrgDirectory } from '../../storage/org-directory.js';
 import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
 import type { WebhookTargetRecord } from '../../storage/webhook-store.js';
@@ -45,8 +45,10 @@ export class GlobalKeys {
  * `flush()`, which resolves once the watch has brought the change back into this view: the writer
  * reads its own write. Other nodes see it within their watch latency.
  *
- * The watch has a client of its own, replaced when the check below finds it stalled; the writes and
- * the check share the other. Both carry the deadlines of `etcd-connection.ts`.
+ * The watch has a client of its own, on one member at a time, replaced by a client of the next
+ * member when the check below finds it stalled: a client of every member would pick one at random
+ * and could land on the stopped one again. The writes and the check share a client of every member.
+ * Both are the control plane's clients, with its deadlines and retries.
  */
 export class EtcdOrgDirectory implements OrgDirectory {
   private view = new DirectoryView();
@@ -55,6 +57,8 @@ export class EtcdOrgDirectory implements OrgDirectory {
   private staged: Array<Promise<void>> = [];
   private watcher: Watcher | null = null;
   private watchClient: Etcd3;
+  /** The member the watch client talks to, as an index into the endpoints. */
+  private watchMember: number;
   private readonly checkTimer: NodeJS.Timeout;
   /** `applied` when the last check found undelivered changes; null when it found none. */
   private behindAt: number | null = null;
@@ -67,13 +71,14 @@ export class EtcdOrgDirectory implements OrgDirectory {
     private readonly client: Etcd3,
     private readonly paths: GlobalKeys,
   ) {
-    this.watchClient = connectEtcd(endpoints);
+    this.watchMember = Math.floor(Math.random() * endpoints.length);
+    this.watchClient = createEtcdClient({ endpoints: [endpoints[this.watchMember]!] });
     this.checkTimer = setInterval(() => void this.checkWatch(), WATCH_CHECK_MS).unref();
   }
 
   /** Loads the whole directory and starts following it; fails if etcd cannot answer in time. */
   static async open(endpoints: string[], cluster: string): Promise<EtcdOrgDirectory> {
-    const directory = new EtcdOrgDirectory(endpoints, connectEtcd(endpoints), new GlobalKeys(cluster));
+    const directory = new EtcdOrgDirectory(endpoints, createEtcdClient({ endpoints }), new GlobalKeys(cluster));
     try {
       await directory.load();
     } catch (err) {
@@ -329,14 +334,15 @@ export class EtcdOrgDirectory implements OrgDirectory {
       return;
     }
     this.behindAt = null;
-    log.warn('org directory: the watch delivers nothing while etcd has newer changes; moving it to a new connection', { applied });
+    log.warn('org directory: the watch delivers nothing while etcd has newer changes; moving it to the next member', { applied });
     this.renewWatchClient();
     this.follow(applied + 1);
   }
 
   private renewWatchClient(): void {
     this.endWatch();
-    this.watchClient = connectEtcd(this.endpoints);
+    this.watchMember = (this.watchMember + 1) % this.endpoints.length;
+    this.watchClient = createEtcdClient({ endpoints: [this.endpoints[this.watchMember]!] });
   }
 
   /**
