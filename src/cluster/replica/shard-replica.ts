@@ -205,7 +205,8 @@ export class ShardReplica {
           continue;
         }
         if (this.state === 'divergent') {
-          if (target.role === 'none') break;
+          // Its data is worth nothing now, whatever the placement: drop it (a shard placed here
+          // then rebuilds from the log).
           await this.rebuild();
           continue;
         }
