@@ -34,6 +34,12 @@ export interface Config {
   maxPushBytes: number;
   agentTable: string;
   logLevel: string;
+  /**
+   * REPOHOST_SECRET_KEY: the key that seals stored credentials (`secret-box.ts`), base64 of 32
+   * bytes, shared by every node of a cluster (required there); null keeps `<data>/secret.key`.
+   * Read from the environment only: a flag would show it in the process list.
+   */
+  secretKey: string | null;
   /** Cluster mode (docs/design.md, "Cluster mode"); null runs the single node with no dependency. */
   cluster: ClusterConfig | null;
 }
@@ -145,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, flags: Record<s
     maxPushBytes: Math.max(1, int(raw('maxPushBytes'), 2 * 1024 ** 3, 'REPOHOST_MAX_PUSH_BYTES')),
     agentTable: raw('agentTable') || '',
     logLevel: raw('logLevel') || 'info',
+    secretKey: env.REPOHOST_SECRET_KEY || null,
     cluster: loadClusterConfig((key) => {
       const entry = CLUSTER_SETTINGS.find(([k]) => k === key)!;
       return flags[entry[2]] ?? env[entry[1]];

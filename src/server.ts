@@ -2,13 +2,14 @@ import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Config } from './config.js';
+import type { ClusterNode } from './cluster/cluster-node.js';
 import { log, setLogLevel } from './log.js';
 import { openStorage, type Storage } from './storage/database.js';
-import { serverStorage } from './storage/server-storage.js';
+import { REPLICATION_ENV, serverStorage } from './storage/server-storage.js';
 import { migrateOrgQuota } from './storage/quota-migration.js';
 import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
-import { LmdbOrgDirectory } from './storage/lmdb-org-directory.js';
+import { directoryLocation, openOrgDirectory } from './cluster/org-directory/open-org-directory.js';
 import { RecordCache } from './storage/read/record-cache.js';
 import { ActorRuntime } from './actors/runtime.js';
 import { configureWorkerHeaps } from './actors/worker-heap.js';
@@ -21,6 +22,7 @@ import { routes } from './http/routes/index.js';
 import { compileResponses } from './protocol/serializers.js';
 import type { Services } from './http/services.js';
 import { startSystemActors, type SystemActors } from './actors/system/index.js';
+import { setWebhookShards } from './actors/system/webhooks/index.js';
 
 export interface RunningServer {
   port: number;
@@ -33,13 +35,18 @@ export interface RunningServer {
 /** How long a graceful stop waits for in-flight requests before it closes anyway. */
 const SHUTDOWN_GRACE_MS = 30_000;
 
-function listenOperator(metrics: Metrics, addr: string): Promise<{ server: Server; port: number } | null> {
+/** The operator listener: `/metrics`, and in cluster mode `/cluster/status` (this node's view, JSON). */
+function listenOperator(metrics: Metrics, addr: string, cluster: ClusterNode | null): Promise<{ server: Server; port: number } | null> {
   if (!addr) return Promise.resolve(null);
   const i = addr.lastIndexOf(':');
   const host = addr.slice(0, i).replace(/^\[(.*)\]$/, '$1') || '127.0.0.1';
   const port = Number(addr.slice(i + 1));
   if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`REPOHOST_METRICS_ADDR must be host:port, got ${JSON.stringify(addr)}`);
   const server = createServer((req, res) => {
+    if (cluster && req.url === '/cluster/status') {
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(cluster.status()));
+      return;
+    }
     if (req.url !== '/metrics') {
       res.writeHead(404).end('not found\n');
       return;
@@ -69,9 +76,17 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   const opened = openStorage(config.dataDir);
   // A migration of this data directory's own layout, before anything is recorded.
   migrateOrgQuota(opened);
+  // In cluster mode every thread (this one, and each started from here on) sends its writes to
+  // the shard logs (cluster/replica/): set before the first thread exists.
+  if (config.cluster) process.env[REPLICATION_ENV] = '1';
   const storage: Storage = serverStorage(opened);
+  if (config.cluster) {
+    if (!config.secretKey) throw new Error('setting REPOHOST_SECRET_KEY is required in cluster mode: every node seals and opens stored credentials with it');
+    SecretBox.install(config.dataDir, config.secretKey);
+  }
   const secrets = SecretBox.forDataDir(config.dataDir);
-  const directory = new LmdbOrgDirectory(storage);
+  const orgDirectory = await openOrgDirectory(storage, directoryLocation(config), config.cluster ? secrets.fingerprint() : undefined);
+  const { directory } = orgDirectory;
   compileResponses();
   configureWorkerHeaps();
   let metrics: Metrics | null = null;
@@ -95,10 +110,16 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     () => storage.root.getStats(),
     () => ({ ...signatures.stats, waiting: verifier.waiting }),
   );
-  const services: Services = { config, storage, directory, records, secrets, runtime, verifier, metrics };
+  let cluster: ClusterNode | null = null;
+  if (config.cluster) {
+    const { startClusterNode } = await import('./cluster/cluster-node.js');
+    cluster = await startClusterNode({ cluster: config.cluster, storage: opened, runtime, records, registry: metrics.registry, onServed: setWebhookShards });
+  }
+  const forwarding = cluster?.forwarding ?? null;
+  const services: Services = { config, storage, directory, records, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);
-  const operator = await listenOperator(metrics, config.metricsAddr);
+  const operator = await listenOperator(metrics, config.metricsAddr, cluster);
   const system: SystemActors = startSystemActors(services);
   log.info('listening', { port, metrics_port: operator?.port ?? null, workers: config.workers, data: config.dataDir });
 
@@ -112,6 +133,8 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
       await Promise.race([front.idle(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
       await system.stop();
       await runtime.close();
+      await cluster?.close();
+      await orgDirectory.close();
       await signatures.close();
       await storage.root.flushed;
       operator?.server.close();

@@ -5,7 +5,7 @@
  * and its answer back: the bytes the org still lacked, 0 once the shard has them.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import type { ActorRuntime } from './runtime.js';
+import type { ActorCaller } from './actor-caller.js';
 import { refillAllowance } from './quota-refill.js';
 
 interface RefillRequest {
@@ -22,7 +22,7 @@ interface RefillAnswer {
 export type Refill = (need: number) => Promise<number>;
 
 /** The main thread's end: serves refills for one repository until `close`; `port` goes to the thread. */
-export function serveAllowance(runtime: ActorRuntime, orgId: string, repoId: string, traceId: string): { port: MessagePort; close(): void } {
+export function serveAllowance(runtime: ActorCaller, orgId: string, repoId: string, traceId: string): { port: MessagePort; close(): void } {
   const channel = new MessageChannel();
   channel.port1.on('message', (req: RefillRequest) => {
     refillAllowance(runtime, orgId, repoId, req.need, traceId).then(

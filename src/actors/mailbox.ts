@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { ServiceError, asServiceError, storageUnavailable } from '../errors.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
 import { commitWrites } from '../storage/write-recorder.js';
+import { threadReplication } from '../storage/server-storage.js';
 import type { WriteSink } from '../storage/write-set.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { SecretBox } from '../storage/secret-box.js';
@@ -109,7 +110,7 @@ export class Mailboxes {
             const context = new Batch(new Date());
             for (let i = 0; i < batch.length; i++) {
               const input = inputs[i]!;
-              outcomes[i] = 'error' in input ? input : this.apply(batch[i]!, input, context);
+              outcomes[i] = 'error' in input ? input : this.refused(batch[i]!) ?? this.apply(batch[i]!, input, context);
             }
           } finally {
             this.inTransaction = false;
@@ -126,9 +127,12 @@ export class Mailboxes {
       }
       // The commit itself failed (disk full, map full): nothing in the batch is durable.
       log.error('batch commit failed', { err, size: batch.length });
+      for (const o of outcomes) o?.written?.catch(() => undefined);
       const unavailable = storageUnavailable();
       outcomes = batch.map(() => ({ error: unavailable }));
     }
+    // Cluster mode: a batch that wrote nothing still waits for its shards' appends in flight.
+    replicated ??= threadReplication?.barrier(new Set(batch.map((p) => shardOf(p.req.actor))));
     if (replicated) {
       // Recorded writes: the replies wait until the sink has them replicated.
       replicated.then(
@@ -161,7 +165,24 @@ export class Mailboxes {
     replies[0]!.batchSize = batch.length;
     replies[0]!.commitMs = done - started;
     replies[0]!.flushMs = done - applied;
-    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(replies[i]!);
+    for (let i = 0; i < batch.length; i++) {
+      const written = outcomes[i]!.written;
+      if (!written) batch[i]!.resolve(replies[i]!);
+      // A directory write in etcd (cluster mode): the reply waits for it, and reports its failure.
+      else {
+        const reply = replies[i]!;
+        written.then(
+          () => batch[i]!.resolve(reply),
+          (err: unknown) => batch[i]!.resolve({ ...errorReply(commandError(err, batch[i]!.req), reply.queueMs), batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs }),
+        );
+      }
+    }
+  }
+
+  /** In cluster mode, a command of a shard this node does not serve now is answered 503 unrun. */
+  private refused(p: Pending): { error: ServiceError } | null {
+    const error = threadReplication?.refuse(shardOf(p.req.actor));
+    return error ? { error } : null;
   }
 
   /**
@@ -171,6 +192,18 @@ export class Mailboxes {
    * child transaction, so a result that cannot be written rolls its command back.
    */
   private apply(p: Pending, input: Decoded, batch: Batch): Outcome {
+    const outcome = this.applyCommand(p, input, batch);
+    // Directory writes the command made (org directory in etcd): the reply waits for them.
+    const written = this.directory.flush();
+    if (!written) return outcome;
+    if ('error' in outcome) {
+      written.catch(() => undefined);
+      return outcome;
+    }
+    return { ...outcome, written };
+  }
+
+  private applyCommand(p: Pending, input: Decoded, batch: Batch): Outcome {
     const { req } = p;
     const { now } = batch;
     const idem = req.idempotency;
@@ -228,7 +261,7 @@ function withRefused(batch: Pending[], outcomes: Outcome[], refused: readonly nu
 }
 
 /** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */
-type Outcome = { status: number; body: string } | { error: ServiceError };
+type Outcome = { status: number; body: string; written?: Promise<void> } | { error: ServiceError; written?: undefined };
 
 /** A command's decoded input and what its `prepare` made of it. */
 interface Decoded {

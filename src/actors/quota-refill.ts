@@ -16,11 +16,11 @@ import { quotaFull, refusalAfterRefill, roomOf, shardAllowance, shortfallOf } fr
 import { repoShard } from '../storage/shards.js';
 import type { QuotaGrantInput, QuotaShardInput } from './commands/quota.js';
 import { orgActor, repoActor } from './actor-names.js';
-import type { ActorRuntime } from './runtime.js';
+import type { ActorCaller } from './actor-caller.js';
 
 const QUOTA: PrincipalMsg = { orgId: '', orgSlug: '', keyId: '', keyName: 'quota', permissions: [], authors: [], restricted: false, allowedRepoIds: [] };
 
-async function send<T>(runtime: ActorRuntime, actor: string, command: string, input: unknown, traceId: string): Promise<T> {
+async function send<T>(runtime: ActorCaller, actor: string, command: string, input: unknown, traceId: string): Promise<T> {
   const reply = await runtime.call({ actor, command, input, principal: QUOTA, traceId });
   return JSON.parse(Buffer.from(reply.body).toString('utf8')) as T;
 }
@@ -29,7 +29,7 @@ async function send<T>(runtime: ActorRuntime, actor: string, command: string, in
  * Gets `need` more bytes of allowance onto the repository's shard. Returns 0 once they are there,
  * or how many bytes the org lacks even after recalling what other shards held unused.
  */
-export async function refillAllowance(runtime: ActorRuntime, orgId: string, repoId: string, need: number, traceId: string): Promise<number> {
+export async function refillAllowance(runtime: ActorCaller, orgId: string, repoId: string, need: number, traceId: string): Promise<number> {
   const shard = repoShard(repoId);
   const actor = repoActor(repoId);
   const ask = (returns: QuotaGrantInput['returns']): Promise<GrantAnswer> =>
@@ -54,7 +54,7 @@ export async function refillAllowance(runtime: ActorRuntime, orgId: string, repo
  * Makes room for `bytes` on the repository's shard before anything is stored (a declared upload
  * at the front door), or refuses with 413 QUOTA_EXCEEDED. `limit` 0 is unlimited.
  */
-export async function ensureRoom(runtime: ActorRuntime, storage: Storage, orgId: string, repoId: string, limit: number, bytes: number, traceId: string): Promise<void> {
+export async function ensureRoom(runtime: ActorCaller, storage: Storage, orgId: string, repoId: string, limit: number, bytes: number, traceId: string): Promise<void> {
   if (limit <= 0) return;
   const room = roomOf(shardAllowance(storage.meta, repoShard(repoId), orgId));
   if (room > 0 && bytes <= room) return;
@@ -66,7 +66,7 @@ export async function ensureRoom(runtime: ActorRuntime, storage: Storage, orgId:
  * Sends a repository's write; when its shard's allowance refuses it, refills the shard and sends
  * it once more. A refusal that stands reports the room the org really had.
  */
-export async function withAllowance<T>(runtime: ActorRuntime, orgId: string, repoId: string, limit: number, traceId: string, write: () => Promise<T>): Promise<T> {
+export async function withAllowance<T>(runtime: ActorCaller, orgId: string, repoId: string, limit: number, traceId: string, write: () => Promise<T>): Promise<T> {
   try {
     return await write();
   } catch (err) {

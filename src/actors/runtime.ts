@@ -5,6 +5,7 @@ import { ServiceError } from '../errors.js';
 import { decodeReply, encodeRequest, errorFromData, type IdempotencyMsg, type PrincipalMsg } from '../protocol/messages.js';
 import { shardOf, slotOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
+import type { ActorCaller } from './actor-caller.js';
 
 export interface ActorCall {
   actor: string;
@@ -57,7 +58,7 @@ const queueOptions = Piscina.queueOptionsSymbol;
  * worker takes the dead one's slot, so no other shard moves). Mailbox depth is counted here so
  * that a full mailbox is refused (429) before any work is queued.
  */
-export class ActorRuntime {
+export class ActorRuntime implements ActorCaller {
   private readonly pool: Piscina;
   private readonly slots: Array<number | null>;
   private readonly depth = new Map<string, number>();

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { directoryLocation, type DirectoryLocation } from '../cluster/org-directory/open-org-directory.js';
 
 /** The part of the configuration actors need; passed to every worker as workerData. */
 export interface ActorSettings {
@@ -10,6 +11,8 @@ export interface ActorSettings {
   orgQuotaBytes: number;
   blobRetentionS: number;
   logLevel: string;
+  /** Where the org directory lives (etcd in cluster mode); every worker opens its own. */
+  orgDirectory: DirectoryLocation | null;
 }
 
 export function actorSettings(config: Config): ActorSettings {
@@ -22,5 +25,6 @@ export function actorSettings(config: Config): ActorSettings {
     orgQuotaBytes: config.orgQuotaBytes,
     blobRetentionS: config.blobRetentionS,
     logLevel: config.logLevel,
+    orgDirectory: directoryLocation(config),
   };
 }

@@ -2,7 +2,7 @@ import { workerData } from 'node:worker_threads';
 import { openStorage } from '../storage/database.js';
 import { serverStorage } from '../storage/server-storage.js';
 import { SecretBox } from '../storage/secret-box.js';
-import { LmdbOrgDirectory } from '../storage/lmdb-org-directory.js';
+import { openOrgDirectory } from '../cluster/org-directory/open-org-directory.js';
 import { decodeRequest, encodeReply } from '../protocol/messages.js';
 import { compileResponses } from '../protocol/serializers.js';
 import { setLogLevel } from '../log.js';
@@ -23,9 +23,10 @@ const data = workerData as WorkerData;
 setLogLevel(data.settings.logLevel);
 const storage = serverStorage(openStorage(data.settings.dataDir));
 const secrets = SecretBox.forDataDir(data.settings.dataDir);
+const { directory } = await openOrgDirectory(storage, data.settings.orgDirectory);
 const { commands } = (await import(data.commandsModule)) as { commands: Command[] };
 compileResponses();
-const mailboxes = new Mailboxes(storage, new LmdbOrgDirectory(storage), secrets, data.settings, new Map(commands.map((c) => [c.name, c])));
+const mailboxes = new Mailboxes(storage, directory, secrets, data.settings, new Map(commands.map((c) => [c.name, c])));
 
 // Ending the thread inside an open write transaction would strand LMDB's write lock (see
 // ThreadExit); an exit requested during a batch unwinds the transaction first.

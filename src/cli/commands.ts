@@ -7,6 +7,8 @@ import { log } from '../log.js';
 import { openStorage, type Storage } from '../storage/database.js';
 import { createOrg, createSigningKey, setKeyScopes, setKeyStatus, setKeyTags } from '../storage/admin-store.js';
 import { LmdbOrgDirectory } from '../storage/lmdb-org-directory.js';
+import { directoryLocation, openOrgDirectory } from '../cluster/org-directory/open-org-directory.js';
+import { SecretBox } from '../storage/secret-box.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import { getRepoByName } from '../storage/repo-store.js';
 import { exportRepository } from '../storage/export.js';
@@ -29,13 +31,20 @@ function out(ctx: CliContext, value: unknown, human: string): void {
 }
 
 /**
- * Runs an operator command on the data directory's org directory (and its storage, for what
- * names a repository) and closes it once the writes are on disk.
+ * Runs an operator command on the org directory — the data directory's, or the cluster's in etcd
+ * when REPOHOST_CLUSTER_ETCD is set — and the data directory's storage (for what names a
+ * repository), and closes both once the writes are on disk. A command prints its outcome only
+ * after `directory.flush()`.
  */
-async function withDirectory<T>(ctx: CliContext, fn: (directory: OrgDirectory, storage: Storage) => T): Promise<T> {
+async function withDirectory<T>(ctx: CliContext, fn: (directory: OrgDirectory, storage: Storage) => T | Promise<T>): Promise<T> {
   const storage = openStorage(ctx.config.dataDir);
   try {
-    return fn(new LmdbOrgDirectory(storage), storage);
+    const opened = await openOrgDirectory(storage, directoryLocation(ctx.config));
+    try {
+      return await fn(opened.directory, storage);
+    } finally {
+      await opened.close();
+    }
   } finally {
     await storage.root.flushed;
     await storage.close();
@@ -51,10 +60,11 @@ function keyView(directory: OrgDirectory, rec: SigningKeyRecord) {
 
 function keyStatus(status: 'active' | 'disabled' | 'revoked'): Handler {
   return (ctx) =>
-    withDirectory(ctx, (directory) => {
+    withDirectory(ctx, async (directory) => {
       const id = ctx.args[0];
       if (!id) throw invalid('usage: repohost key disable|enable|revoke <key id>');
       const rec = setKeyStatus(directory, id, status);
+      await directory.flush();
       out(ctx, keyView(directory, rec), `${rec.id} ${rec.status}`);
       return 0;
     });
@@ -111,19 +121,21 @@ export const commandHandlers: Record<string, Handler> = {
   },
 
   'org create': (ctx) =>
-    withDirectory(ctx, (directory) => {
+    withDirectory(ctx, async (directory) => {
       const slug = ctx.args[0];
       if (!slug) throw invalid('usage: repohost org create <slug> [--name NAME]');
       const org = createOrg(directory, slug, ctx.values.name as string | undefined);
+      await directory.flush();
       out(ctx, { id: org.id, slug: org.slug, name: org.name }, `created org ${org.slug} (${org.id})`);
       return 0;
     }),
 
   'key create': (ctx) =>
-    withDirectory(ctx, (directory, storage) => {
+    withDirectory(ctx, async (directory, storage) => {
       const org = ctx.values.org as string | undefined;
       if (!org) throw invalid('key create needs --org <slug>');
       const created = createSigningKey(directory, storage, org, { scopes: list(ctx.values.scopes), repos: list(ctx.values.repos), name: ctx.values.name as string | undefined });
+      await directory.flush();
       const { record } = created;
       out(
         ctx,
@@ -158,16 +170,17 @@ export const commandHandlers: Record<string, Handler> = {
   'key revoke': keyStatus('revoked'),
 
   'key scopes': (ctx) =>
-    withDirectory(ctx, (directory) => {
+    withDirectory(ctx, async (directory) => {
       const [id, scopes] = ctx.args;
       if (!id || !scopes) throw invalid('usage: repohost key scopes <key id> <scope,scope>');
       const rec = setKeyScopes(directory, id, list(scopes));
+      await directory.flush();
       out(ctx, keyView(directory, rec), `${rec.id} scopes=${rec.scopes.join(',')}`);
       return 0;
     }),
 
   'key tags': (ctx) =>
-    withDirectory(ctx, (directory) => {
+    withDirectory(ctx, async (directory) => {
       const [id, ...pairs] = ctx.args;
       if (!id) throw invalid('usage: repohost key tags <key id> k=v k2=');
       // Without a prototype, `__proto__=x` is an ordinary key that the tag rules can refuse.
@@ -178,9 +191,37 @@ export const commandHandlers: Record<string, Handler> = {
         tags[p.slice(0, eq)] = p.slice(eq + 1);
       }
       const rec = setKeyTags(directory, id, tags);
+      await directory.flush();
       out(ctx, { id: rec.id, tags: rec.tags }, Object.entries(rec.tags).map(([k, v]) => `${k}=${v}`).join('\n'));
       return 0;
     }),
+
+  /**
+   * Copies the data directory's orgs, keys and webhook targets into the cluster's directory in
+   * etcd: once, when a cluster starts from an existing single node (run again, it adds only what
+   * is missing). Their sealed secrets are copied as they are, so the cluster's key must be this
+   * data directory's.
+   */
+  async 'cluster import-orgs'(ctx) {
+    const location = directoryLocation(ctx.config);
+    if (!location) throw invalid('cluster import-orgs needs REPOHOST_CLUSTER_ETCD (the cluster to import into)');
+    if (!ctx.config.secretKey) throw invalid(`cluster import-orgs needs REPOHOST_SECRET_KEY: the cluster's key, the content of ${ctx.config.dataDir}/secret.key`);
+    SecretBox.install(ctx.config.dataDir, ctx.config.secretKey);
+    const { importOrgs } = await import('../cluster/org-directory/import-orgs.js');
+    const storage = openStorage(ctx.config.dataDir);
+    try {
+      const cluster = await openOrgDirectory(storage, location);
+      try {
+        const counts = await importOrgs(new LmdbOrgDirectory(storage), cluster.directory);
+        out(ctx, counts, `imported ${counts.orgs} orgs, ${counts.keys} keys, ${counts.targets} webhook targets into cluster ${location.cluster} (${counts.present} were there already)`);
+        return 0;
+      } finally {
+        await cluster.close();
+      }
+    } finally {
+      await storage.close();
+    }
+  },
 
   async export(ctx) {
     const [target, dir] = ctx.args;
@@ -236,6 +277,28 @@ export const commandHandlers: Record<string, Handler> = {
       return 0;
     } finally {
       await storage.close();
+    }
+  },
+
+  /** The control plane as etcd holds it; needs the node's cluster settings (REPOHOST_CLUSTER_ETCD …). */
+  async 'cluster status'(ctx) {
+    const cluster = ctx.config.cluster;
+    if (!cluster) throw invalid('cluster status needs cluster mode: set REPOHOST_CLUSTER_ETCD and the node settings');
+    const [{ createEtcdClient }, { controlKeys }, status, { logPositionColumn }] = await Promise.all([
+      import('../cluster/control/etcd-client.js'),
+      import('../cluster/control/keys.js'),
+      import('../cluster/control/cluster-status.js'),
+      import('../cluster/replica/log-position-column.js'),
+    ]);
+    const client = createEtcdClient({ endpoints: cluster.etcd });
+    try {
+      // The followers' lag and the owner's log position, from the nodes' progress reports.
+      const columns = [status.followerLagColumn, logPositionColumn];
+      const s = await status.readClusterStatus(client, controlKeys(cluster.name), cluster.name, columns);
+      out(ctx, s, status.formatClusterStatus(s, columns.map((c) => c.name)));
+      return 0;
+    } finally {
+      client.close();
     }
   },
 

@@ -21,6 +21,8 @@ const USAGE = `usage: repohost <command> [options]
   backup <dir>
   shard export <n|global> <file>
   shard import <file> [--replace]
+  cluster status            (cluster mode: the node's REPOHOST_CLUSTER_* settings)
+  cluster import-orgs       (once: the data directory's orgs, keys and targets into the cluster's etcd)
 
 common options: --data DIR, --json`;
 
@@ -47,7 +49,7 @@ async function main(argv: string[]): Promise<number> {
   for (const [k, v] of Object.entries(values)) if (typeof v === 'string') flags[k] = v;
   const config = loadConfig(process.env, flags);
   const [group, ...rest] = positionals;
-  const name = group === 'org' || group === 'key' || group === 'shard' ? `${group} ${rest.shift() ?? ''}` : group!;
+  const name = group === 'org' || group === 'key' || group === 'shard' || group === 'cluster' ? `${group} ${rest.shift() ?? ''}` : group!;
   const handler = commandHandlers[name.trim()];
   if (!handler) {
     process.stderr.write(`unknown command "${name.trim()}"\n${USAGE}\n`);

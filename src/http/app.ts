@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ServiceError, asServiceError, isServiceError } from '../errors.js';
 import { log } from '../log.js';
-import { getRepoByName } from '../storage/repo-store.js';
+import { getRepoByName, getRepoResolvedElsewhere } from '../storage/repo-store.js';
 import { LARGE_BODY_BYTES, assertDiskRoom } from '../storage/disk-room.js';
 import { checkRepoName } from '../protocol/names.js';
 import { canAccessRepo, mayNameRepo, type Principal } from './auth/principal.js';
@@ -21,6 +21,7 @@ import type { Services } from './services.js';
 import { KeyRateLimiter } from './key-rate-limiter.js';
 import { IdempotencyGate } from './idempotency-gate.js';
 import { idempotencyTarget } from './idempotency-target.js';
+import { HOP_HEADER, NODE_HEADER, REPO_HEADER, type RequestPlacement } from './forwarding.js';
 
 if (!String(uWS.App).includes('[native code]')) {
   // A JS fallback would silently cost most of the throughput; refuse to run on it.
@@ -127,6 +128,9 @@ interface Routed {
   body: Promise<Buffer> | null;
   /** A body the handler reads as it arrives (`streamBody` routes). */
   bodyStream: AsyncIterable<Uint8Array> | null;
+  /** Cluster mode: the hop marker and the repository id a forwarding node resolved ('' when absent). */
+  hop: string;
+  hopRepo: string;
 }
 
 /** What authorization found: the repository of `{repo}`, or why it is missing; the idempotency key. */
@@ -176,6 +180,7 @@ class FrontEnd implements HttpFrontEnd {
     if (!this.framed(x, req)) return;
     if (x.url === '/healthz') return this.health(x);
     x.traceId = nextTraceId();
+    if (this.services.forwarding) x.baseHeaders[NODE_HEADER] = this.services.forwarding.nodeId;
     if (this.draining) return this.fail(x, new ServiceError('UNAVAILABLE', 'server is shutting down', undefined, { retryAfter: 1 }), true);
     let routed: Routed;
     try {
@@ -246,7 +251,10 @@ class FrontEnd implements HttpFrontEnd {
     const body = hasBody && !route.streamBody ? readBody(x.res, x.state, limit, declared) : null;
     body?.catch(() => undefined);
     const bodyStream = route.streamBody ? streamBody(x.res, x.state, limit, declared) : null;
-    return { match, path, headers, rawQuery: req.getQuery() ?? '', declared, limit, body, bodyStream };
+    const clustered = this.services.forwarding !== null;
+    const hop = clustered ? req.getHeader(HOP_HEADER) : '';
+    const hopRepo = clustered ? req.getHeader(REPO_HEADER) : '';
+    return { match, path, headers, rawQuery: req.getQuery() ?? '', declared, limit, body, bodyStream, hop, hopRepo };
   }
 
   /** A token seen before is answered from the verifier's cache, without leaving uWS's callback. */
@@ -268,15 +276,43 @@ class FrontEnd implements HttpFrontEnd {
 
   /** Everything after authentication; synchronous unless a body, an idempotency key or the handler needs to wait. */
   private handle(x: Exchange, r: Routed, principal: Principal): Reply | Promise<Reply> {
-    const access = this.authorize(x, r, principal);
+    const placed = this.place(x, r, principal);
+    if (placed && !placed.here) return placed.reply;
+    const access = this.authorize(x, r, principal, placed?.repoId ?? null);
     const query = parseQuery(r.rawQuery, r.match.route.query);
     if (r.bodyStream && (r.declared === 0 || r.declared >= LARGE_BODY_BYTES)) assertDiskRoom(this.services.config.dataDir, r.declared, this.services.config.minFreeBytes);
     if (!r.body && !access.idemKey) return r.match.route.handler(this.context(x, r, access, query, undefined, null, r.bodyStream));
     return this.withBody(x, r, access, query);
   }
 
-  /** The token's rate, org, permission and repository restriction; the repository the path names. */
-  private authorize(x: Exchange, r: Routed, principal: Principal): Authorized {
+  /**
+   * Cluster mode: a request for the token's org is served where the shards its front end reads
+   * are (docs/design.md, "Forwarding"), before anything here reads them or counts the key's rate.
+   */
+  private place(x: Exchange, r: Routed, principal: Principal): RequestPlacement | null {
+    const { forwarding } = this.services;
+    const { params } = r.match;
+    if (!forwarding || params.org === undefined || params.org !== principal.org.slug) return null;
+    return forwarding.place({
+      method: x.method,
+      url: x.url,
+      rawQuery: r.rawQuery,
+      params,
+      orgId: principal.org.id,
+      headers: r.headers,
+      requestId: x.requestId,
+      hop: r.hop,
+      hopRepo: r.hopRepo,
+      body: r.body,
+      bodyStream: r.bodyStream,
+    });
+  }
+
+  /**
+   * The token's rate, org, permission and repository restriction; the repository the path names
+   * (or, in a cluster, the one the org's owner resolved the name to: `resolvedId`).
+   */
+  private authorize(x: Exchange, r: Routed, principal: Principal, resolvedId: string | null): Authorized {
     const { route, params } = r.match;
     this.limiter.take(principal.key.id);
     if (params.org !== undefined && params.org !== principal.org.slug) throw new ServiceError('FORBIDDEN', 'this token is not valid for that organization');
@@ -286,7 +322,8 @@ class FrontEnd implements HttpFrontEnd {
     if (params.repo === undefined) return { principal, repo: null, missing: null, idemKey };
     // A name no repository can have (`a/b`, `x.git`, `..`) is a bad path, not a missing repository.
     checkRepoName(params.repo);
-    const repo = getRepoByName(this.services.records, principal.org.id, params.repo) ?? null;
+    const { records } = this.services;
+    const repo = (resolvedId === null ? getRepoByName(records, principal.org.id, params.repo) : getRepoResolvedElsewhere(records, principal.org.id, params.repo, resolvedId)) ?? null;
     if (repo) {
       if (!canAccessRepo(principal, repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
       return { principal, repo, missing: null, idemKey };

@@ -1,11 +1,12 @@
 import type { Config } from '../config.js';
-import type { ActorRuntime } from '../actors/runtime.js';
+import type { ActorCaller } from '../actors/actor-caller.js';
 import type { Storage } from '../storage/database.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { RecordCache } from '../storage/read/record-cache.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import type { TokenVerifier } from './auth/token-verifier.js';
 import type { Metrics } from './metrics.js';
+import type { RequestForwarding } from './forwarding.js';
 
 /** What request handlers may use; built once by the server. */
 export interface Services {
@@ -16,7 +17,10 @@ export interface Services {
   /** Decoded repository records for the front end's reads (see record-cache.ts). */
   records: RecordCache;
   secrets: SecretBox;
-  runtime: ActorRuntime;
+  /** Sends commands to actors: the local runtime, or in a cluster the router to each shard's owner. */
+  runtime: ActorCaller;
   verifier: TokenVerifier;
   metrics: Metrics;
+  /** Cluster mode: where a request naming an org is served; null on a single node. */
+  forwarding: RequestForwarding | null;
 }

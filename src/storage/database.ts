@@ -26,6 +26,13 @@ import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPat
  */
 export const COMMIT_THEN_SYNC = (0x10000 | 2) as TransactionFlags;
 
+/**
+ * ABORTABLE without SYNCHRONOUS_COMMIT: the commit returns once written, and the disk catches up
+ * in the background (the next synced commit covers it). For writes another copy already makes
+ * durable: cluster mode's log positions and the entries a follower applies from its shard log.
+ */
+export const COMMIT_NO_SYNC = 1 as TransactionFlags;
+
 export interface Storage {
   root: RootDatabase;
   meta: Database<unknown, Key>;

@@ -46,8 +46,11 @@ import { deliveryShard, laneShard, orgShard, repoShard, type DeliveryOwner } fro
  *                                        returned and used by its repositories there (quota.ts)
  *   [s, 'idem', keyId, idempotencyKey]   outcome, on the shard of the actor that ran the request
  *                                        (idempotency-store.ts)
- *   [s, 'log']                           AppliedPosition  the last write set of the shard's log applied
- *                                        here, on a follower (apply-write-set.ts)
+ *   [s, 'log']                           ReplicaPosition  cluster mode: the last log sequence the
+ *                                        shard's data reflects, and its commit count there
+ *                                        (apply-write-set.ts, replica-position.ts)
+ *   [s, 'commits']                       number   cluster mode: transactions that wrote the shard,
+ *                                        here or on the owners it was copied from (replica-position.ts)
  *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
  *   [o, 'o', orgId, 'name', lowerName]   repoId   case-insensitive name index; a NameClaim instead
  *                                        while a saga holds the name (repo-saga-store.ts)
@@ -149,6 +152,7 @@ export const K = {
   stagedUpload: (repoId: string, uploadId: string): Key => [repoShard(repoId), 'staged', repoId, uploadId],
   outbox: (shard: number, eventId: string): Key => [shard, 'outbox', eventId],
   idempotency: (shard: number, keyId: string, key: string): Key => [shard, 'idem', keyId, key],
+  commitCount: (shard: number): Key => [shard, 'commits'],
   /** Where records were kept before they moved into shards (idempotency-store.ts reads it as a fallback). */
   legacyIdempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
   releasedName: (orgId: string, name: string, repoId: string): Key => inOrg(orgId, 'was', name.toLowerCase(), repoId),

@@ -106,6 +106,11 @@ export class LmdbOrgDirectory implements OrgDirectory {
     this.write(() => this.storage.meta.removeSync(K.webhookTarget(orgId, targetId)));
   }
 
+  /** Every write is committed when it returns. */
+  flush(): null {
+    return null;
+  }
+
   /** Runs `fn` and bumps the version in one transaction (a child of the caller's, inside one). */
   private write<T>(fn: () => T): T {
     return this.storage.root.transactionSync(() => {

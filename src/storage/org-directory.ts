@@ -14,10 +14,12 @@ import type { WebhookTargetRecord } from './webhook-store.js';
  * records (the verifier's key table, the webhook actor's decoded targets) keeps it while
  * `version()` stays the same and rebuilds it when the number moves.
  *
- * Writes are committed when they return; called inside a caller's LMDB write transaction (the
- * org actor's batch), the local implementation commits with that transaction. Each write checks
- * what it depends on and applies in one step (a slug is taken once; a key update reads and writes
- * the same record), the shape of an etcd compare-and-swap.
+ * Writes check what they can against the view and throw at once (a taken slug, an unknown key),
+ * then are committed by `flush()`. The local implementation commits within the call (inside a
+ * caller's LMDB write transaction, the org actor's batch, with that transaction) and has nothing
+ * to flush; the etcd one sends each write as a compare-and-swap transaction (a slug is taken once;
+ * a key update reads and writes the same record) and `flush()` waits for them. A writer that must
+ * not report success early (the CLI, the org actor's reply) awaits `flush()` first.
  */
 export interface OrgDirectory {
   /** A number that moves with every change to the directory; equal values mean nothing changed. */
@@ -54,4 +56,11 @@ export interface OrgDirectory {
   /** Creates or replaces a target. */
   putTarget(target: WebhookTargetRecord): void;
   removeTarget(orgId: string, targetId: string): void;
+
+  /**
+   * The writes made since the last call, committed and visible to this directory's reads when the
+   * promise resolves; it rejects with the first write that failed (a lost compare-and-swap is the
+   * same error the check would have thrown on a newer view). null when there is nothing to wait for.
+   */
+  flush(): Promise<void> | null;
 }

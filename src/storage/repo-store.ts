@@ -28,10 +28,25 @@ export function repoExists(meta: Meta, repoId: string): boolean {
   return meta.doesExist(K.repo(repoId));
 }
 
+/** The id a repository name resolves to, case-insensitively (API §4.2); a name a saga holds finds nothing. */
+export function repoIdByName(meta: RecordReader, orgId: string, name: string): string | undefined {
+  const id = meta.get(K.repoName(orgId, name));
+  return typeof id === 'string' ? id : undefined;
+}
+
 /** Repository lookup by name, case-insensitively (API §4.2); a name a saga holds finds nothing. */
 export function getRepoByName(meta: RecordReader, orgId: string, name: string): RepoRecord | undefined {
-  const id = meta.get(K.repoName(orgId, name));
-  return typeof id === 'string' ? getRepo(meta, id) : undefined;
+  const id = repoIdByName(meta, orgId, name);
+  return id === undefined ? undefined : getRepo(meta, id);
+}
+
+/**
+ * The repository another node resolved the name to (it holds the org's name index, this node may
+ * not): this node's record of it, if it is the org's and still bears that name.
+ */
+export function getRepoResolvedElsewhere(meta: RecordReader, orgId: string, name: string, repoId: string): RepoRecord | undefined {
+  const repo = getRepo(meta, repoId);
+  return repo && repo.org_id === orgId && repo.name.toLowerCase() === name.toLowerCase() ? repo : undefined;
 }
 
 /** Stores the repository record (in the caller's write transaction). */

@@ -1,14 +1,34 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
  * Seals credentials at rest (upstream tokens and passwords, webhook signing secrets) with
  * AES-256-GCM under a server key kept in `<data>/secret.key` (created on first start, mode 0600).
- * A sealed value is `v1.<iv>.<tag>.<ciphertext>` in base64url.
+ * A sealed value is `v1.<iv>.<tag>.<ciphertext>` in base64url. The nodes of a cluster share one
+ * key (REPOHOST_SECRET_KEY), installed into each data directory by `install` before any thread
+ * opens it: replicated records and the org directory's targets are sealed on one node and opened
+ * on another.
  */
 export class SecretBox {
   private constructor(private readonly key: Buffer) {}
+
+  /**
+   * Makes `shared` (base64 of 32 bytes) the data directory's key. A directory that already holds
+   * another key is refused: what it sealed could no longer be opened.
+   */
+  static install(dataDir: string, shared: string): void {
+    const key = Buffer.from(shared.trim(), 'base64');
+    if (key.length !== 32) throw new Error('setting REPOHOST_SECRET_KEY must be the base64 of 32 bytes (like `<data>/secret.key`)');
+    const file = join(dataDir, 'secret.key');
+    if (existsSync(file)) {
+      if (!SecretBox.forDataDir(dataDir).key.equals(key)) {
+        throw new Error(`${file} holds another key than REPOHOST_SECRET_KEY: set it to that file's content, or start on an empty data directory`);
+      }
+      return;
+    }
+    writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600 });
+  }
 
   static forDataDir(dataDir: string): SecretBox {
     const file = join(dataDir, 'secret.key');
@@ -23,6 +43,11 @@ export class SecretBox {
     const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
     if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte key`);
     return new SecretBox(key);
+  }
+
+  /** Names the key without revealing it: nodes compare it to find out whether they share one. */
+  fingerprint(): string {
+    return createHmac('sha256', this.key).update('repohost secret-key fingerprint').digest('base64url');
   }
 
   seal(plain: string): string {

@@ -24,7 +24,14 @@ export class WriteRecorder {
   open: Recorded[] | null = null;
   private last: ReturnType<WriteSink> = undefined;
 
-  constructor(private readonly sink: WriteSink) {}
+  /**
+   * `seal`, if given, runs inside each outermost transaction after its work, with the shards it
+   * wrote (ascending), and may write more (cluster mode numbers each shard's commits there).
+   */
+  constructor(
+    private readonly sink: WriteSink,
+    private readonly seal?: (shards: number[]) => void,
+  ) {}
 
   /** The sink's answer for the outermost transaction this thread committed last (once). */
   takeCommitted(): ReturnType<WriteSink> {
@@ -50,6 +57,7 @@ export class WriteRecorder {
     try {
       result = run(() => {
         const value = fn();
+        if (this.seal && value !== ABORT) this.seal(shardsOf(ops));
         order = process.hrtime.bigint();
         return value;
       });
@@ -85,6 +93,13 @@ export class WriteRecorder {
       this.last = failed;
     }
   }
+}
+
+/** The shards `ops` write, ascending. */
+function shardsOf(ops: Recorded[]): number[] {
+  const shards = new Set<number>();
+  for (const { shard } of ops) if (shard !== GLOBAL) shards.add(shard);
+  return [...shards].sort((a, b) => a - b);
 }
 
 /** Ops by shard (ascending), global keys apart, each in the order it was made. */

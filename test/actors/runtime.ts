@@ -17,7 +17,7 @@ export function startRuntime(opts: Partial<RuntimeOptions> & { commandsModule: s
   const runtime = new ActorRuntime({
     workers: 2,
     mailboxLimit: 1000,
-    settings: { dataDir, publicUrl: 'http://localhost:0', brand: 'Svc', allowPrivateWebhooks: false, allowPrivateUpstreams: true, orgQuotaBytes: 0, blobRetentionS: 86400, logLevel: 'silent' },
+    settings: { dataDir, publicUrl: 'http://localhost:0', brand: 'Svc', allowPrivateWebhooks: false, allowPrivateUpstreams: true, orgQuotaBytes: 0, blobRetentionS: 86400, logLevel: 'silent', orgDirectory: null },
     ...opts,
   });
   return {

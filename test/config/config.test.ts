@@ -31,6 +31,7 @@ t.test('config - defaults of every setting', async (t) => {
     maxPushBytes: 2147483648,
     agentTable: '',
     logLevel: 'info',
+    secretKey: null,
     cluster: null,
   });
 });

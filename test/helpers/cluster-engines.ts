@@ -11,23 +11,31 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * child process with its own data directory; tests kill, pause and restart members by index.
  */
 
-/** `count` distinct free TCP ports in [10000, 32000), each checked by binding it once. */
-export async function freePorts(count: number): Promise<number[]> {
+/** `count` distinct free TCP ports in [10000, 32000) on `host`, each checked by binding it once. */
+export async function freePorts(count: number, host = '127.0.0.1'): Promise<number[]> {
   const ports = new Set<number>();
   while (ports.size < count) {
     const port = 10000 + Math.floor(Math.random() * 22000);
     if (ports.has(port)) continue;
-    if (await canBind(port)) ports.add(port);
+    if (await canBind(port, host)) ports.add(port);
   }
   return [...ports];
 }
 
-function canBind(port: number): Promise<boolean> {
+function canBind(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    server.listen(port, host, () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * Where the engines listen: loopback by default; a bridge address when repohost nodes run in
+ * network namespaces (test/helpers/netns.ts), which cannot reach the host's loopback.
+ */
+export interface EngineOptions {
+  listenHost?: string;
 }
 
 export interface EngineMember {
@@ -39,7 +47,7 @@ export interface EngineMember {
 
 export interface EngineCluster {
   members: EngineMember[];
-  /** Client endpoints, one per member (etcd: `http://127.0.0.1:p`; NATS: `nats://127.0.0.1:p`). */
+  /** Client endpoints, one per member (etcd: `http://<host>:p`; NATS: `nats://<host>:p`). */
   endpoints: string[];
   /** SIGKILLs member `i`. */
   kill(i: number): Promise<void>;
@@ -125,12 +133,13 @@ async function launch(specs: MemberSpec[], dir: string, endpoints: string[], lea
  * A 3-member (by default) etcd cluster with the heartbeat and election timeouts the design uses
  * (100 ms / 1 s), so a leader kill is noticed in about a second.
  */
-export async function startEtcd(opts: { members?: number } = {}): Promise<EngineCluster> {
+export async function startEtcd(opts: { members?: number } & EngineOptions = {}): Promise<EngineCluster> {
   const n = opts.members ?? 3;
+  const host = opts.listenHost ?? '127.0.0.1';
   const dir = mkdtempSync(join(tmpdir(), 'repohost-etcd-'));
-  const ports = await freePorts(2 * n);
-  const client = (i: number): string => `http://127.0.0.1:${ports[2 * i]}`;
-  const peer = (i: number): string => `http://127.0.0.1:${ports[2 * i + 1]}`;
+  const ports = await freePorts(2 * n, host);
+  const client = (i: number): string => `http://${host}:${ports[2 * i]}`;
+  const peer = (i: number): string => `http://${host}:${ports[2 * i + 1]}`;
   const initial = Array.from({ length: n }, (_, i) => `e${i}=${peer(i)}`).join(',');
   const token = `rh-${process.pid}-${ports[0]}`;
   const specs: MemberSpec[] = Array.from({ length: n }, (_, i) => ({
@@ -174,27 +183,28 @@ async function etcdStatus(endpoint: string): Promise<{ member: string; leader: s
  * for readiness and leader lookups. Debian's nats-server 2.9 acknowledges before any fsync; the
  * tests see crash semantics (kill -9 keeps the page cache), not power loss.
  */
-export async function startNats(opts: { servers?: number } = {}): Promise<EngineCluster & { monitors: string[] }> {
+export async function startNats(opts: { servers?: number } & EngineOptions = {}): Promise<EngineCluster & { monitors: string[] }> {
   const n = opts.servers ?? 3;
+  const host = opts.listenHost ?? '127.0.0.1';
   const dir = mkdtempSync(join(tmpdir(), 'repohost-nats-'));
-  const ports = await freePorts(3 * n);
+  const ports = await freePorts(3 * n, host);
   const clientPort = (i: number): number => ports[3 * i]!;
   const routePort = (i: number): number => ports[3 * i + 1]!;
   const monitorPort = (i: number): number => ports[3 * i + 2]!;
-  const routes = Array.from({ length: n }, (_, i) => `nats-route://127.0.0.1:${routePort(i)}`);
-  const monitors = Array.from({ length: n }, (_, i) => `http://127.0.0.1:${monitorPort(i)}`);
+  const routes = Array.from({ length: n }, (_, i) => `nats-route://${host}:${routePort(i)}`);
+  const monitors = Array.from({ length: n }, (_, i) => `http://${host}:${monitorPort(i)}`);
   const specs: MemberSpec[] = Array.from({ length: n }, (_, i) => {
     const conf = join(dir, `n${i}.conf`);
     writeFileSync(
       conf,
       [
         `server_name: n${i}`,
-        `listen: 127.0.0.1:${clientPort(i)}`,
-        `http: 127.0.0.1:${monitorPort(i)}`,
+        `listen: ${host}:${clientPort(i)}`,
+        `http: ${host}:${monitorPort(i)}`,
         // Shard log records go up to 8 MiB (the streams' max_msg_size); the server default is 1 MiB.
         'max_payload: 8388608',
         `jetstream { store_dir: "${join(dir, `n${i}`)}" }`,
-        n > 1 ? `cluster { name: rh, listen: 127.0.0.1:${routePort(i)}, routes: [${routes.filter((_, j) => j !== i).join(', ')}] }` : '',
+        n > 1 ? `cluster { name: rh, listen: ${host}:${routePort(i)}, routes: [${routes.filter((_, j) => j !== i).join(', ')}] }` : '',
       ].join('\n'),
     );
     return {
@@ -204,7 +214,7 @@ export async function startNats(opts: { servers?: number } = {}): Promise<Engine
       ready: async () => (await jsz(monitors[i]!)).meta_cluster?.leader !== undefined || n === 1,
     };
   });
-  const endpoints = specs.map((_, i) => `nats://127.0.0.1:${clientPort(i)}`);
+  const endpoints = specs.map((_, i) => `nats://${host}:${clientPort(i)}`);
   const cluster = await launch(specs, dir, endpoints, async () => {
     for (let i = 0; i < n; i++) {
       const z = await jsz(monitors[i]!).catch(() => null);

@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,7 +53,7 @@ export interface TestServer {
   createKey(opts: { scopes: string[]; repos?: string[]; name?: string; org?: string }): TestKey;
   createOrg(slug: string): void;
   /** fetch against the API with a token; `path` starts after `/v1`. */
-  api(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string | Uint8Array; signal?: AbortSignal }): Promise<{ status: number; headers: Headers; json: any; text: string }>;
+  api(method: string, path: string, opts?: ApiOptions): Promise<ApiReply>;
   stop(): Promise<number | null>;
   kill(): Promise<void>;
   /** Restarts a stopped or killed server on the same data directory (new port); `env` replaces the start's. */
@@ -82,6 +82,41 @@ export function signToken(key: TestKey, org: string, t: TokenOptions = {}): Prom
     .sign(key.privateKey);
 }
 
+export interface ApiOptions {
+  token?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  raw?: string | Uint8Array;
+  signal?: AbortSignal;
+}
+
+export interface ApiReply {
+  status: number;
+  headers: Headers;
+  json: any;
+  text: string;
+}
+
+/** fetch against the API of the server at `baseUrl` with `token` (if any); `path` starts after `/v1`. */
+export async function apiRequest(baseUrl: string, token: string, method: string, path: string, o: ApiOptions = {}): Promise<ApiReply> {
+  const headers: Record<string, string> = { ...o.headers };
+  if (token) headers.authorization = `Bearer ${token}`;
+  let body: string | Uint8Array | undefined = o.raw;
+  if (o.body !== undefined) {
+    body = JSON.stringify(o.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(`${baseUrl}/v1${path}`, { method, headers, body, signal: o.signal });
+  const text = await res.text();
+  let json: unknown = undefined;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, headers: res.headers, json, text };
+}
+
 export interface CliResult {
   code: number;
   /** The signal that ended the command (SIGTERM when `timeoutMs` ran out), or null. */
@@ -108,6 +143,12 @@ export interface StartOptions {
   workers?: number;
   dataDir?: string;
   org?: string;
+  /** The public port (default: any free one). */
+  port?: number;
+  /** The address both listeners bind (default 127.0.0.1; a node in a network namespace binds its own). */
+  host?: string;
+  /** Starts the server process (default: `spawn`); e.g. inside a network namespace (test/helpers/netns.ts). */
+  spawnVia?: (command: string, args: string[], opts: SpawnOptions) => ChildProcess;
   /** An admin key the data directory already has: the server starts on the directory as it is. */
   key?: TestKey;
 }
@@ -130,13 +171,14 @@ export function createTestKey(dataDir: string, o: { scopes: string[]; repos?: st
 }
 
 async function launch(dataDir: string, opts: StartOptions, logs: string[]): Promise<{ child: ChildProcess; port: number; metricsPort: number | null }> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--host', '127.0.0.1', '--data', dataDir, '--metrics-addr', '127.0.0.1:0', '--workers', String(opts.workers ?? 2)], {
+  const host = opts.host ?? '127.0.0.1';
+  const child = (opts.spawnVia ?? spawn)(process.execPath, [CLI, 'serve', '--port', String(opts.port ?? 0), '--host', host, '--data', dataDir, '--metrics-addr', `${host}:0`, '--workers', String(opts.workers ?? 2)], {
     env: { ...process.env, LOG_LEVEL: 'info', REPOHOST_ALLOW_PRIVATE_WEBHOOKS: '1', REPOHOST_ALLOW_PRIVATE_UPSTREAMS: '1', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stderr.on('data', (d: Buffer) => logs.push(d.toString()));
+  child.stderr!.on('data', (d: Buffer) => logs.push(d.toString()));
   return new Promise((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout });
+    const rl = createInterface({ input: child.stdout! });
     // Generous: on a machine loaded by parallel test files a start has taken over 20 s.
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -176,13 +218,13 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
 
   const server: TestServer = {
     get url() {
-      return `http://127.0.0.1:${port}`;
+      return `http://${opts.host ?? '127.0.0.1'}:${port}`;
     },
     get port() {
       return port;
     },
     get metricsUrl() {
-      return metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : null;
+      return metricsPort ? `http://${opts.host ?? '127.0.0.1'}:${metricsPort}/metrics` : null;
     },
     dataDir,
     org,
@@ -199,23 +241,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
       withDirectory(dataDir, (d) => createOrg(d, slug));
     },
     async api(method, path, o = {}) {
-      const headers: Record<string, string> = { ...o.headers };
-      const token = o.token ?? (await server.token());
-      if (token) headers.authorization = `Bearer ${token}`;
-      let body: string | Uint8Array | undefined = o.raw;
-      if (o.body !== undefined) {
-        body = JSON.stringify(o.body);
-        headers['content-type'] ??= 'application/json';
-      }
-      const res = await fetch(`${server.url}/v1${path}`, { method, headers, body, signal: o.signal });
-      const text = await res.text();
-      let json: unknown = undefined;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        // not JSON
-      }
-      return { status: res.status, headers: res.headers, json, text };
+      return apiRequest(server.url, o.token ?? (await server.token()), method, path, o);
     },
     stop() {
       return new Promise((resolve) => {

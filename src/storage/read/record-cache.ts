@@ -78,6 +78,14 @@ export class RecordCache implements RecordReader {
     return value;
   }
 
+  /**
+   * Forgets every cached record (cluster mode: a shard stopped being served here, and the log
+   * may change its records before it is served here again).
+   */
+  dropAll(): void {
+    this.scopes = new Map();
+  }
+
   /** Called when a call to `actor` is dispatched: from now until it settles, it may commit. */
   dispatched(actor: string): void {
     const repoId = repoIdOfActor(actor);

@@ -6,6 +6,7 @@ import type { Services } from '../../../http/services.js';
 import type { SystemActor } from '../index.js';
 import { pendingCount } from '../../../storage/webhook-store.js';
 import { allShards, checkedShards } from './shard-ownership.js';
+import { directoryLocation } from '../../../cluster/org-directory/open-org-directory.js';
 import type { ToWebhookWorker, WebhookWorkerData } from './worker.js';
 
 /**
@@ -40,6 +41,7 @@ export function startWebhookActor(services: Services): SystemActor {
   const data: Omit<WebhookWorkerData, 'ownedShards'> = {
     dataDir: config.dataDir,
     logLevel: config.logLevel,
+    orgDirectory: directoryLocation(config),
     brand: config.brand,
     allowPrivate: config.allowPrivateWebhooks,
     retryBaseMs: config.webhookRetryBaseMs,

@@ -8,7 +8,7 @@ import { log, setLogLevel } from '../../../log.js';
 import { openStorage } from '../../../storage/database.js';
 import { serverStorage } from '../../../storage/server-storage.js';
 import { SecretBox } from '../../../storage/secret-box.js';
-import { LmdbOrgDirectory } from '../../../storage/lmdb-org-directory.js';
+import { openOrgDirectory, type DirectoryLocation } from '../../../cluster/org-directory/open-org-directory.js';
 import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.js';
 import { OwnedShards } from './shard-ownership.js';
 
@@ -17,6 +17,7 @@ export interface WebhookWorkerData extends Omit<DispatcherOptions, 'storage' | '
   logLevel: string;
   /** The shards this node owns when the worker starts. */
   ownedShards: number[];
+  orgDirectory: DirectoryLocation | null;
 }
 
 export type ToWebhookWorker =
@@ -25,11 +26,12 @@ export type ToWebhookWorker =
   | { type: 'own'; shards: number[] }
   | { type: 'stop' };
 
-const { dataDir, logLevel, ownedShards, ...options } = workerData as WebhookWorkerData;
+const { dataDir, logLevel, ownedShards, orgDirectory, ...options } = workerData as WebhookWorkerData;
 setLogLevel(logLevel);
 const storage = serverStorage(openStorage(dataDir));
 const ownership = new OwnedShards(ownedShards);
-const dispatcher = new WebhookDispatcher({ ...options, storage, directory: new LmdbOrgDirectory(storage), secrets: SecretBox.forDataDir(dataDir), ownership });
+const opened = await openOrgDirectory(storage, orgDirectory);
+const dispatcher = new WebhookDispatcher({ ...options, storage, directory: opened.directory, secrets: SecretBox.forDataDir(dataDir), ownership });
 dispatcher.start();
 
 parentPort!.on('message', (message: ToWebhookWorker) => {
@@ -37,6 +39,7 @@ parentPort!.on('message', (message: ToWebhookWorker) => {
   if (message.type === 'own') return ownership.set(message.shards);
   dispatcher
     .stop()
+    .then(() => opened.close())
     .then(() => storage.close())
     .catch((err: Error) => log.error('webhook worker stop failed', { error: err.message }))
     .finally(() => parentPort!.close());

@@ -1,0 +1,92 @@
+import { createServer, constants, type Http2Server, type ServerHttp2Session, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
+import { shardOf } from '../../actors/shard-map.js';
+import type { ActorCaller } from '../../actors/actor-caller.js';
+import { decodeRequest } from '../../protocol/messages.js';
+import { log } from '../../log.js';
+import { ACTOR_PATH, PROTOBUF, STALE_STATUS, callOf, encodeAnswer, encodeFailure } from './actor-wire.js';
+import type { ForwardMetrics } from './forward-metrics.js';
+import { HOP_HEADER, parseHop, staleRoute } from './hop.js';
+import type { ShardOwners } from './shard-owners.js';
+
+/**
+ * Largest forwarded message read. Peers only send what their front end accepted, so this is a
+ * guard against a broken peer, not a limit a client meets.
+ */
+const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The internal HTTP/2 listener (REPOHOST_NODE_INTERNAL_URL): peers post the protobuf
+ * ActorRequest of a shard they believe this node owns; it runs on the local runtime and the
+ * ActorReply goes back. A message for a shard this node does not own is refused as a stale route
+ * (never forwarded again); one for an owned shard this node may not serve now gets 503.
+ */
+export class ActorListener {
+  private readonly server: Http2Server;
+  private readonly sessions = new Set<ServerHttp2Session>();
+
+  constructor(
+    private readonly runtime: ActorCaller,
+    private readonly owners: ShardOwners,
+    private readonly metrics: ForwardMetrics,
+  ) {
+    this.server = createServer((req, res) => this.onRequest(req, res));
+    this.server.on('session', (session: ServerHttp2Session) => {
+      this.sessions.add(session);
+      session.once('close', () => this.sessions.delete(session));
+    });
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => resolve((this.server.address() as { port: number }).port));
+    });
+  }
+
+  /** Stops listening; peers' keep-alive sessions are closed once their streams are answered. */
+  close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const session of this.sessions) session.close();
+    return closed;
+  }
+
+  private onRequest(req: Http2ServerRequest, res: Http2ServerResponse): void {
+    if (req.url !== ACTOR_PATH || req.method !== 'POST') {
+      res.writeHead(404).end();
+      return;
+    }
+    const shard = parseHop(String(req.headers[HOP_HEADER] ?? ''));
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on('data', (d: Buffer) => {
+      size += d.length;
+      if (size > MAX_MESSAGE_BYTES) req.destroy();
+      else parts.push(d);
+    });
+    req.on('end', () => {
+      this.serve(shard, Buffer.concat(parts)).then(
+        ({ status, bytes }) => res.writeHead(status, { [constants.HTTP2_HEADER_CONTENT_TYPE]: PROTOBUF }).end(bytes),
+        (err: unknown) => {
+          log.error('forwarded message failed', { err });
+          res.writeHead(500).end();
+        },
+      );
+    });
+  }
+
+  private async serve(hop: number | null, bytes: Buffer): Promise<{ status: number; bytes: Uint8Array }> {
+    const msg = decodeRequest(bytes);
+    const shard = shardOf(msg.actor);
+    if (hop !== shard) return { status: 400, bytes: new Uint8Array(0) };
+    if (!this.owners.owns(shard)) {
+      this.metrics.staleRefused('actor');
+      return { status: STALE_STATUS, bytes: encodeFailure(staleRoute(shard)) };
+    }
+    try {
+      this.owners.home(shard); // throws when this node may not serve it now
+      return { status: 200, bytes: encodeAnswer(await this.runtime.call(callOf(msg))) };
+    } catch (err) {
+      return { status: 200, bytes: encodeFailure(err) };
+    }
+  }
+}

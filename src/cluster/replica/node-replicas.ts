@@ -1,0 +1,170 @@
+import { BroadcastChannel } from 'node:worker_threads';
+import { SHARD_COUNT } from '../../actors/shard-map.js';
+import { log } from '../../log.js';
+import type { Storage } from '../../storage/database.js';
+import { applyWriteSet } from '../../storage/apply-write-set.js';
+import { decodeWriteSet } from '../../storage/write-set-codec.js';
+import type { PlacementView } from '../placement.js';
+import type { ShardLog } from '../shard-log.js';
+import { APPEND_CHANNEL, SERVING_CHANNEL, ackChannel, type AppendReply, type AppendRequest, type ServingMessage } from './replica-channels.js';
+import type { ReplicaRole, ShardReport } from './replica-report.js';
+import { ShardReplica, type ReplicaContext } from './shard-replica.js';
+
+/** Shards catching up and fencing at once: more only queue up in the log's engine and slow the lease's keepalives. */
+const ACTIVATIONS_AT_ONCE = 16;
+
+/** At most `max` steps run at once; the others wait in arrival order. */
+class Limiter {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  constructor(private readonly max: number) {}
+
+  async run<T>(step: () => Promise<T>): Promise<T> {
+    if (this.running >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running++;
+    try {
+      return await step();
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+export interface NodeReplicaOptions {
+  /** The node's storage as opened, NOT the recording view: applying the log must not be logged again. */
+  storage: Storage;
+  log: ShardLog;
+  view: PlacementView;
+  /** How long an append of unknown outcome is retried before the shard demotes (ms). */
+  unknownDeadlineMs: number;
+  /** Called when a shard stops or starts being active here: the front end's cached reads are dropped. */
+  onActiveChange(shard: number, active: boolean): void;
+  appended(ms: number): void;
+  refused(): void;
+}
+
+/**
+ * Every shard's replica on this node, on the main thread: the placement view gives each its role,
+ * the threads' committed write sets arrive over APPEND_CHANNEL and are answered once in the log,
+ * and every change of which shards are active is broadcast to the threads (SERVING_CHANNEL) and
+ * kept here for the front end, which serves a shard only while it is active.
+ */
+export class NodeReplicas {
+  private readonly replicas: ShardReplica[];
+  private readonly append = new BroadcastChannel(APPEND_CHANNEL);
+  private readonly serving = new BroadcastChannel(SERVING_CHANNEL);
+  private readonly acks = new Map<number, BroadcastChannel>();
+  private readonly wasActive = new Uint8Array(SHARD_COUNT);
+  private unsubscribe: (() => void) | null = null;
+  private broadcastQueued = false;
+  private readonly activations = new Limiter(ACTIVATIONS_AT_ONCE);
+
+  constructor(private readonly options: NodeReplicaOptions) {
+    const ctx: ReplicaContext = {
+      storage: options.storage,
+      log: options.log,
+      nodeId: options.view.localNodeId,
+      applyWriteSet: (storage, bytes, seq) => applyWriteSet(storage, decodeWriteSet(bytes), seq),
+      unknownDeadlineMs: options.unknownDeadlineMs,
+      gapDeadlineMs: 2000,
+      changed: (replica) => this.changed(replica),
+      limit: (step) => this.activations.run(step),
+      appended: (ms) => options.appended(ms),
+      refused: () => options.refused(),
+    };
+    this.replicas = Array.from({ length: SHARD_COUNT }, (_, shard) => new ShardReplica(shard, ctx));
+  }
+
+  start(): void {
+    this.append.onmessage = (event) => this.onAppend((event as { data: AppendRequest }).data);
+    this.serving.onmessage = (event) => {
+      if ((event as { data: ServingMessage }).data.type === 'hello') this.broadcast();
+    };
+    this.unsubscribe = this.options.view.onChange((shards) => this.assign(shards));
+    this.assign(this.replicas.map((r) => r.shard));
+    this.broadcast();
+  }
+
+  /** Whether this node's copy of the shard is the active owner's: the front end may serve it. */
+  active(shard: number): boolean {
+    return this.replicas[shard]!.serving;
+  }
+
+  reports(): ShardReport[] {
+    return this.replicas.map((r) => r.report());
+  }
+
+  /** Followers read their log's last sequence (for their lag), a few at a time. */
+  async probe(): Promise<void> {
+    const followers = this.replicas.filter((r) => r.state === 'follower');
+    for (let i = 0; i < followers.length; i += 16) {
+      await Promise.all(followers.slice(i, i + 16).map((r) => r.probe().catch(() => undefined)));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.unsubscribe?.();
+    await Promise.all(this.replicas.map((r) => r.close()));
+    for (const channel of [this.append, this.serving, ...this.acks.values()]) channel.close();
+    await this.options.log.close();
+  }
+
+  private role(shard: number): { role: ReplicaRole; epoch: number } {
+    const placement = this.options.view.shard(shard);
+    const me = this.options.view.localNodeId;
+    const role = placement?.owner === me ? 'owner' : placement?.followers.includes(me) ? 'follower' : 'none';
+    return { role, epoch: placement?.epoch ?? 0 };
+  }
+
+  private assign(shards: number[]): void {
+    for (const shard of shards) {
+      const { role, epoch } = this.role(shard);
+      this.replicas[shard]!.assign(role, epoch);
+    }
+  }
+
+  private onAppend(request: AppendRequest): void {
+    const barriers = request.barrier.map((shard) =>
+      this.replicas[shard]!.settled().then(
+        () => -1,
+        () => shard,
+      ),
+    );
+    void Promise.all([
+      ...barriers,
+      ...request.sets.map((set) =>
+        this.replicas[set.shard]!.committed(set.commit, set.bytes).then(
+          () => -1,
+          (err: unknown) => {
+            log.warn('write set not replicated: its commands are answered 503', { shard: set.shard, commit: set.commit, err });
+            return set.shard;
+          },
+        ),
+      ),
+    ]).then((shards) => {
+      let channel = this.acks.get(request.thread);
+      if (!channel) this.acks.set(request.thread, (channel = new BroadcastChannel(ackChannel(request.thread))));
+      channel.postMessage({ id: request.id, refused: shards.filter((s) => s >= 0) } satisfies AppendReply);
+    });
+  }
+
+  private changed(replica: ShardReplica): void {
+    const active = replica.serving ? 1 : 0;
+    if (this.wasActive[replica.shard] !== active) this.options.onActiveChange(replica.shard, active === 1);
+    this.wasActive[replica.shard] = active;
+    // Several shards change together (a placement update): one broadcast for them.
+    if (this.broadcastQueued) return;
+    this.broadcastQueued = true;
+    queueMicrotask(() => {
+      this.broadcastQueued = false;
+      this.broadcast();
+    });
+  }
+
+  private broadcast(): void {
+    const flags = new Uint8Array(SHARD_COUNT);
+    for (const r of this.replicas) flags[r.shard] = r.serving ? 1 : 0;
+    this.serving.postMessage({ type: 'serving', flags } satisfies ServingMessage);
+  }
+}

@@ -1,0 +1,82 @@
+import t from 'tap';
+import { startForwardNodes } from '../helpers/forward-nodes.js';
+import { orgShard } from '../../src/storage/shards.js';
+
+// Forwarding's refusals (docs/design.md, "Forwarding"): stale routes, and an owner that stopped
+// answering. Real repohost processes whose placement is a fixed table per node (the test seam
+// until the control plane places shards); two nodes may disagree, as views do while a placement
+// change propagates.
+
+function counter(metrics: string, name: string, labels: string): number {
+  const line = metrics.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+t.test('a stale route gets 503 with Retry-After and never a second hop', async (t) => {
+  // Each node believes the other owns every shard, except the org's shard, which both give to `a`.
+  let org = '';
+  // `e` is further behind: it still gives every shard, the org's too, to `b`.
+  const [a, b, e] = await startForwardNodes(t, [
+    { id: 'a', owners: (orgId) => ({ default: 'b', [(org = String(orgShard(orgId)))]: 'a' }) },
+    { id: 'b', owners: (orgId) => ({ default: 'a', [String(orgShard(orgId))]: 'a' }) },
+    { id: 'e', owners: () => ({ default: 'b' }) },
+  ]);
+
+  // A request b proxies to a for the org's shard, which a owns: served.
+  const created = await b!.api('GET', '/acme/repos');
+  t.equal(created.status, 200, 'the org shard is served by its owner through b');
+  t.equal(created.headers.get('x-repohost-node'), 'a');
+
+  // A repository create: a runs the org's saga and sends the repository's step to b, which
+  // believes a owns that shard: b refuses it, and a answers the client 503.
+  const made = await a!.api('POST', '/acme/repos', { body: { name: 'stale' } });
+  t.equal(made.status, 503, `a stale actor route is 503 (${made.text})`);
+  t.equal(made.json?.error?.code, 'UNAVAILABLE');
+  t.ok(Number(made.headers.get('retry-after')) >= 1, 'with Retry-After');
+  // The saga's step and its compensation each meet the stale route once; none is forwarded on.
+  const refused = counter(await b!.metrics(), 'repohost_stale_route_refusals_total', 'kind="actor"');
+  t.ok(refused >= 1, `b refused ${refused} forwarded messages`);
+  t.equal(counter(await a!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="stale_route"'), refused, 'a counted each of them stale');
+  t.equal(counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="answered"'), 0, 'b forwarded none of them on');
+
+  // A request marked as forwarded for a shard the receiver does not own: 503, not forwarded on.
+  const other = String((Number(org) + 1) % 256);
+  const before = counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="answered"');
+  const marked = await b!.api('GET', '/acme/repos', { headers: { 'x-repohost-hop': other } });
+  t.equal(marked.status, 503, 'a stale request route is 503');
+  t.ok(Number(marked.headers.get('retry-after')) >= 1, 'with Retry-After');
+  t.equal(marked.json.error.details.reason, 'stale_route');
+  t.equal(counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="answered"'), before, 'b forwarded nothing');
+  t.equal(counter(await b!.metrics(), 'repohost_stale_route_refusals_total', 'kind="request"'), 1);
+
+  // e proxies a request for the org's shard to b, which no longer owns it: b refuses, e relays
+  // the 503 and counts it stale; nothing goes on to a.
+  const fromE = await e!.api('GET', '/acme/repos');
+  t.equal(fromE.status, 503, 'a stale proxied route is 503');
+  t.ok(Number(fromE.headers.get('retry-after')) >= 1, 'with Retry-After');
+  t.equal(fromE.json.error.details.reason, 'stale_route');
+  t.equal(counter(await e!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="stale_route"'), 1, 'e counted it stale');
+  t.equal(counter(await b!.metrics(), 'repohost_stale_route_refusals_total', 'kind="request"'), 2, 'b refused it');
+  t.equal(counter(await a!.metrics(), 'repohost_stale_route_refusals_total', 'kind="request"'), 0, 'a never saw it');
+});
+
+t.test('a stopped owner: the message sent to it fails within the lease TTL', async (t) => {
+  // `c` owns only the org's shard, `d` every other: a repository create's step goes to `d`.
+  const orgOnly = (orgId: string): Record<string, string> => ({ default: 'd', [String(orgShard(orgId))]: 'c' });
+  const [c, d] = await startForwardNodes(t, [{ id: 'c', owners: orgOnly }, { id: 'd', owners: orgOnly }], { REPOHOST_LEASE_TTL_S: '2' });
+  t.equal((await c!.api('POST', '/acme/repos', { body: { name: 'before' } })).status, 201, 'a create whose step runs on d');
+  d!.process.kill('SIGSTOP');
+  t.teardown(() => void d!.process.kill('SIGCONT'));
+  const started = Date.now();
+  const made = await c!.api('POST', '/acme/repos', { body: { name: 'during' } });
+  const waited = Date.now() - started;
+  t.equal(made.status, 503, `503 while d is stopped (${made.text})`);
+  t.ok(Number(made.headers.get('retry-after')) >= 1, 'with Retry-After');
+  t.ok(waited < 8000, `answered after ${waited} ms`);
+  d!.process.kill('SIGCONT');
+  // Resumed, d serves again; or, where the lease is enforced, it found its lease expired and left
+  // (self-fence: exit 75), and c answers 503 for it rather than waiting.
+  const after = await c!.api('GET', '/acme/before');
+  if (after.status !== 200 && d!.process.exitCode === null) await new Promise((resolve) => d!.process.once('exit', resolve));
+  t.ok(after.status === 200 || d!.process.exitCode === 75, `after the resume: ${after.status}, d ${d!.process.exitCode === null ? 'serves' : `left (${d!.process.exitCode})`}`);
+});

@@ -1,0 +1,209 @@
+import type { Test } from 'tap';
+import { repoShard } from '../../src/storage/shards.js';
+import type { ReplicaCluster, ReplicaNode } from './replica-nodes.js';
+
+/**
+ * The replication scenarios, run on either shard log (test/cluster/replication-*.test.ts): writes
+ * through every node read back through every node; an owner killed with SIGKILL, and an owner
+ * stopped (SIGSTOP) past its lease, under write load. A write counts as acknowledged only on a
+ * 2xx; every acknowledged write must be readable afterwards through every live node.
+ */
+const ROOT = 'z'.repeat(32);
+
+
+export async function createRepos(node: ReplicaNode, count: number): Promise<Array<{ name: string; id: string }>> {
+  const repos = [];
+  for (let i = 0; i < count; i++) {
+    const name = `r${i}`;
+    // Keyed: a create retried after a 503 must not fail on its own first attempt.
+    const created = await retrying(() => node.api('POST', '/acme/repos', { body: { name }, headers: { 'idempotency-key': `create-${name}` } }));
+    if (created.status !== 201) throw new Error(`create ${name}: ${created.status} ${created.text}`);
+    repos.push({ name, id: created.json.id as string });
+  }
+  return repos;
+}
+
+/** A request retried while the cluster answers 503 (a shard moving) or the connection fails. */
+export async function retrying(fn: () => Promise<{ status: number; text: string; json: any }>, timeoutMs = 20_000): Promise<{ status: number; text: string; json: any }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fn();
+      if (process.env.REPLICA_DEBUG) console.error('retrying:', res.status, res.text.slice(0, 300));
+      if (res.status !== 503 || Date.now() > deadline) return res;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Every bookmark in `acked`, read through each node: present, at the root change. */
+export async function checkAcknowledged(t: Test, nodes: ReplicaNode[], acked: Array<{ repo: string; bookmark: string }>): Promise<void> {
+  for (const node of nodes) {
+    let missing = 0;
+    for (const { repo, bookmark } of acked) {
+      const got = await retrying(() => node.api('GET', `/acme/${repo}/bookmarks/${bookmark}`));
+      if (got.status !== 200) {
+        missing++;
+        if (missing <= 3) t.comment(`${node.id}: ${repo}/${bookmark} → ${got.status} ${got.text.slice(0, 200)}`);
+      }
+    }
+    t.equal(missing, 0, `${node.id}: all ${acked.length} acknowledged bookmarks are readable`);
+  }
+}
+
+/**
+ * Writers creating bookmarks through the given nodes until stopped. Records every acknowledged
+ * bookmark and, per repository, the longest gap between two acknowledged writes.
+ */
+export function writeLoad(nodes: () => ReplicaNode[], repos: string[], writers = 4): { stop(): Promise<void>; acked: Array<{ repo: string; bookmark: string; at: number }>; failures: number } {
+  const state = { running: true, acked: [] as Array<{ repo: string; bookmark: string; at: number }>, failures: 0 };
+  let n = 0;
+  const loops = Array.from({ length: writers }, async (_, w) => {
+    while (state.running) {
+      const live = nodes();
+      const node = live[n % live.length]!;
+      const repo = repos[n % repos.length]!;
+      const bookmark = `w${w}-${n++}`;
+      try {
+        const res = await node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: bookmark, change_id: ROOT }, signal: AbortSignal.timeout(3000) });
+        if (res.status === 201) state.acked.push({ repo, bookmark, at: Date.now() });
+        else state.failures++;
+      } catch {
+        state.failures++;
+      }
+    }
+  });
+  return {
+    acked: state.acked,
+    get failures() {
+      return state.failures;
+    },
+    async stop() {
+      state.running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** The node that owns the repository's shard now, from a live node's status. */
+export async function ownerOf(cluster: ReplicaCluster, repoId: string, via: ReplicaNode): Promise<ReplicaNode> {
+  const status = await via.status();
+  const owner = status.shards[repoShard(repoId)]!.placement!.owner;
+  return cluster.nodes.find((n) => n.id === owner)!;
+}
+
+/** The longest time without an acknowledged write to `repo` after `from` (ms). */
+export function gapAfter(acked: Array<{ repo: string; at: number }>, repo: string, from: number): number {
+  const times = acked.filter((a) => a.repo === repo && a.at >= from).map((a) => a.at);
+  let gap = 0;
+  let prev = from;
+  for (const at of times) {
+    gap = Math.max(gap, at - prev);
+    prev = at;
+  }
+  return times.length ? gap : Infinity;
+}
+
+/**
+ * Writes through every node are read through every node; then the owner of r0's shard is killed
+ * (SIGKILL) under write load: its shards come back on a promoted follower within the lease TTL
+ * plus a margin, and every acknowledged write is readable through the survivors.
+ */
+export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number, opts: { rejoin?: boolean } = {}): Promise<void> {
+  const [n1] = cluster.nodes;
+  await cluster.settled();
+  const repos = await createRepos(n1!, 4);
+  const first: Array<{ repo: string; bookmark: string }> = [];
+  for (let i = 0; i < 12; i++) {
+    const node = cluster.nodes[i % cluster.nodes.length]!;
+    const repo = repos[i % repos.length]!.name;
+    const res = await retrying(() => node.api('POST', `/acme/${repo}/bookmarks`, { body: { name: `b${i}`, change_id: ROOT }, headers: { 'idempotency-key': `b${i}` } }));
+    t.equal(res.status, 201, `bookmark b${i} through ${node.id}`);
+    first.push({ repo, bookmark: `b${i}` });
+  }
+  await checkAcknowledged(t, cluster.nodes, first);
+
+  const victim = await ownerOf(cluster, repos[0]!.id, n1!);
+  const survivors = cluster.nodes.filter((n) => n !== victim);
+  const load = writeLoad(() => survivors, repos.map((r) => r.name));
+  await new Promise((r) => setTimeout(r, 1500));
+  const killedAt = Date.now();
+  await victim.kill();
+  await new Promise((r) => setTimeout(r, (ttlS + 4) * 1000));
+  await load.stop();
+  const gap = gapAfter(load.acked, repos[0]!.name, killedAt);
+  for (const n of survivors) {
+    const r = (await n.status()).shards[repoShard(repos[0]!.id)]!;
+    t.comment(`${n.id}: r0's shard ${r.shard} ${r.state} as ${r.role}, epoch ${r.epoch}, applied ${r.applied}, placed ${JSON.stringify(r.placement)}`);
+  }
+  t.comment(`owner ${victim.id} killed: r0 answered again after ${gap} ms (lease TTL ${ttlS} s); ${load.acked.length} writes acknowledged, ${load.failures} refused or failed`);
+  t.ok(gap <= ttlS * 1000 + 2500, `r0's shard served again within TTL + 2.5 s (${gap} ms)`);
+  await cluster.settled(20_000, survivors);
+  await checkAcknowledged(t, survivors, [...first, ...load.acked]);
+  const metrics = await (await ownerOf(cluster, repos[0]!.id, survivors[0]!)).metrics();
+  t.match(metrics, /repohost_shard_log_append_seconds_count [1-9]/, "r0's new owner counts its log appends");
+  t.match(metrics, /repohost_shards\{state="active"\} [1-9]/, 'and its active shards');
+  if (opts.rejoin) await rejoin(t, victim, [...first, ...load.acked]);
+}
+
+/**
+ * A node that died restarts on its data directory: the shards it owned, dirty from the batches it
+ * committed but never appended, are rebuilt from the log; it follows again and answers every
+ * acknowledged write (forwarding what it does not own).
+ */
+async function rejoin(t: Test, node: ReplicaNode, acked: Array<{ repo: string; bookmark: string }>): Promise<void> {
+  await node.restart();
+  const deadline = Date.now() + 30_000;
+  let states: Record<string, number> = {};
+  while (Date.now() < deadline) {
+    states = {};
+    for (const r of (await node.status()).shards) states[r.state] = (states[r.state] ?? 0) + 1;
+    if (!states.divergent && !states['catching-up'] && (states.follower ?? 0) + (states.active ?? 0) > 0) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  t.comment(`${node.id} rejoined: ${JSON.stringify(states)}`);
+  t.notOk(states.divergent, `${node.id} rebuilt every divergent shard`);
+  await checkAcknowledged(t, [node], acked);
+}
+
+/**
+ * The owner of r0's shard is stopped (SIGSTOP) for longer than its lease while writes go to it
+ * and to the other nodes, then continued: its shards have moved, its late appends are refused
+ * (it answers those writes 503, not 2xx), it leaves the cluster, and every write it or another
+ * node acknowledged is readable through the others.
+ */
+export async function pauseOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number): Promise<void> {
+  const [n1] = cluster.nodes;
+  await cluster.settled();
+  const repos = await createRepos(n1!, 3);
+  const victim = await ownerOf(cluster, repos[0]!.id, n1!);
+  const others = cluster.nodes.filter((n) => n !== victim);
+  const direct = writeLoad(() => [victim], [repos[0]!.name], 2);
+  const load = writeLoad(() => others, repos.map((r) => r.name));
+  await new Promise((r) => setTimeout(r, 1500));
+  const ackedBefore = direct.acked.length;
+  victim.process.kill('SIGSTOP');
+  const stoppedAt = Date.now();
+  await new Promise((r) => setTimeout(r, (ttlS + 3) * 1000));
+  victim.process.kill('SIGCONT');
+  const exited = await new Promise<number | string | null>((resolve) => {
+    const timer = setTimeout(() => resolve(null), 10_000);
+    victim.process.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve(code ?? signal);
+    });
+  });
+  await direct.stop();
+  // The others keep writing a while: r0's new owner must be serving.
+  await new Promise((r) => setTimeout(r, 3000));
+  await load.stop();
+  t.comment(`${victim.id} stopped for ${Date.now() - stoppedAt} ms; ${direct.acked.length} writes acknowledged directly by it (${ackedBefore} before the stop), ${load.acked.length} by the others`);
+  t.equal(exited, 75, `${victim.id} left the cluster once it saw its lease lost`);
+  t.equal(direct.acked.length, ackedBefore, `no write held by ${victim.id} while it was stopped was acknowledged after`);
+  const gap = gapAfter(load.acked, repos[0]!.name, stoppedAt);
+  t.ok(gap <= ttlS * 1000 + 2500, `r0 served by another node within TTL + 2.5 s of the stop (${gap} ms)`);
+  await cluster.settled(20_000, others);
+  await checkAcknowledged(t, others, [...direct.acked, ...load.acked]);
+}
