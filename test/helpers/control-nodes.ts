@@ -60,7 +60,7 @@ export async function startControlNode(settings: ControlTestSettings, id: string
       plane.client.close();
       plane.progress.close();
       await plane.controller.stop();
-      await plane.view.close();
+      plane.view.close();
       await plane.membership.leave();
     },
   };
