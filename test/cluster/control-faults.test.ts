@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import type { LeaseStatus } from '../../src/cluster/control/membership.js';
 import { startEtcd, type EngineCluster } from '../helpers/cluster-engines.js';
-import { closeAll, fullTable, startControlNode, waitFor, type ControlTestNode } from '../helpers/control-nodes.js';
+import { closeAll, settledTable, startControlNode, waitFor, type ControlTestNode } from '../helpers/control-nodes.js';
 
 // Faults of the control plane on a real 3-member etcd: the controller's node dies, the etcd
 // leader dies, etcd stops answering altogether. Each test has its own etcd, as each breaks it.
@@ -15,7 +15,7 @@ async function cluster(t: Test, ttlS: number): Promise<{ etcd: EngineCluster; no
   t.teardown(() => etcd.stop());
   const nodes = await Promise.all(['a', 'b', 'c'].map((id) => startControlNode({ cluster: 'faults', etcd: etcd.endpoints, ttlS }, id)));
   t.teardown(() => closeAll(nodes));
-  await waitFor('a full placement table', 15_000, () => fullTable(nodes[0]!));
+  await waitFor('a settled placement table', 20_000, () => settledTable(nodes[0]!, ['a', 'b', 'c']));
   return { etcd, nodes };
 }
 
@@ -102,8 +102,11 @@ t.test("a node whose event loop is stuck stops renewing: its shards move, and it
   const child = fork(fileURLToPath(new URL('../helpers/control-node-process.js', import.meta.url)), {
     env: { ...process.env, RH_TEST_CLUSTER: 'faults', RH_TEST_ETCD: etcd.endpoints.join(','), RH_TEST_TTL_S: String(ttlS), RH_TEST_NODE_ID: 'stuck' },
   });
-  t.teardown(() => {
-    if (child.connected) child.disconnect();
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const gone = once(child, 'exit');
+    child.kill('SIGKILL');
+    await gone;
   });
   // A child that dies fails the test instead of leaving it waiting.
   const exited = once(child, 'exit').then(([code]) => {

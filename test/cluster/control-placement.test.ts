@@ -10,7 +10,7 @@ import { rendezvousRank } from '../../src/cluster/control/rendezvous.js';
 import type { PlacementWrite } from '../../src/cluster/control/planner.js';
 import { startEtcd } from '../helpers/cluster-engines.js';
 import { CLI } from '../helpers/server.js';
-import { closeAll, fullTable, startControlNode, waitFor, type ControlTestNode, type ControlTestSettings } from '../helpers/control-nodes.js';
+import { closeAll, fullTable, settledTable, startControlNode, waitFor, type ControlTestNode, type ControlTestSettings } from '../helpers/control-nodes.js';
 
 // The placement protocol on a real 3-member etcd, with several control-plane nodes (each with its
 // own client and lease) in this process. Each test uses its own cluster name on the shared etcd.
@@ -36,7 +36,7 @@ function recordWrites(nodes: ControlTestNode[]): Array<{ at: number; writes: Pla
 t.test('initial placement covers every shard with distinct followers, by rendezvous rank', async (t) => {
   const ids = ['a', 'b', 'c'];
   const nodes = await startNodes(t, { cluster: 'initial', etcd: etcd.endpoints, stableS: 1 }, ids);
-  const table = await waitFor('a full placement table', 15_000, () => fullTable(nodes[0]!));
+  const table = await waitFor('a settled placement table', 20_000, () => settledTable(nodes[0]!, ['a', 'b', 'c']));
   let distinct = 0;
   for (const [shard, p] of table.entries()) {
     if (p.epoch === 1 && p.followers.length === 2 && new Set([p.owner, ...p.followers]).size === 3 && ids.includes(p.owner) && p.followers.every((f) => ids.includes(f))) distinct++;
@@ -56,7 +56,7 @@ t.test('initial placement covers every shard with distinct followers, by rendezv
 t.test("a dead node's shards are promoted to a follower within about TTL + 1 s, epoch + 1", async (t) => {
   const ttlS = 2;
   const nodes = await startNodes(t, { cluster: 'failover', etcd: etcd.endpoints, ttlS }, ['a', 'b', 'c']);
-  const before = await waitFor('a full placement table', 15_000, () => fullTable(nodes[0]!));
+  const before = await waitFor('a settled placement table', 20_000, () => settledTable(nodes[0]!, ['a', 'b', 'c']));
   const victim = nodes.find((n) => !n.plane.controller.isLeader())!;
   const watcher = nodes.find((n) => n !== victim)!;
   const started = Date.now();
@@ -86,7 +86,7 @@ t.test("a dead node's shards are promoted to a follower within about TTL + 1 s, 
 t.test('a drained node ends up owning and following nothing, within the move limit', async (t) => {
   const maxMoves = 16;
   const nodes = await startNodes(t, { cluster: 'drain', etcd: etcd.endpoints, maxMoves, stableS: 0.3 }, ['a', 'b', 'c']);
-  const before = await waitFor('a full placement table', 15_000, () => fullTable(nodes[0]!));
+  const before = await waitFor('a settled placement table', 20_000, () => settledTable(nodes[0]!, ['a', 'b', 'c']));
   const rounds = recordWrites(nodes);
   await requestDrain(nodes[0]!.plane.client, nodes[0]!.plane.keys, 'b');
   const after = await waitFor('b empty', 30_000, () => {
@@ -111,7 +111,7 @@ t.test('two joins in quick succession: one move per shard, at most K per round, 
   const stableS = 1.5;
   const settings = { cluster: 'joins', etcd: etcd.endpoints, maxMoves, stableS };
   const nodes = await startNodes(t, settings, ['a', 'b', 'c']);
-  await waitFor('a full placement table', 15_000, () => fullTable(nodes[0]!));
+  await waitFor('a settled placement table', 20_000, () => settledTable(nodes[0]!, ['a', 'b', 'c']));
   await sleep(500);
   const rounds = recordWrites(nodes);
   const ownerChanges = new Array<number>(SHARD_COUNT).fill(0);
@@ -142,7 +142,7 @@ t.test('two joins in quick succession: one move per shard, at most K per round, 
 
 t.test('repohost cluster status shows the nodes, their leases and every shard', async (t) => {
   const nodes = await startNodes(t, { cluster: 'status', etcd: etcd.endpoints, ttlS: 5 }, ['a', 'b', 'c']);
-  await waitFor('a full placement table', 15_000, () => fullTable(nodes[0]!));
+  await waitFor('a settled placement table', 20_000, () => settledTable(nodes[0]!, ['a', 'b', 'c']));
   await nodes[0]!.plane.progress.flush();
   await requestDrain(nodes[0]!.plane.client, nodes[0]!.plane.keys, 'gone');
   const env = {
@@ -186,7 +186,7 @@ t.test('a node id is one member at a time: a restart waits for the old lease, it
   const ttlS = 2;
   const settings = { cluster: 'restart', etcd: etcd.endpoints, ttlS, stableS: 0.5 };
   const nodes = await startNodes(t, settings, ['a', 'b', 'c']);
-  const before = await waitFor('a full placement table', 15_000, () => fullTable(nodes[0]!));
+  const before = await waitFor('a settled placement table', 20_000, () => settledTable(nodes[0]!, ['a', 'b', 'c']));
   const victim = nodes.find((n) => !n.plane.controller.isLeader())!;
   const watcher = nodes.find((n) => n !== victim)!;
   const twin = await startControlNode(settings, victim.id).then(

@@ -1,6 +1,7 @@
 import { startControlPlane, type ControlPlane } from '../../src/cluster/control/control-plane.js';
 import type { ShardPlacement } from '../../src/cluster/placement.js';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
+import { rendezvousRank } from '../../src/cluster/control/rendezvous.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -60,7 +61,7 @@ export async function startControlNode(settings: ControlTestSettings, id: string
       plane.client.close();
       plane.progress.close();
       await plane.controller.stop();
-      await plane.view.close();
+      plane.view.close();
       await plane.membership.leave();
     },
   };
@@ -91,4 +92,16 @@ export function fullTable(node: ControlTestNode): ShardPlacement[] | undefined {
     table.push(p);
   }
   return table;
+}
+
+/**
+ * The table once every shard is on its rendezvous owner among `ids` with all its followers, or
+ * undefined before: under load a node may join after the others' initial placement and get its
+ * shards only by the moves that follow.
+ */
+export function settledTable(node: ControlTestNode, ids: string[], replicas = 3): ShardPlacement[] | undefined {
+  const table = fullTable(node);
+  const members = ids.map((id) => ({ id }));
+  const want = Math.min(replicas, ids.length) - 1;
+  return table?.every((p, s) => p.owner === rendezvousRank(members, s)[0] && p.followers.length === want) ? table : undefined;
 }

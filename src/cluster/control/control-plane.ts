@@ -42,7 +42,8 @@ export async function startControlPlane(settings: ControlPlaneSettings, opts: { 
     await membership.join();
     await controller.start();
   } catch (err) {
-    await Promise.all([controller.stop(), view.close(), membership.leave()]).catch(() => undefined);
+    view.close();
+    await Promise.all([controller.stop(), membership.leave()]).catch(() => undefined);
     client.close();
     throw err;
   }
@@ -56,7 +57,7 @@ export async function startControlPlane(settings: ControlPlaneSettings, opts: { 
     close: async () => {
       progress.close();
       await controller.stop();
-      await view.close();
+      view.close();
       await membership.leave();
       client.close();
     },

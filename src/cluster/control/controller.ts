@@ -94,7 +94,7 @@ export class Controller {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.unsubscribe.forEach((u) => u());
-    await Promise.all([this.controllerCache.close(), this.drainCache.close(), this.progressCache.close()]);
+    for (const cache of [this.controllerCache, this.drainCache, this.progressCache]) cache.close();
     // Resign, so another node takes over now rather than when this lease expires.
     if (this.term !== null) {
       await this.client.if(this.keys.controller, 'Create', '==', this.term).then(this.client.delete().key(this.keys.controller)).commit().catch(() => undefined);

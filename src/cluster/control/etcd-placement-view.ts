@@ -51,8 +51,9 @@ export class EtcdPlacementView implements PlacementView {
     return () => this.listeners.delete(listener);
   }
 
-  async close(): Promise<void> {
-    await Promise.all([this.nodesCache.close(), this.placementCache.close()]);
+  close(): void {
+    this.nodesCache.close();
+    this.placementCache.close();
   }
 
   private emit(shards: number[]): void {

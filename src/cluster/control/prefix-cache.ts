@@ -80,11 +80,11 @@ export class PrefixCache<T> {
     return () => this.listeners.delete(listener);
   }
 
-  async close(): Promise<void> {
+  /** Stops watching. The cancel is not awaited: it waits for the stream, which may hang on a stopped member. */
+  close(): void {
     this.closed = true;
-    const watcher = this.watcher;
+    void this.watcher?.cancel().catch(() => undefined);
     this.watcher = null;
-    await watcher?.cancel().catch(() => undefined);
   }
 
   private async resync(old: Watcher): Promise<void> {
