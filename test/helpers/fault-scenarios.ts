@@ -1,4 +1,7 @@
 import type { Test } from 'tap';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { repoShard } from '../../src/storage/shards.js';
 import { clusterUnavailable, type FaultCluster, type FaultNode, type ShardLogKind } from './cluster.js';
@@ -123,6 +126,13 @@ export async function runFaultScenario(t: Test, cluster: FaultCluster, o: Scenar
   }
   const verdict = checkRegisterHistory(recorder.ops);
   t.ok(verdict.linearizable, describeVerdict(verdict) || `linearizable: ${verdict.keys.map((k) => `${k.key.split('/')[1]} ${k.operations} ops`).join(', ')}`);
+  if (!verdict.linearizable) {
+    // The failing keys' histories, for a look at what each client saw and when.
+    const bad = new Set(verdict.keys.filter((k) => !k.linearizable).map((k) => k.key));
+    const file = join(tmpdir(), `repohost-history-${process.pid}-${Date.now()}.json`);
+    writeFileSync(file, JSON.stringify(recorder.ops.filter((h) => bad.has(h.key)).sort((a, b) => a.invokedAt - b.invokedAt), null, 1));
+    t.comment(`history of the failing keys: ${file}`);
+  }
 
   const bound = cluster.leaseTtlS * 1000 + 1000;
   if (measured.length > 0 && faultAt === Infinity) t.fail('the fault named repositories to measure but never marked its instant');
