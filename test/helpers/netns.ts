@@ -48,15 +48,18 @@ export interface NetLab {
   teardown(): Promise<void>;
 }
 
-/** True when this process may create namespaces (root with `ip` and `nft`). */
+/** True when this process may create namespaces with nft rules in them (tried once, then removed). */
 export function netnsAvailable(): boolean {
   if (process.getuid?.() !== 0) return false;
+  const probe = `${NS_PREFIX}${process.pid}-probe`;
   try {
-    execFileSync('ip', ['netns', 'list'], { stdio: 'ignore' });
-    execFileSync('nft', ['--version'], { stdio: 'ignore' });
+    execFileSync('ip', ['netns', 'add', probe], { stdio: 'ignore' });
+    execFileSync('ip', ['netns', 'exec', probe, 'nft', 'add', 'table', 'inet', 'rhpart'], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
+  } finally {
+    quietSync('ip', ['netns', 'del', probe]);
   }
 }
 
