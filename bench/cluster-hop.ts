@@ -40,8 +40,9 @@ export async function measureHop(nodes: ProbeNode[], path: string, token: string
     for (const s of series) {
       for (let i = 0; i < per; i++) {
         const start = process.hrtime.bigint();
-        const { status } = await get(s.url, token);
-        if (status !== 200) throw new Error(`hop probe: GET ${s.url} → ${status}`);
+        const reply = await get(s.url, token);
+        // A reply names the node that served it: the owner on both paths, or this is no hop.
+        if (reply.status !== 200 || reply.owner !== owner.id) throw new Error(`hop probe: GET ${s.url} → ${reply.status} from ${reply.owner ?? 'an unnamed node'}, not the owner ${owner.id}`);
         s.h.recordValue(Math.max(1, Number((process.hrtime.bigint() - start) / 1000n)));
       }
     }
