@@ -59,14 +59,17 @@ export async function startBenchCluster(opts: { count: number; log: ShardLogKind
     });
 
     const ports = await freePorts(opts.count * 2);
-    let starts = 0;
+    const launches = new Map<string, number>();
     const launch = async (i: number): Promise<ClusterMember> => {
       const id = `n${i + 1}`;
       const dataDir = join(opts.workDir, `cluster-${id}`);
       if (!existsSync(dataDir)) await cp(seed, dataDir, { recursive: true });
       const port = ports[2 * i] as number;
       const env = { ...common, ...nodeSettings(id, port, ports[2 * i + 1] as number) };
-      const server = await startRepohost({ dataDir, workers: opts.workers, logFile: join(opts.workDir, `cluster-${id}.${starts++}.log`), port, env });
+      const launched = launches.get(id) ?? 0;
+      launches.set(id, launched + 1);
+      const logFile = join(opts.workDir, launched === 0 ? `cluster-${id}.log` : `cluster-${id}.restart-${launched}.log`);
+      const server = await startRepohost({ dataDir, workers: opts.workers, logFile, port, env });
       stops.push(() => server.stop());
       return Object.assign(server, { id });
     };
