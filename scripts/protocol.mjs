@@ -33,8 +33,8 @@ for (const name of ['actor', 'write-set']) {
     for (const path of [code, types]) mkdirSync(path.slice(0, path.lastIndexOf('/')), { recursive: true });
     // --force-message: nested fields are typed as the message classes, which plain objects with
     // every field satisfy; no conversion, verification or delimited helpers are used.
-    // -r: each module its own protobuf root; sharing the default one, the later module's
-    // namespace would replace the earlier's.
+    // -r: each file its own root; with the shared default one, the module loaded last replaces
+    // the other's `repohost` namespace, which encode() looks its nested types up in.
     await run(pbjs, ['-t', 'static-module', '-w', 'es6', '-r', name, '--force-message', '--no-convert', '--no-verify', '--no-delimited', '-o', code, proto]);
     await run(pbts, ['--no-comments', '-o', types, code]);
   }

@@ -21,8 +21,8 @@ const USAGE = `usage: repohost <command> [options]
   backup <dir>
   shard export <n|global> <file>
   shard import <file> [--replace]
-  cluster import-orgs       (copies the data directory's orgs, keys and targets into the cluster's etcd)
   cluster status            (cluster mode: the node's REPOHOST_CLUSTER_* settings)
+  cluster import-orgs       (once: the data directory's orgs, keys and targets into the cluster's etcd)
 
 common options: --data DIR, --json`;
 

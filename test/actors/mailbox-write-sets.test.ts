@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import t from 'tap';
 import { defineCommand } from '../../src/actors/command.js';
 import { Mailboxes } from '../../src/actors/mailbox.js';
+import { actorSettings } from '../../src/actors/settings.js';
 import { shardOf } from '../../src/actors/shard-map.js';
+import { loadConfig } from '../../src/config.js';
 import { ServiceError } from '../../src/errors.js';
 import type { ActorReplyMsg, ActorRequestMsg } from '../../src/protocol/messages.js';
 import { compileResponses } from '../../src/protocol/serializers.js';
@@ -43,7 +45,7 @@ function setup(sink: WriteSink) {
   const raw = openStorage(dir);
   t.teardown(() => raw.close());
   const storage = recordingStorage(raw, new WriteRecorder(sink));
-  const settings = { dataDir: dir, publicUrl: 'http://x', brand: 'x', allowPrivateWebhooks: false, allowPrivateUpstreams: false, orgQuotaBytes: 0, blobRetentionS: 0, logLevel: 'error', orgDirectory: null };
+  const settings = actorSettings(loadConfig({ REPOHOST_DATA: dir }));
   const mailboxes = new Mailboxes(storage, new LmdbOrgDirectory(raw), SecretBox.forDataDir(dir), settings, new Map([[put.name, put]]));
   const send = (actor: string, input: Input): Promise<ActorReplyMsg> => {
     const req = { actor, command: put.name, payload: Buffer.from(JSON.stringify({ ...input, key: `${actor}/${input.key}` })), principal: { orgId: 'o', keyId: '' }, traceId: 't' } as unknown as ActorRequestMsg;

@@ -98,8 +98,10 @@ t.test('a drained node ends up owning and following nothing, within the move lim
     const expected = b.owner === 'b' ? b.epoch + 1 : b.epoch;
     if (a.epoch !== expected) t.fail(`shard ${s}: epoch ${b.epoch} → ${a.epoch}`);
   }
-  const largest = Math.max(...rounds.map((r) => r.writes.length));
-  t.ok(largest <= maxMoves, `at most ${maxMoves} writes in a round (largest ${largest}, ${rounds.length} rounds)`);
+  // The initial placement's round may end after the views saw the table: leave it out.
+  const moves = rounds.map((r) => r.writes.filter((w) => w.reason !== 'place')).filter((w) => w.length);
+  const largest = Math.max(...moves.map((w) => w.length));
+  t.ok(largest <= maxMoves, `at most ${maxMoves} writes in a round (largest ${largest}, ${moves.length} rounds)`);
   t.ok(rounds.flatMap((r) => r.writes).every((w) => w.reason !== 'promote'), 'graceful: nothing promoted');
   t.ok(nodes[1]!.plane.membership.mayServe(), 'the drained node is still a member');
 });
@@ -176,6 +178,8 @@ t.test('repohost cluster status shows the nodes, their leases and every shard', 
   const human = (await run([])).stdout;
   t.match(human, /^cluster status: 3 nodes, controller [abc], 256\/256 shards placed/);
   t.match(human, /\nshard\s+owner\s+epoch\s+followers\s+lag\n/);
+  const single = await promisify(execFile)(process.execPath, [CLI, 'cluster', 'status'], { env: { ...process.env, REPOHOST_CLUSTER_ETCD: '' } }).catch((err: { code: number; stderr: string }) => err);
+  t.match(single, { code: 1, stderr: /cluster status needs cluster mode/ }, 'a single node says what is missing');
 });
 
 t.test('a node id is one member at a time: a restart waits for the old lease, its shards move first', async (t) => {

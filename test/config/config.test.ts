@@ -82,3 +82,12 @@ t.test('config - environment, flags over environment, and refusals', async (t) =
     t.throws(() => loadConfig({ [name!]: value }, {}), new RegExp(name!), `${name}=${value} refused`);
   }
 });
+
+t.test('config - the shard log backend and its stream replicas', async (t) => {
+  const node = { REPOHOST_CLUSTER_ETCD: 'http://10.0.0.1:2379', REPOHOST_NODE_ID: 'n1', REPOHOST_NODE_INTERNAL_URL: 'http://10.0.0.5:9100' };
+  const nats = { ...node, REPOHOST_CLUSTER_NATS: 'nats://10.0.0.1:4222' };
+  t.match(loadConfig(nats).cluster, { shardLog: 'jetstream', shardLogReplicas: 3 });
+  t.match(loadConfig({ ...nats }, { 'shard-log': 'etcd', 'shard-log-replicas': '1' }).cluster, { shardLog: 'etcd', shardLogReplicas: 1 });
+  t.throws(() => loadConfig(node), /REPOHOST_CLUSTER_NATS is required/, 'JetStream needs NATS servers');
+  t.throws(() => loadConfig({ ...nats, REPOHOST_SHARD_LOG: 'kafka' }), /jetstream or etcd/);
+});

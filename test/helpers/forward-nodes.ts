@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,13 +7,14 @@ import { createOrg } from '../../src/storage/admin-store.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import { TEST_PLACEMENT_ENV, type FixedPlacementTable } from '../../src/cluster/forward/fixed-placement.js';
 import { freePorts, startEtcd } from './cluster-engines.js';
-import { createTestKey, startTestServer, type TestServer } from './server.js';
+import { createTestKey, runCli, startTestServer, type TestServer } from './server.js';
 
 /**
  * Repohost processes in cluster mode whose placement is a fixed table per node (the test seam of
- * src/cluster/forward/fixed-placement.ts), for the forwarding tests. Every node starts from a copy
- * of one data directory holding the org and its admin key, as the org directory replicated
- * through etcd would give it. A node's table may disagree with another's: that is a stale route.
+ * src/cluster/forward/fixed-placement.ts), for the forwarding tests. The org and its admin key are
+ * made in a seed directory and imported into etcd (`repohost cluster import-orgs`), as an
+ * operator would; every node starts from a copy of the seed. The shard log is etcd's. A node's
+ * table may disagree with another's: that is a stale route.
  */
 export interface ForwardNode extends TestServer {
   id: string;
@@ -26,7 +28,7 @@ export interface NodeSpec {
 }
 
 export async function startForwardNodes(t: { teardown(fn: () => Promise<void> | void): void }, specs: NodeSpec[], env: Record<string, string> = {}): Promise<ForwardNode[]> {
-  const etcd = await startEtcd({ members: 1 });
+  const etcd = await startEtcd();
   t.teardown(() => etcd.stop());
   const seed = mkdtempSync(join(tmpdir(), 'repohost-fwd-'));
   t.teardown(() => rmSync(seed, { recursive: true, force: true }));
@@ -34,6 +36,21 @@ export async function startForwardNodes(t: { teardown(fn: () => Promise<void> | 
   const orgId = createOrg(new LmdbOrgDirectory(storage), 'acme', 'acme inc').id;
   await storage.close();
   const key = createTestKey(seed, { scopes: ['admin'], name: 'test-admin', org: 'acme' });
+  const common: Record<string, string> = {
+    REPOHOST_CLUSTER_NAME: `fwd${process.pid}`,
+    REPOHOST_CLUSTER_ETCD: etcd.endpoints.join(','),
+    REPOHOST_SECRET_KEY: randomBytes(32).toString('base64'),
+    REPOHOST_SHARD_LOG: 'etcd',
+    // Generous: one node activating all 256 shards on a loaded machine must keep its lease.
+    REPOHOST_LEASE_TTL_S: '10',
+    ...env,
+  };
+  // The CLI reads the cluster settings as a node does; it registers nothing.
+  const cliNode = { REPOHOST_NODE_ID: 'cli', REPOHOST_NODE_URL: 'http://127.0.0.1:1', REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:2' };
+  const imported = await runCli(['cluster', 'import-orgs', '--data', seed], { ...common, ...cliNode });
+  // A build whose org directory is not in etcd yet has no such command: each node then reads
+  // the org from its copy of the seed.
+  if (imported.code !== 0 && !imported.stderr.includes('unknown command "cluster"')) throw new Error(`import-orgs failed: ${imported.stderr}`);
   const ports = await freePorts(specs.length * 2);
   const nodes = specs.map((s, i) => ({ id: s.id, url: `http://127.0.0.1:${ports[2 * i]}`, internalUrl: `http://127.0.0.1:${ports[2 * i + 1]}` }));
   const started: ForwardNode[] = [];
@@ -49,9 +66,7 @@ export async function startForwardNodes(t: { teardown(fn: () => Promise<void> | 
       key,
       port: ports[2 * i],
       env: {
-        ...env,
-        REPOHOST_CLUSTER_ETCD: etcd.endpoints.join(','),
-        REPOHOST_SHARD_LOG: 'etcd',
+        ...common,
         REPOHOST_NODE_ID: spec.id,
         REPOHOST_NODE_URL: nodes[i]!.url,
         REPOHOST_NODE_INTERNAL_URL: nodes[i]!.internalUrl,
@@ -64,7 +79,36 @@ export async function startForwardNodes(t: { teardown(fn: () => Promise<void> | 
     });
     started.push(Object.assign(server, { id: spec.id, internalUrl: nodes[i]!.internalUrl }));
   }
+  await Promise.all(started.map((n) => ownedShardsActive(n)));
   return started;
+}
+
+/** A shard's state as `/cluster/status` on the operator listener reports it. */
+interface ShardStatus {
+  shard: number;
+  state: string;
+  placement: { owner: string } | null;
+}
+
+/**
+ * Waits until the node serves every shard its table gives it: with replication, an owner first
+ * activates each shard on the shard log. A node without replication has no `/cluster/status`.
+ */
+async function ownedShardsActive(node: ForwardNode, timeoutMs = 60_000): Promise<void> {
+  const url = node.metricsUrl!.replace(/\/metrics$/, '/cluster/status');
+  let waiting = -1;
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
+    if (node.process.exitCode !== null || node.process.signalCode !== null) {
+      throw new Error(`node ${node.id} exited (${node.process.exitCode ?? node.process.signalCode}):\n${node.logs.slice(-15).join('\n')}`);
+    }
+    const res = await fetch(url).catch(() => null);
+    if (!res) continue;
+    if (res.status === 404) return;
+    const { shards } = (await res.json()) as { shards: ShardStatus[] };
+    waiting = shards.filter((s) => s.placement?.owner === node.id && s.state !== 'active').length;
+    if (waiting === 0) return;
+  }
+  throw new Error(`node ${node.id} still activates ${waiting} of its shards after ${timeoutMs} ms`);
 }
 
 /** Every shard owned by one node, in every node's view. */

@@ -134,13 +134,17 @@ export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: 
   await new Promise((r) => setTimeout(r, (ttlS + 4) * 1000));
   await load.stop();
   const gap = gapAfter(load.acked, repos[0]!.name, killedAt);
+  for (const n of survivors) {
+    const r = (await n.status()).shards[repoShard(repos[0]!.id)]!;
+    t.comment(`${n.id}: r0's shard ${r.shard} ${r.state} as ${r.role}, epoch ${r.epoch}, applied ${r.applied}, placed ${JSON.stringify(r.placement)}`);
+  }
   t.comment(`owner ${victim.id} killed: r0 answered again after ${gap} ms (lease TTL ${ttlS} s); ${load.acked.length} writes acknowledged, ${load.failures} refused or failed`);
   t.ok(gap <= ttlS * 1000 + 2500, `r0's shard served again within TTL + 2.5 s (${gap} ms)`);
   await cluster.settled(20_000, survivors);
   await checkAcknowledged(t, survivors, [...first, ...load.acked]);
-  const metrics = await survivors[0]!.metrics();
-  t.match(metrics, /repohost_shard_log_append_seconds_count [1-9]/, 'the survivors count their log appends');
-  t.match(metrics, /repohost_shards\{state="active"\} [1-9]/, 'and their active shards');
+  const metrics = await (await ownerOf(cluster, repos[0]!.id, survivors[0]!)).metrics();
+  t.match(metrics, /repohost_shard_log_append_seconds_count [1-9]/, "r0's new owner counts its log appends");
+  t.match(metrics, /repohost_shards\{state="active"\} [1-9]/, 'and its active shards');
   if (opts.rejoin) await rejoin(t, victim, [...first, ...load.acked]);
 }
 

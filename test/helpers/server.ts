@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -145,6 +145,10 @@ export interface StartOptions {
   org?: string;
   /** The public port (default: any free one). */
   port?: number;
+  /** The address both listeners bind (default 127.0.0.1; a node in a network namespace binds its own). */
+  host?: string;
+  /** Starts the server process (default: `spawn`); e.g. inside a network namespace (test/helpers/netns.ts). */
+  spawnVia?: (command: string, args: string[], opts: SpawnOptions) => ChildProcess;
   /** An admin key the data directory already has: the server starts on the directory as it is. */
   key?: TestKey;
 }
@@ -167,13 +171,14 @@ export function createTestKey(dataDir: string, o: { scopes: string[]; repos?: st
 }
 
 async function launch(dataDir: string, opts: StartOptions, logs: string[]): Promise<{ child: ChildProcess; port: number; metricsPort: number | null }> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', String(opts.port ?? 0), '--host', '127.0.0.1', '--data', dataDir, '--metrics-addr', '127.0.0.1:0', '--workers', String(opts.workers ?? 2)], {
+  const host = opts.host ?? '127.0.0.1';
+  const child = (opts.spawnVia ?? spawn)(process.execPath, [CLI, 'serve', '--port', String(opts.port ?? 0), '--host', host, '--data', dataDir, '--metrics-addr', `${host}:0`, '--workers', String(opts.workers ?? 2)], {
     env: { ...process.env, LOG_LEVEL: 'info', REPOHOST_ALLOW_PRIVATE_WEBHOOKS: '1', REPOHOST_ALLOW_PRIVATE_UPSTREAMS: '1', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stderr.on('data', (d: Buffer) => logs.push(d.toString()));
+  child.stderr!.on('data', (d: Buffer) => logs.push(d.toString()));
   return new Promise((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout });
+    const rl = createInterface({ input: child.stdout! });
     // Generous: on a machine loaded by parallel test files a start has taken over 20 s.
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -213,13 +218,13 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
 
   const server: TestServer = {
     get url() {
-      return `http://127.0.0.1:${port}`;
+      return `http://${opts.host ?? '127.0.0.1'}:${port}`;
     },
     get port() {
       return port;
     },
     get metricsUrl() {
-      return metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : null;
+      return metricsPort ? `http://${opts.host ?? '127.0.0.1'}:${metricsPort}/metrics` : null;
     },
     dataDir,
     org,

@@ -208,9 +208,18 @@ export function shardLogScenarios(t: Test, backend: ShardLogBackendUnderTest): v
 
   t.test('kill -9 of the leader during sequential appends loses no acknowledged append', async (t) => {
     const log = await backend.open();
-    t.teardown(() => log.close());
+    const follower = await backend.open();
+    t.teardown(async () => {
+      await log.close();
+      await follower.close();
+    });
     const shard = 9;
     const acked: Array<{ id: string; seq: number; at: number }> = [];
+    // A follower tails the shard across the kill.
+    const followed: ShardLogEntry[] = [];
+    const tail = follower.tail(shard, 0, async (entries) => {
+      followed.push(...entries);
+    });
     let stop = false;
     const writer = (async () => {
       let last = 0;
@@ -238,6 +247,10 @@ export function shardLogScenarios(t: Test, backend: ShardLogBackendUnderTest): v
     t.comment(`kill -9 of member ${victim}: ${acked.length} acknowledged, longest gap ${outage} ms`);
     const entries = await readAll(log, shard, 0, 256);
     t.same(entries.map((e) => [e.seq, e.id]), acked.map((a) => [a.seq, a.id]), 'every acknowledged append is there, once, in order');
+    const tailDeadline = Date.now() + 15_000;
+    while (followed.length < acked.length && Date.now() < tailDeadline) await sleep(100);
+    await tail.stop();
+    t.same(followed.map((e) => e.id), acked.map((a) => a.id), 'the tail delivered each of them once, in order, across the kill');
 
     // The killed member comes back and catches up: a client bound to it alone reads from the middle.
     await backend.engines.restart(victim);

@@ -13,18 +13,11 @@ import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleWhen, ret
  */
 export const ETCD_CALL_DEADLINE_MS = 500;
 
-export interface EtcdClientOptions {
-  endpoints: string[];
-  /** Deadline of one attempt of a unary call (500–1,000 ms is the working range). */
-  callDeadlineMs?: number;
-}
-
-export function createEtcdClient(opts: EtcdClientOptions): Etcd3 {
-  const deadlineMs = opts.callDeadlineMs ?? ETCD_CALL_DEADLINE_MS;
+export function createEtcdClient(opts: { endpoints: string[] }): Etcd3 {
   return new Etcd3({
     hosts: opts.endpoints,
-    dialTimeout: deadlineMs,
-    defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + deadlineMs }),
+    dialTimeout: ETCD_CALL_DEADLINE_MS,
+    defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + ETCD_CALL_DEADLINE_MS }),
     faultHandling: {
       global: retry(handleWhen(isRecoverableError), { maxAttempts: 1 }),
       host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 1000, breaker: new ConsecutiveBreaker(3) }),
@@ -32,9 +25,10 @@ export function createEtcdClient(opts: EtcdClientOptions): Etcd3 {
       // client's default backoff can reach (the client takes the first step, not the factory).
       watchBackoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 1000 }).next(),
     },
-    // HTTP/2 pings find a member that stopped answering on an open watch stream. etcd refuses
-    // pings more often than every 5 s (its --grpc-keepalive-min-time).
-    grpcOptions: { 'grpc.keepalive_time_ms': 5000, 'grpc.keepalive_timeout_ms': 1000, 'grpc.keepalive_permit_without_calls': 1 },
+    // HTTP/2 pings find a member that stopped answering on an open watch stream. etcd counts a
+    // ping sooner than 5 s after the last as abuse (--grpc-keepalive-min-time) and, after two,
+    // closes the connection: 10 s keeps well clear of that.
+    grpcOptions: { 'grpc.keepalive_time_ms': 10_000, 'grpc.keepalive_timeout_ms': 2000 },
   });
 }
 

@@ -78,6 +78,11 @@ export class Membership {
     const key = this.keys.node(this.info.id);
     const giveUp = performance.now() + this.ttlS * 1000 + 2000;
     for (;;) {
+      if ((await this.client.get(key).string()) !== null) {
+        if (performance.now() > giveUp) throw new Error(`node id ${this.info.id} is registered by another live process`);
+        await new Promise((r) => setTimeout(r, 250));
+        continue;
+      }
       const sent = performance.now();
       const lease = this.client.lease(this.ttlS, { autoKeepAlive: false });
       lease.on('lost', () => undefined);
@@ -91,9 +96,8 @@ export class Membership {
         this.schedule();
         return;
       }
+      // Another process took the id between the read and the transaction.
       await lease.revoke(deadlineIn(ETCD_CALL_DEADLINE_MS)).catch(() => undefined);
-      if (performance.now() > giveUp) throw new Error(`node id ${this.info.id} is registered by another live process`);
-      await new Promise((r) => setTimeout(r, 250));
     }
   }
 

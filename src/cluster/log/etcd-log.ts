@@ -41,6 +41,8 @@ export class EtcdShardLog implements ShardLog {
 
   constructor(private readonly opts: EtcdLogOptions) {
     const timeoutMs = opts.timeoutMs ?? 1000;
+    // The client's own retries (on another member, after a transport error) are safe for appends
+    // too: a second copy of the transaction is refused, and the refusal finds the first by its id.
     this.client = new Etcd3({
       hosts: opts.hosts,
       dialTimeout: timeoutMs,

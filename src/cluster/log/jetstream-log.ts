@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, createInbox, errors as natsErrors, headers, nanos, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import {
   AckPolicy,
@@ -34,6 +35,12 @@ const STREAMS = 4;
 /** The header carrying the sequence an entry was appended after. */
 const PREV_HEADER = 'Rh-Prev';
 const MSG_ID_HEADER = 'Nats-Msg-Id';
+/** A tail's pull requests last this long, and the server sends a heartbeat every half of it. */
+const TAIL_PULL_EXPIRES_MS = 2000;
+/** Missed heartbeats after which a tail replaces its consumer (3 s with the figure above). */
+const TAIL_SILENT_HEARTBEATS = 3;
+/** How often a tail checks that it moves while the leader holds entries past it. */
+const TAIL_PROGRESS_CHECK_MS = 3000;
 
 export interface JetStreamLogOptions {
   servers: string[];
@@ -55,6 +62,8 @@ export interface JetStreamLogOptions {
  */
 export class JetStreamShardLog implements ShardLog {
   private readonly tails = new Set<TailDelivery>();
+  /** Each tail's position at its last progress check. */
+  private readonly tailChecks = new WeakMap<TailDelivery, number>();
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -101,7 +110,7 @@ export class JetStreamShardLog implements ShardLog {
       // the record won only if nothing was stored between the expected entry and it.
       let first: ShardLogEntry | undefined;
       try {
-        [first] = await this.readStored(shard, expectedLast, 1);
+        [first] = await this.readOne(shard, expectedLast);
       } catch (err) {
         throw this.failure(shard, err, true);
       }
@@ -113,30 +122,27 @@ export class JetStreamShardLog implements ShardLog {
   async last(shard: number): Promise<number> {
     const stream = this.stream(shard);
     const subject = this.subject(shard);
-    return retryUnavailable(this.unavailableBudgetMs, async () => {
-      try {
-        return (await this.jsm.streams.getMessage(stream, { last_by_subj: subject }))?.seq ?? 0;
-      } catch (err) {
-        throw this.failure(shard, err, false);
-      }
-    });
+    return this.retried(shard, async () => (await this.jsm.streams.getMessage(stream, { last_by_subj: subject }))?.seq ?? 0);
   }
 
   async read(shard: number, after: number, limit: number): Promise<ShardLogEntry[]> {
     const chain = new EntryChain(shard, after);
     const out: ShardLogEntry[] = [];
+    let replicaBehind = false;
     // Invalid entries are skipped, so a batch may need another to fill it.
     while (out.length < limit) {
       const wanted = limit - out.length;
-      const stored = await retryUnavailable(this.unavailableBudgetMs, async () => {
-        try {
-          return await this.readStored(shard, chain.cursor, wanted);
-        } catch (err) {
-          throw this.failure(shard, err, false);
-        }
-      });
+      const batched = wanted > 1 && !replicaBehind;
+      const stored = await this.retried(shard, () => (batched ? this.readBatch(shard, chain.cursor, wanted) : this.readOne(shard, chain.cursor)));
       for (const e of stored) if (chain.accept(e)) out.push(e);
-      if (stored.length < wanted) break;
+      if (stored.length === (batched ? wanted : 1)) continue;
+      if (!batched) break;
+      // A short batch is the end only if the leader has nothing later: the server may place the
+      // batch's consumer on a replica that is still catching up (seen after a member's restart).
+      // Then the rest comes from the leader, one get per entry.
+      const last = await this.last(shard);
+      if (chain.cursor >= last) break;
+      replicaBehind = true;
     }
     return out;
   }
@@ -149,50 +155,72 @@ export class JetStreamShardLog implements ShardLog {
     this.tails.add(delivery);
     void delivery.done.finally(() => this.tails.delete(delivery)).catch(() => undefined);
     const run = async (): Promise<void> => {
-      // An ordered consumer recreates itself after a failover, from the last sequence it delivered.
-      const consumer = await retryUnavailable(this.unavailableBudgetMs, async () => {
-        try {
-          return await this.js.consumers.get(this.stream(shard), {
+      while (delivery.active) {
+        const consumer = await this.retried(shard, () =>
+          this.js.consumers.get(this.stream(shard), {
             filter_subjects: this.subject(shard),
             deliver_policy: DeliverPolicy.StartSequence,
             opt_start_seq: delivery.position + 1,
-          });
-        } catch (err) {
-          throw this.failure(shard, err, false);
+          }),
+        );
+        if (!delivery.active) return;
+        const current = await consumer.consume({ max_messages: 256, expires: TAIL_PULL_EXPIRES_MS });
+        messages = current;
+        void this.closeWhenSilent(current);
+        const watchdog = setInterval(() => void this.closeWhenStuck(shard, delivery, current), TAIL_PROGRESS_CHECK_MS);
+        try {
+          for await (const m of current) {
+            await delivery.push(entryOf(m.seq, m.headers, m.data));
+            if (!delivery.active) break;
+          }
+        } finally {
+          clearInterval(watchdog);
         }
-      });
-      if (!delivery.active) return;
-      messages = await consumer.consume({ max_messages: 256 });
-      for await (const m of messages) {
-        await delivery.push(entryOf(m.seq, m.headers, m.data));
-        if (!delivery.active) break;
+        // Closed because its server went silent: a new consumer resumes after the last entry.
+        if (delivery.active) await sleep(100);
       }
     };
-    run().then(
-      () => (delivery.active ? delivery.end(new ShardLogUnavailable(shard)) : undefined),
-      (err: unknown) => delivery.end(err),
-    );
+    run().catch((err: unknown) => delivery.end(err));
     return delivery;
   }
 
   async trim(shard: number, upTo: number): Promise<void> {
-    const stream = this.stream(shard);
-    const subject = this.subject(shard);
-    await retryUnavailable(this.unavailableBudgetMs, async () => {
-      try {
-        const last = (await this.jsm.streams.getMessage(stream, { last_by_subj: subject }))?.seq ?? 0;
-        // Purging below `seq` keeps the last entry: it carries the fence.
-        const keepFrom = Math.min(upTo + 1, last);
-        if (keepFrom > 1) await this.jsm.streams.purge(stream, { filter: subject, seq: keepFrom });
-      } catch (err) {
-        throw this.failure(shard, err, false);
-      }
-    });
+    // Purging below `seq` keeps the last entry: the next append's condition needs it.
+    const keepFrom = Math.min(upTo + 1, await this.last(shard));
+    if (keepFrom > 1) await this.retried(shard, () => this.jsm.streams.purge(this.stream(shard), { filter: this.subject(shard), seq: keepFrom }));
   }
 
   async close(): Promise<void> {
     await Promise.allSettled([...this.tails].map((t) => t.stop()));
     await this.nc.close();
+  }
+
+  /**
+   * Closes a tail's consumer once its server has been silent for TAIL_SILENT_HEARTBEATS
+   * heartbeats. The client then only re-checks the consumer, and an ephemeral consumer that lived
+   * on a killed server stayed silent for good (tails stalled 15 s and more after a kill -9).
+   */
+  private async closeWhenSilent(messages: ConsumerMessages): Promise<void> {
+    for await (const status of messages.status()) {
+      if (status.type === 'heartbeats_missed' && status.count >= TAIL_SILENT_HEARTBEATS) {
+        await messages.close().catch(() => undefined);
+        return;
+      }
+    }
+  }
+
+  /**
+   * Closes a tail's consumer when the leader holds entries past the tail's position and the tail
+   * did not move since the last check: a backstop for a consumer that answers heartbeats but
+   * delivers nothing (a tail once stalled after a kill -9 with heartbeats flowing).
+   */
+  private async closeWhenStuck(shard: number, delivery: TailDelivery, messages: ConsumerMessages): Promise<void> {
+    const seen = delivery.position;
+    const stuckSince = this.tailChecks.get(delivery);
+    this.tailChecks.set(delivery, seen);
+    if (stuckSince !== seen || !delivery.active) return;
+    const last = await this.last(shard).catch(() => 0);
+    if (last > seen && delivery.position === seen) await messages.close().catch(() => undefined);
   }
 
   private async ensureStream(k: number, replicas: number): Promise<void> {
@@ -228,9 +256,15 @@ export class JetStreamShardLog implements ShardLog {
     }
   }
 
-  /** Up to `limit` stored entries after `after`, valid or not. */
-  private async readStored(shard: number, after: number, limit: number): Promise<ShardLogEntry[]> {
-    return limit === 1 ? this.readOne(shard, after) : this.readBatch(shard, after, limit);
+  /** `request` (idempotent), retried while the log is unavailable, its failures typed. */
+  private retried<T>(shard: number, request: () => Promise<T>): Promise<T> {
+    return retryUnavailable(this.unavailableBudgetMs, async () => {
+      try {
+        return await request();
+      } catch (err) {
+        throw this.failure(shard, err, false);
+      }
+    });
   }
 
   /** The entry right after `after`: one get from the stream leader. */

@@ -2,7 +2,7 @@ import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
 import { ServiceError } from '../../errors.js';
 import { log } from '../../log.js';
 import { DirectoryView } from './directory-view.js';
-import { connectEtcd } from './etcd-connection.js';
+import { createEtcdClient } from '../control/etcd-client.js';
 import type { OrgDirectory } from '../../storage/org-directory.js';
 import type { OrgRecord, SigningKeyRecord } from '../../storage/records.js';
 import type { WebhookTargetRecord } from '../../storage/webhook-store.js';
@@ -45,8 +45,10 @@ export class GlobalKeys {
  * `flush()`, which resolves once the watch has brought the change back into this view: the writer
  * reads its own write. Other nodes see it within their watch latency.
  *
- * The watch has a client of its own, replaced when the check below finds it stalled; the writes and
- * the check share the other. Both carry the deadlines of `etcd-connection.ts`.
+ * The watch has a client of its own, on one member at a time, replaced by a client of the next
+ * member when the check below finds it stalled: a client of every member would pick one at random
+ * and could land on the stopped one again. The writes and the check share a client of every member.
+ * Both are the control plane's clients, with its deadlines and retries.
  */
 export class EtcdOrgDirectory implements OrgDirectory {
   private view = new DirectoryView();
@@ -55,27 +57,28 @@ export class EtcdOrgDirectory implements OrgDirectory {
   private staged: Array<Promise<void>> = [];
   private watcher: Watcher | null = null;
   private watchClient: Etcd3;
+  /** The member the watch client talks to, as an index into the endpoints. */
+  private watchMember: number;
   private readonly checkTimer: NodeJS.Timeout;
   /** `applied` when the last check found undelivered changes; null when it found none. */
   private behindAt: number | null = null;
   private closed = false;
   /** True while the directory is read again after its watch failed. */
   private loading = false;
-  /** Times the watch was moved to a new connection after a stall (for tests and logs). */
-  watchRestarts = 0;
 
   private constructor(
     private readonly endpoints: string[],
     private readonly client: Etcd3,
-    private readonly keys_: GlobalKeys,
+    private readonly paths: GlobalKeys,
   ) {
-    this.watchClient = connectEtcd(endpoints);
+    this.watchMember = Math.floor(Math.random() * endpoints.length);
+    this.watchClient = createEtcdClient({ endpoints: [endpoints[this.watchMember]!] });
     this.checkTimer = setInterval(() => void this.checkWatch(), WATCH_CHECK_MS).unref();
   }
 
   /** Loads the whole directory and starts following it; fails if etcd cannot answer in time. */
   static async open(endpoints: string[], cluster: string): Promise<EtcdOrgDirectory> {
-    const directory = new EtcdOrgDirectory(endpoints, connectEtcd(endpoints), new GlobalKeys(cluster));
+    const directory = new EtcdOrgDirectory(endpoints, createEtcdClient({ endpoints }), new GlobalKeys(cluster));
     try {
       await directory.load();
     } catch (err) {
@@ -108,11 +111,11 @@ export class EtcdOrgDirectory implements OrgDirectory {
 
   createOrg(org: OrgRecord): void {
     if (this.view.slugs.has(org.slug)) throw slugTaken(org.slug);
-    const slugKey = this.keys_.slug(org.slug);
+    const slugKey = this.paths.slug(org.slug);
     this.stage(async () => {
       const res = await this.client
         .if(slugKey, 'Create', '==', 0)
-        .then(this.client.put(slugKey).value(org.id), this.client.put(this.keys_.org(org.id)).value(JSON.stringify(org)))
+        .then(this.client.put(slugKey).value(org.id), this.client.put(this.paths.org(org.id)).value(JSON.stringify(org)))
         .commit();
       if (res.succeeded) return res.header.revision;
       return (await this.committedAs(slugKey, org.id)) ?? Promise.reject(slugTaken(org.slug));
@@ -129,11 +132,11 @@ export class EtcdOrgDirectory implements OrgDirectory {
   }
 
   orgKeys(orgId: string): SigningKeyRecord[] {
-    return [...(this.view.keysByOrg.get(orgId) ?? [])].map((id) => this.key(id)!);
+    return [...(this.view.keysByOrg.get(orgId) ?? [])].sort().map((id) => this.key(id)!);
   }
 
   createKey(key: SigningKeyRecord): void {
-    const keyKey = this.keys_.key(key.id);
+    const keyKey = this.paths.key(key.id);
     this.stage(async () => {
       const res = await this.client.if(keyKey, 'Create', '==', 0).then(this.client.put(keyKey).value(JSON.stringify(key))).commit();
       if (res.succeeded) return res.header.revision;
@@ -150,7 +153,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
     if (!held) throw keyNotFound(keyId);
     const record = structuredClone(held.record);
     change(record);
-    const keyKey = this.keys_.key(keyId);
+    const keyKey = this.paths.key(keyId);
     this.stage(async () => {
       let next = record;
       let mod = held.mod;
@@ -188,7 +191,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
 
   /** Creates the target, or replaces it as this view holds it: a change made meanwhile elsewhere is ABORTED, not overwritten. */
   putTarget(target: WebhookTargetRecord): void {
-    const targetKey = this.keys_.target(target.org_id, target.id);
+    const targetKey = this.paths.target(target.org_id, target.id);
     const held = this.view.targets.get(target.org_id)?.get(target.id);
     const unchanged = held ? this.client.if(targetKey, 'Mod', '==', held.mod) : this.client.if(targetKey, 'Create', '==', 0);
     this.stage(async () => {
@@ -199,7 +202,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
   }
 
   removeTarget(orgId: string, targetId: string): void {
-    const targetKey = this.keys_.target(orgId, targetId);
+    const targetKey = this.paths.target(orgId, targetId);
     this.stage(async () => (await this.client.delete().key(targetKey).exec()).header.revision);
   }
 
@@ -238,7 +241,9 @@ export class EtcdOrgDirectory implements OrgDirectory {
     const done = write().then(
       (revision) => this.echo(Number(revision)),
       (err: unknown) => {
-        throw err instanceof ServiceError ? err : new ServiceError('UNAVAILABLE', 'the cluster directory (etcd) did not answer', undefined, { retryAfter: 1 });
+        if (err instanceof ServiceError) throw err;
+        log.warn('org directory: a write did not reach etcd', { error: (err as Error).message });
+        throw new ServiceError('UNAVAILABLE', 'the cluster directory (etcd) did not answer', undefined, { retryAfter: 1 });
       },
     );
     // A failure is reported by flush(); until then it must not count as unhandled.
@@ -270,9 +275,9 @@ export class EtcdOrgDirectory implements OrgDirectory {
    * whole, then follows from the next revision.
    */
   private async load(): Promise<void> {
-    const end = rangeEnd(this.keys_.prefix);
+    const end = rangeEnd(this.paths.prefix);
     const view = new DirectoryView();
-    let from = Buffer.from(this.keys_.prefix);
+    let from = Buffer.from(this.paths.prefix);
     let revision = 0;
     for (;;) {
       const page = await this.client.kv.range({ key: from, range_end: end, limit: LOAD_PAGE, ...(revision ? { revision } : {}) });
@@ -291,7 +296,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
    * connects (a stopped member) is found by the check like a stalled one.
    */
   private follow(from: number): void {
-    const watcher = this.watchClient.watch().prefix(this.keys_.prefix).startRevision(String(from)).watcher();
+    const watcher = this.watchClient.watch().prefix(this.paths.prefix).startRevision(String(from)).watcher();
     this.watcher = watcher;
     // A watch replaced meanwhile (on a new connection) is ignored from then on.
     const current = (): boolean => this.watcher === watcher && !this.closed;
@@ -314,7 +319,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
     const applied = this.applied;
     let undelivered: number;
     try {
-      const res = await this.client.kv.range({ key: Buffer.from(this.keys_.prefix), range_end: rangeEnd(this.keys_.prefix), min_mod_revision: applied + 1, count_only: true });
+      const res = await this.client.kv.range({ key: Buffer.from(this.paths.prefix), range_end: rangeEnd(this.paths.prefix), min_mod_revision: applied + 1, count_only: true });
       undelivered = Number(res.count);
     } catch {
       return; // etcd did not answer in time: nothing to compare with
@@ -329,15 +334,15 @@ export class EtcdOrgDirectory implements OrgDirectory {
       return;
     }
     this.behindAt = null;
-    this.watchRestarts++;
-    log.warn('org directory: the watch delivers nothing while etcd has newer changes; moving it to a new connection', { applied });
+    log.warn('org directory: the watch delivers nothing while etcd has newer changes; moving it to the next member', { applied });
     this.renewWatchClient();
     this.follow(applied + 1);
   }
 
   private renewWatchClient(): void {
     this.endWatch();
-    this.watchClient = connectEtcd(this.endpoints);
+    this.watchMember = (this.watchMember + 1) % this.endpoints.length;
+    this.watchClient = createEtcdClient({ endpoints: [this.endpoints[this.watchMember]!] });
   }
 
   /**
@@ -376,7 +381,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
   }
 
   private path(kv: IKeyValue): string {
-    return kv.key.toString('utf8').slice(this.keys_.prefix.length);
+    return kv.key.toString('utf8').slice(this.paths.prefix.length);
   }
 
   private settleEchoes(): void {

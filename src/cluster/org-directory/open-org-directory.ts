@@ -28,9 +28,9 @@ export async function openOrgDirectory(storage: Storage, location: DirectoryLoca
   if (!location) return { directory: new LmdbOrgDirectory(storage), close: () => Promise.resolve() };
   const { EtcdOrgDirectory } = await import('./etcd-org-directory.js');
   if (secretFingerprint !== undefined) {
-    const { connectEtcd } = await import('./etcd-connection.js');
+    const { createEtcdClient } = await import('../control/etcd-client.js');
     const { agreeOnSecretKey } = await import('./secret-key-check.js');
-    const client = connectEtcd(location.etcd);
+    const client = createEtcdClient({ endpoints: location.etcd });
     try {
       await agreeOnSecretKey(client, location.cluster, secretFingerprint);
     } finally {

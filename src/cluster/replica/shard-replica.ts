@@ -6,7 +6,10 @@ import { decodeLogRecord, encodeLogRecord } from './log-record.js';
 import { ShardAppender } from './shard-appender.js';
 import type { ReplicaRole, ShardReport, ReplicaState } from './replica-report.js';
 
-/** What every shard replica of a worker shares. */
+/** How long stopping a tail is waited for before the replica goes on without it. */
+const TAIL_STOP_WAIT_MS = 2000;
+
+/** What every shard replica of a node shares. */
 export interface ReplicaContext {
   storage: Storage;
   log: ShardLog;
@@ -202,7 +205,8 @@ export class ShardReplica {
           continue;
         }
         if (this.state === 'divergent') {
-          if (target.role === 'none') break;
+          // Its data is worth nothing now, whatever the placement: drop it (a shard placed here
+          // then rebuilds from the log).
           await this.rebuild();
           continue;
         }
@@ -314,8 +318,11 @@ export class ShardReplica {
 
   private follow(): void {
     this.set('follower');
-    const tail = this.ctx.log.tail(this.shard, this.applied, (entries) => {
-      if (entries.length > 0) this.apply(entries);
+    const tail: ShardLogTail = this.ctx.log.tail(this.shard, this.applied, (entries) => {
+      // A tail given up on (stopTail) may still deliver: only the current one applies, and only
+      // what is not applied yet.
+      const fresh = this.tail === tail ? entries.filter((e) => e.seq > this.applied) : [];
+      if (fresh.length > 0) this.apply(fresh);
       return Promise.resolve();
     });
     this.tail = tail;
@@ -332,9 +339,14 @@ export class ShardReplica {
     );
   }
 
+  /**
+   * Stops following. A stop that does not finish soon (an engine slow to cancel a watch) is not
+   * waited for: the tail no longer applies anything once it is not the current one.
+   */
   private async stopTail(): Promise<void> {
     const tail = this.tail;
     this.tail = null;
-    await tail?.stop();
+    if (!tail) return;
+    await Promise.race([tail.stop().catch(() => undefined), new Promise((r) => setTimeout(r, TAIL_STOP_WAIT_MS).unref())]);
   }
 }

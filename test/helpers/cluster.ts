@@ -1,0 +1,204 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes, createPrivateKey } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { NodeStatus } from '../../src/cluster/cluster-node.js';
+import { freePorts, startEtcd, startNats, type EngineCluster } from './cluster-engines.js';
+import type { NetLab, NetNode } from './netns.js';
+import { runCli, startTestServer, type TestKey, type TestServer } from './server.js';
+import type { ApiCall } from './history-recorder.js';
+
+/**
+ * A cluster of real repohost processes for the fault scenarios: 3-member etcd (and nats-server
+ * when the shard log is JetStream), then N nodes of the compiled CLI `serve` with the cluster
+ * settings, each on its own data directory and ports. With a network lab, every node runs in its
+ * own namespace and the engines listen on the bridge, so the scenario can cut a node off.
+ *
+ * The org and its admin key are made with the CLI under the cluster's settings, so they land in
+ * whatever stores the cluster's directory (etcd). What the harness reads from a node:
+ * `GET /cluster/status` on its operator listener (`NodeStatus`: the node's lease and, per shard,
+ * its replica state and the placement it sees).
+ */
+
+export type ShardLogKind = 'etcd' | 'jetstream';
+
+export interface FaultNode extends TestServer {
+  id: string;
+  /** The node's namespace when the cluster runs in a network lab. */
+  net: NetNode | null;
+  status(): Promise<NodeStatus>;
+  /** SIGKILL, and wait for the exit. */
+  kill9(): Promise<void>;
+  /** SIGSTOP / SIGCONT: a stop-the-world pause. */
+  pause(): void;
+  resume(): void;
+  /** Starts a killed or stopped node again on its data directory, ports and id. */
+  restartNode(): Promise<void>;
+  /** The node's API as the history recorder calls it (token of the cluster's admin key). */
+  call: ApiCall;
+  alive(): boolean;
+}
+
+export interface FaultCluster {
+  log: ShardLogKind;
+  nodes: FaultNode[];
+  etcd: EngineCluster;
+  nats: EngineCluster | null;
+  org: string;
+  key: TestKey;
+  leaseTtlS: number;
+  /** The settings every node and CLI call of this cluster shares. */
+  env: Record<string, string>;
+  /** Starts one more node (join); it has the next id. */
+  addNode(): Promise<FaultNode>;
+  /** Asks the controller to move every shard off `node` (the control plane's drain request). */
+  drain(node: FaultNode): Promise<void>;
+  /** Resolves once every shard is active on a live owner, as every live node sees it. */
+  settled(timeoutMs?: number): Promise<void>;
+  /** The node that owns `shard`, by the placement the first live node sees. */
+  ownerOf(shard: number): Promise<FaultNode | undefined>;
+  live(): FaultNode[];
+}
+
+type Teardown = { teardown(fn: () => Promise<void> | void): void };
+
+/** Why cluster scenarios cannot run here, or null when they can. */
+export function clusterUnavailable(): string | null {
+  if (process.env.REPOHOST_CLUSTER_FAULTS !== '1') return 'cluster fault scenarios run with REPOHOST_CLUSTER_FAULTS=1';
+  const node = fileURLToPath(new URL('../../src/cluster/cluster-node.js', import.meta.url));
+  if (!existsSync(node)) return 'this build has no cluster mode (src/cluster/cluster-node.ts)';
+  return null;
+}
+
+export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; count?: number; leaseTtlS?: number; lab?: NetLab; env?: Record<string, string> }): Promise<FaultCluster> {
+  const lab = opts.lab ?? null;
+  const listenHost = lab?.hostAddress;
+  const etcd = await startEtcd({ listenHost });
+  t.teardown(() => etcd.stop());
+  const nats = opts.log === 'jetstream' ? await startNats({ listenHost }) : null;
+  if (nats) t.teardown(() => nats.stop());
+  // The default TTL: shorter ones lose leases to scheduling stalls on a loaded 2-core machine.
+  const leaseTtlS = opts.leaseTtlS ?? 5;
+  const org = 'acme';
+  const env: Record<string, string> = {
+    REPOHOST_CLUSTER_NAME: `f${process.pid}`,
+    REPOHOST_CLUSTER_ETCD: etcd.endpoints.join(','),
+    REPOHOST_SECRET_KEY: randomBytes(32).toString('base64'),
+    REPOHOST_SHARD_LOG: opts.log,
+    REPOHOST_LEASE_TTL_S: String(leaseTtlS),
+    REPOHOST_REBALANCE_STABLE_S: '1',
+    REPOHOST_REBALANCE_MAX_MOVES: '256',
+    ...(nats ? { REPOHOST_CLUSTER_NATS: nats.endpoints.join(',') } : {}),
+    ...opts.env,
+  };
+
+  // The org and the admin key, written through the cluster's directory by the CLI.
+  const seed = mkdtempSync(join(tmpdir(), 'repohost-fault-seed-'));
+  t.teardown(() => rmSync(seed, { recursive: true, force: true }));
+  const cliEnv = { ...env, REPOHOST_NODE_ID: 'cli', REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:1' };
+  const orgMade = await runCli(['org', 'create', org, '--data', seed], cliEnv);
+  if (orgMade.code !== 0) throw new Error(`org create: ${orgMade.stderr}`);
+  const keyMade = await runCli(['key', 'create', '--org', org, '--scopes', 'admin', '--name', 'fault-admin', '--json', '--data', seed], cliEnv);
+  if (keyMade.code !== 0) throw new Error(`key create: ${keyMade.stderr}`);
+  const k = JSON.parse(keyMade.stdout) as { id: string; private_key_pem: string; public_key_jwk: { x: string } };
+  const key: TestKey = { id: k.id, privateKey: createPrivateKey(k.private_key_pem), publicX: k.public_key_jwk.x };
+
+  const nodes: FaultNode[] = [];
+  const startNode = async (): Promise<FaultNode> => {
+    const id = `n${nodes.length + 1}`;
+    const net = lab ? await lab.addNode(id) : null;
+    // Inside its own namespace a node has every port to itself.
+    const [port, internal] = net ? [8080, 9100] : await freePorts(2);
+    const host = net ? net.address : '127.0.0.1';
+    const dataDir = mkdtempSync(join(tmpdir(), `repohost-fault-${id}-`));
+    const server = await startTestServer({
+      dataDir,
+      key,
+      org,
+      port,
+      host,
+      spawnVia: net ? (command, args, o) => lab!.spawn(net, command, args, o) : undefined,
+      env: { ...env, REPOHOST_NODE_ID: id, REPOHOST_NODE_URL: `http://${host}:${port}`, REPOHOST_NODE_INTERNAL_URL: `http://${host}:${internal}` },
+    });
+    t.teardown(async () => {
+      await server.kill().catch(() => undefined);
+      server.cleanup();
+    });
+    const node: FaultNode = Object.assign(server, {
+      id,
+      net,
+      async status(): Promise<NodeStatus> {
+        const res = await fetch(server.metricsUrl!.replace(/\/metrics$/, '/cluster/status'), { signal: AbortSignal.timeout(2000) });
+        if (res.status !== 200) throw new Error(`${id}: GET /cluster/status answered ${res.status}`);
+        return (await res.json()) as NodeStatus;
+      },
+      kill9: () => server.kill(),
+      pause: () => void server.process.kill('SIGSTOP'),
+      resume: () => void server.process.kill('SIGCONT'),
+      restartNode: async () => {
+        await server.kill();
+        await server.restart();
+      },
+      call: (...args: Parameters<ApiCall>) => server.api(...args),
+      alive: () => server.process.exitCode === null && server.process.signalCode === null,
+    });
+    nodes.push(node);
+    return node;
+  };
+  for (let i = 0; i < (opts.count ?? 3); i++) await startNode();
+
+  const live = (): FaultNode[] => nodes.filter((n) => n.alive());
+  const cluster: FaultCluster = {
+    log: opts.log,
+    nodes,
+    etcd,
+    nats,
+    org,
+    key,
+    leaseTtlS,
+    env,
+    addNode: startNode,
+    live,
+    async drain(node) {
+      const { Etcd3 } = await import('etcd3');
+      const { controlKeys } = await import('../../src/cluster/control/keys.js');
+      const { requestDrain } = await import('../../src/cluster/control/drain.js');
+      const client = new Etcd3({ hosts: etcd.endpoints, defaultCallOptions: () => ({ deadline: Date.now() + 1000 }) });
+      try {
+        await requestDrain(client, controlKeys(env.REPOHOST_CLUSTER_NAME!), node.id);
+      } finally {
+        client.close();
+      }
+    },
+    async settled(timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last = '';
+      while (Date.now() < deadline) {
+        try {
+          const up = live();
+          if (up.length === 0) throw new Error(`every node exited:\n${nodes.map((n) => `${n.id}: ${n.logs.slice(-3).join('\n')}`).join('\n')}`);
+          const statuses = await Promise.all(up.map((n) => n.status()));
+          const ids = new Set(up.map((n) => n.id));
+          const active = new Set<number>();
+          for (const s of statuses) for (const r of s.shards) if (r.state === 'active' && r.placement?.owner === s.node) active.add(r.shard);
+          const placed = statuses.every((s) => s.shards.every((r) => r.placement && ids.has(r.placement.owner)));
+          if (active.size === statuses[0]!.shards.length && placed) return;
+          last = `${active.size}/${statuses[0]!.shards.length} shards active; every placement on a live node: ${placed}`;
+        } catch (err) {
+          last = String(err);
+          if (live().length === 0) break;
+        }
+        await sleep(200);
+      }
+      throw new Error(`the cluster did not settle in ${timeoutMs} ms: ${last}`);
+    },
+    async ownerOf(shard) {
+      const s = await live()[0]!.status();
+      const owner = s.shards.find((r) => r.shard === shard)?.placement?.owner;
+      return nodes.find((n) => n.id === owner);
+    },
+  };
+  return cluster;
+}

@@ -1,0 +1,138 @@
+import type { Test } from 'tap';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { repoShard } from '../../src/storage/shards.js';
+import { clusterUnavailable, type FaultCluster, type FaultNode, type ShardLogKind } from './cluster.js';
+import { HistoryRecorder } from './history-recorder.js';
+import { checkRegisterHistory, describeVerdict } from './linearizability.js';
+import { missingChanges, REGISTER_BOOKMARK, ROOT_CHANGE, runRegisterWorkload } from './register-workload.js';
+
+/**
+ * One fault scenario on a running cluster: repositories with a register bookmark each, a recorded
+ * register workload through the chosen nodes, the fault in the middle of it, then the checks
+ * every scenario makes:
+ * - every change acknowledged with 201 is readable afterwards through every live node;
+ * - the recorded history of every bookmark is linearizable (values are written once, so a write
+ *   lost, applied twice or visible half-way breaks it);
+ * - the unavailability of the repositories whose shards the fault touched (from the fault to
+ *   the first acknowledged operation on each) is at most the lease TTL + 1 s, where the scenario
+ *   expects a failover.
+ */
+
+export interface FaultContext {
+  cluster: FaultCluster;
+  /** Repository names and ids, created before the load. */
+  repos: Array<{ name: string; id: string; shard: number }>;
+  /** Marks the fault's instant (performance.now()) for the gap measurement. */
+  faultAt(): void;
+}
+
+export interface ScenarioOptions {
+  /** Nodes the workload sends through (default: every node started so far). */
+  through?: (c: FaultCluster) => FaultNode[];
+  /** Load before the fault (ms). */
+  warmupMs?: number;
+  /**
+   * The fault; resolves when the cluster should be whole again, with the repositories whose
+   * unavailability after `faultAt()` must stay within the lease TTL + 1 s (none: not measured).
+   */
+  fault(ctx: FaultContext): Promise<string[] | void>;
+  repos?: number;
+  clients?: number;
+}
+
+/** A request retried while the cluster answers 5xx or nothing (a shard moving). */
+async function retrying(fn: () => Promise<{ status: number; text: string; json: any }>, timeoutMs = 20_000): Promise<{ status: number; text: string; json: any }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await fn().catch((err: Error) => ({ status: 0, text: String(err), json: undefined }));
+    if ((res.status > 0 && res.status < 500) || Date.now() > deadline) return res;
+    await sleep(100);
+  }
+}
+
+export async function runFaultScenario(t: Test, cluster: FaultCluster, o: ScenarioOptions): Promise<void> {
+  await cluster.settled();
+  const first = cluster.nodes[0]!;
+  const repos: FaultContext['repos'] = [];
+  for (let i = 0; i < (o.repos ?? 6); i++) {
+    const name = `reg${i}`;
+    const made = await retrying(() => first.api('POST', `/${cluster.org}/repos`, { body: { name }, headers: { 'idempotency-key': `create-${name}` } }));
+    if (made.status !== 201) throw new Error(`create ${name}: ${made.status} ${made.text}`);
+    const id = made.json.id as string;
+    repos.push({ name, id, shard: repoShard(id) });
+  }
+  const recorder = new HistoryRecorder(5000);
+  for (const r of repos) {
+    // Creating the register is recorded; a lost reply is retried and then meets BRANCH_EXISTS.
+    for (;;) {
+      const res = await recorder.create(first.call, cluster.org, r.name, REGISTER_BOOKMARK, ROOT_CHANGE, 'setup');
+      if (res.outcome === 'ok' || res.code === 'BRANCH_EXISTS') break;
+      if (res.outcome === 'fail') throw new Error(`create ${r.name}/${REGISTER_BOOKMARK}: ${res.status} ${res.code ?? ''}`);
+      await sleep(100);
+    }
+  }
+
+  let faultAt = Infinity;
+  const ctx: FaultContext = { cluster, repos, faultAt: () => (faultAt = performance.now()) };
+  let measured: string[] = [];
+  let finish!: () => void;
+  const until = new Promise<void>((resolve) => (finish = resolve));
+  const through = (o.through ?? ((c) => [...c.nodes]))(cluster);
+  const load = runRegisterWorkload({ org: cluster.org, repos: repos.map((r) => r.name), apis: through.map((n) => n.call), recorder, clients: o.clients ?? 6, until });
+  await sleep(o.warmupMs ?? 1500);
+  try {
+    measured = (await o.fault(ctx)) ?? [];
+    // A little load after recovery, so every key is written and read on the final placement.
+    await sleep(1500);
+  } finally {
+    finish();
+  }
+  const stats = await load;
+  await cluster.settled(30_000);
+
+  // Final reads of every register through every live node, recorded: they join the history.
+  for (const node of cluster.live()) {
+    for (const r of repos) {
+      for (let tries = 0; tries < 50; tries++) {
+        const res = await recorder.read(node.call, cluster.org, r.name, REGISTER_BOOKMARK, `final-${node.id}`);
+        if (res.outcome === 'ok') break;
+        await sleep(100);
+      }
+    }
+  }
+
+  const acknowledged = recorder.acknowledgedWrites().length;
+  const unknown = recorder.ops.filter((h) => h.outcome === 'info').length;
+  t.ok(acknowledged > 10, `${stats.operations} operations: ${acknowledged} acknowledged writes, ${unknown} unknown outcomes, ${stats.changes.length} changes`);
+  for (const node of cluster.live()) {
+    t.same(await missingChanges(node.call, cluster.org, stats.changes), [], `${node.id}: all ${stats.changes.length} acknowledged changes are readable`);
+  }
+  const verdict = checkRegisterHistory(recorder.ops);
+  t.ok(verdict.linearizable, describeVerdict(verdict) || `linearizable: ${verdict.keys.map((k) => `${k.key.split('/')[1]} ${k.operations} ops`).join(', ')}`);
+
+  const bound = cluster.leaseTtlS * 1000 + 1000;
+  if (measured.length > 0 && faultAt === Infinity) t.fail('the fault named repositories to measure but never marked its instant');
+  for (const name of measured) {
+    const key = `${cluster.org}/${name}/${REGISTER_BOOKMARK}`;
+    // The first operation sent after the fault that succeeded: the repository is served again.
+    const next = recorder.ops.filter((h) => h.key === key && h.outcome === 'ok' && h.invokedAt >= faultAt).map((h) => h.completedAt);
+    const gap = next.length ? Math.min(...next) - faultAt : Infinity;
+    t.ok(gap <= bound, `${name} (shard ${repos.find((r) => r.name === name)!.shard}) answered again ${gap.toFixed(0)} ms after the fault (bound: lease TTL + 1 s = ${bound} ms)`);
+  }
+}
+
+/** The repositories whose shard `node` owned just before the fault. */
+export async function reposOwnedBy(ctx: FaultContext, node: FaultNode): Promise<string[]> {
+  const status = await ctx.cluster.live().find((n) => n !== node)!.status();
+  const owned = new Set(status.shards.filter((s) => s.placement?.owner === node.id).map((s) => s.shard));
+  return ctx.repos.filter((r) => owned.has(r.shard)).map((r) => r.name);
+}
+
+/**
+ * Declares `title` once per shard log on the file's root test, skipped with the reason when
+ * cluster scenarios cannot run here (see `clusterUnavailable`).
+ */
+export function onEachLog(root: Test, title: string, body: (t: Test, log: ShardLogKind) => Promise<void>, logs: ShardLogKind[] = ['etcd', 'jetstream']): void {
+  const skip = clusterUnavailable() ?? false;
+  for (const log of logs) root.test(`${title}, shard log on ${log}`, { skip }, (t) => body(t, log));
+}
