@@ -13,12 +13,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { LEASE_LOST_EXIT, type NodeStatus } from '../src/cluster/cluster-node.js';
 import { freePorts, startEtcd, startNats } from '../test/helpers/cluster-engines.js';
-import { CLI_NODE_SETTINGS, clusterSettings, nodeSettings, unsettledReason } from '../test/helpers/cluster-settings.js';
+import { CLI_NODE_SETTINGS, clusterSettings, nodeSettings, unsettledReason, type ShardLogKind } from '../test/helpers/cluster-settings.js';
 import type { RunningServer } from './server-process.js';
 import { PROJECT_ROOT, SERVER_ENTRY, createOrgAndKey, startRepohost } from './server-process.js';
 import type { SigningKey } from './tokens.js';
-
-export type ShardLogKind = 'etcd' | 'jetstream';
 
 const SETTLE_TIMEOUT_MS = 90_000;
 /**

@@ -3,14 +3,16 @@ import type { EngineCluster } from './cluster-engines.js';
 
 /**
  * The environment of the members of a local cluster, shared by the cluster tests
- * (replica-nodes.ts), `npm run cluster:dev` and `npm run bench -- --cluster N`: the settings
+ * (replica-nodes.ts, cluster.ts), `npm run cluster:dev` and `npm run bench -- --cluster N`: the settings
  * every member shares, the ones naming one node, and when every shard is served.
  */
+export type ShardLogKind = 'etcd' | 'jetstream';
+
 export interface ClusterSettingsOptions {
   name: string;
   etcd: EngineCluster;
   nats: EngineCluster | null;
-  log: 'etcd' | 'jetstream';
+  log: ShardLogKind;
   /** The cluster's key (REPOHOST_SECRET_KEY): every node decrypts the org directory's keys with it. */
   secretKey: string;
   leaseTtlS?: number;
@@ -30,12 +32,12 @@ export function clusterSettings(o: ClusterSettingsOptions): Record<string, strin
   };
 }
 
-/** The settings naming one node on loopback: its public and its internal (forwarding) port. */
-export function nodeSettings(id: string, port: number, internalPort: number): Record<string, string> {
+/** The settings naming one node: its public and its internal (forwarding) port on `host`. */
+export function nodeSettings(id: string, port: number, internalPort: number, host = '127.0.0.1'): Record<string, string> {
   return {
     REPOHOST_NODE_ID: id,
-    REPOHOST_NODE_URL: `http://127.0.0.1:${port}`,
-    REPOHOST_NODE_INTERNAL_URL: `http://127.0.0.1:${internalPort}`,
+    REPOHOST_NODE_URL: `http://${host}:${port}`,
+    REPOHOST_NODE_INTERNAL_URL: `http://${host}:${internalPort}`,
   };
 }
 
@@ -43,14 +45,14 @@ export function nodeSettings(id: string, port: number, internalPort: number): Re
 export const CLI_NODE_SETTINGS: Record<string, string> = nodeSettings('cli', 1, 2);
 
 /**
- * Null once every shard is active on its placed owner, placed on one of `live`, as each of the
- * given statuses shows it; otherwise what is still missing.
+ * Null once every shard is active on its placed owner and every node places every shard on one of
+ * `live`; otherwise what is still missing.
  */
 export function unsettledReason(statuses: NodeStatus[], live: ReadonlySet<string>): string | null {
   const active = new Set<number>();
   for (const s of statuses) for (const r of s.shards) if (r.state === 'active' && r.placement?.owner === s.node) active.add(r.shard);
-  const shards = statuses[0]?.shards ?? [];
-  const placedOnLive = shards.every((r) => r.placement && live.has(r.placement.owner));
-  if (statuses.length > 0 && active.size === shards.length && placedOnLive) return null;
-  return `${active.size} active; placed on live nodes: ${placedOnLive}`;
+  const shards = statuses[0]?.shards.length ?? 0;
+  const placed = statuses.every((s) => s.shards.every((r) => r.placement && live.has(r.placement.owner)));
+  if (statuses.length > 0 && active.size === shards && placed) return null;
+  return `${active.size}/${shards} shards active; every placement on a live node: ${placed}`;
 }
