@@ -15,6 +15,11 @@ Server:
   --sweep-workers L    restart the server for each worker count, e.g. 1,2,4, and compare
   --url URL --token T  use a running server instead (org = the token's iss)
   --key-file F         with --url: the \`key create --json\` output, for fresh tokens
+  --cluster N          also run against a local N-node cluster (3 etcd members, 3 nats-servers,
+                       N nodes, each with --workers) and report it against the single node;
+                       the generators enter through node n1 (default scenarios: agent-fleet,
+                       hot-repo, read)
+  --shard-log L        with --cluster: jetstream (default) or etcd
 
 Load:
   --duration S         measured seconds per phase (default 10)
@@ -52,6 +57,9 @@ Output:
   --keep-data          keep the temporary directory (server data, logs)
 `;
 
+/** What a cluster changes: writes (replicated before the reply) and reads (forwarded). */
+const CLUSTER_SCENARIOS = 'agent-fleet,hot-repo,read';
+
 export interface BenchOptions {
   scenarios: string[];
   workers: number;
@@ -59,6 +67,9 @@ export interface BenchOptions {
   url: string | null;
   token: string | null;
   keyFile: string | null;
+  /** Nodes of the cluster run (`--cluster N`); null for none. */
+  cluster: number | null;
+  shardLog: 'etcd' | 'jetstream';
   outDir: string | null;
   progress: boolean;
   keepData: boolean;
@@ -93,6 +104,8 @@ export function parseOptions(argv: string[]): BenchOptions {
       scenarios: { type: 'string' },
       workers: { type: 'string' },
       'sweep-workers': { type: 'string' },
+      cluster: { type: 'string' },
+      'shard-log': { type: 'string' },
       url: { type: 'string' },
       token: { type: 'string' },
       'key-file': { type: 'string' },
@@ -137,6 +150,12 @@ export function parseOptions(argv: string[]): BenchOptions {
   if (sweep?.some((w) => w < 1)) throw new Error('--sweep-workers needs counts ≥ 1');
   if (values.url && !values.token) throw new Error('--url needs --token');
   if (values.url && sweep) throw new Error('--sweep-workers restarts the server: it cannot be used with --url');
+  const cluster = values.cluster === undefined ? null : positiveNumber('cluster', values.cluster, 3);
+  if (cluster !== null && cluster < 2) throw new Error('--cluster needs 2 nodes or more');
+  if (cluster !== null && (values.url || sweep)) throw new Error('--cluster starts its own servers: it cannot be used with --url or --sweep-workers');
+  const shardLog = values['shard-log'] ?? 'jetstream';
+  if (shardLog !== 'jetstream' && shardLog !== 'etcd') throw new Error(`--shard-log must be jetstream or etcd, not ${shardLog}`);
+  if (values['shard-log'] !== undefined && cluster === null) throw new Error('--shard-log needs --cluster');
 
   const max = values['scale-max'] === true;
   const scale = smoke
@@ -180,12 +199,14 @@ export function parseOptions(argv: string[]): BenchOptions {
     pushClients: Math.max(1, positiveNumber('push-clients', values['push-clients'], d.pushClients)),
   };
   return {
-    scenarios: (values.scenarios ?? 'all').split(',').map((s) => s.trim()).filter(Boolean),
+    scenarios: (values.scenarios ?? (cluster === null ? 'all' : CLUSTER_SCENARIOS)).split(',').map((s) => s.trim()).filter(Boolean),
     workers: Math.max(1, positiveNumber('workers', values.workers, availableParallelism())),
     sweepWorkers: sweep,
     url: values.url ?? null,
     token: values.token ?? null,
     keyFile: values['key-file'] ?? null,
+    cluster,
+    shardLog,
     outDir: values['out-dir'] ?? null,
     progress: values['no-progress'] !== true,
     keepData: values['keep-data'] === true,
@@ -209,6 +230,8 @@ export function optionsForReport(o: BenchOptions): Record<string, string | numbe
     workers: o.url ? null : o.workers,
     sweepWorkers: o.sweepWorkers,
     url: o.url,
+    cluster: o.cluster,
+    shardLog: o.cluster === null ? null : o.shardLog,
     smoke: o.smoke,
     ...o.settings,
   };

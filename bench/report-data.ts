@@ -1,5 +1,5 @@
 /** Derived views of a report shared by the stdout summary and the HTML page. */
-import type { BenchReport, ComparisonRow, PhaseResult, ScenarioResult, WorkerRun } from './report-types.js';
+import type { BenchReport, ClusterComparison, ClusterRatioRow, ClusterRunInfo, ComparisonRow, PhaseResult, ScenarioResult, WorkerRun } from './report-types.js';
 
 /** Thousands separators and exactly `digits` decimals. */
 export function formatNumber(n: number, digits = 0): string {
@@ -30,11 +30,17 @@ export function helloThroughput(report: Pick<BenchReport, 'baseline'>): number |
   return phase && phase.throughput > 0 ? phase.throughput : null;
 }
 
+/** How a run is named in comparisons and charts: its worker count, `external`, or `cluster N`. */
+export function runKey(run: Pick<WorkerRun, 'workers' | 'cluster'>): string {
+  if (run.cluster) return `cluster ${run.cluster.nodes}`;
+  return run.workers === null ? 'external' : String(run.workers);
+}
+
 /** One row per scenario/variant/phase with its throughput and p99 at every worker count. */
 export function buildComparison(runs: readonly WorkerRun[]): ComparisonRow[] {
   const rows = new Map<string, ComparisonRow>();
   for (const run of runs) {
-    const w = String(run.workers ?? 'external');
+    const w = runKey(run);
     for (const result of run.results) {
       for (const phase of result.phases) {
         const key = `${resultLabel(result)}|${phase.phase}|${phase.label ?? ''}`;
@@ -52,9 +58,52 @@ export function buildComparison(runs: readonly WorkerRun[]): ComparisonRow[] {
   return [...rows.values()];
 }
 
-export function allResults(report: Pick<BenchReport, 'baseline' | 'runs'>): Array<{ workers: number | null; result: ScenarioResult }> {
+export function allResults(report: Pick<BenchReport, 'baseline' | 'runs'>): Array<{ workers: number | null; cluster?: ClusterRunInfo; result: ScenarioResult }> {
   return [
     ...report.baseline.map((result) => ({ workers: null, result })),
-    ...report.runs.flatMap((run) => run.results.map((result) => ({ workers: run.workers, result }))),
+    ...report.runs.flatMap((run) => run.results.map((result) => ({ workers: run.workers, ...(run.cluster ? { cluster: run.cluster } : {}), result }))),
   ];
+}
+
+function ratio(cluster: number, single: number): number | null {
+  return single > 0 ? Math.round((cluster / single) * 100) / 100 : null;
+}
+
+/** The cluster run's phases against the same phases of the single-node run (cluster ÷ single). */
+export function buildClusterComparison(runs: readonly WorkerRun[]): ClusterComparison | undefined {
+  const cluster = runs.find((r) => r.cluster);
+  const single = runs.find((r) => !r.cluster);
+  if (!cluster?.cluster || !single) return undefined;
+  const rows: ClusterRatioRow[] = [];
+  for (const result of cluster.results) {
+    const twin = single.results.find((r) => resultLabel(r) === resultLabel(result));
+    for (const phase of result.phases) {
+      const base = twin?.phases.find((p) => p.phase === phase.phase && (p.label ?? '') === (phase.label ?? ''));
+      if (!base || base.requests === 0 || phase.requests === 0) continue;
+      const row: ClusterRatioRow = {
+        scenario: result.scenario,
+        variant: result.variant,
+        phase: phase.phase,
+        throughput: ratio(phase.throughput, base.throughput),
+        p50: ratio(phase.latency.p50, base.latency.p50),
+        p99: ratio(phase.latency.p99, base.latency.p99),
+      };
+      if (phase.label) row.label = phase.label;
+      rows.push(row);
+    }
+  }
+  const hop = cluster.cluster.hop;
+  return {
+    nodes: cluster.cluster.nodes,
+    shardLog: cluster.cluster.shardLog,
+    entry: cluster.cluster.entry,
+    rows,
+    hop: hop
+      ? {
+          ratioP50: ratio(hop.forwarded.p50, hop.direct.p50),
+          addedP50Ms: Math.round((hop.forwarded.p50 - hop.direct.p50) * 1000) / 1000,
+          addedP99Ms: Math.round((hop.forwarded.p99 - hop.direct.p99) * 1000) / 1000,
+        }
+      : null,
+  };
 }

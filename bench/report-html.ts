@@ -5,8 +5,8 @@
  * JSON; the page's own script only instantiates them and then sets
  * `document.body.dataset.chartsDrawn` to the number drawn (the headless test waits for it).
  */
-import { closedPhase, formatNumber as fmt, hasCurves, helloThroughput, resultLabel } from './report-data.js';
-import type { BenchReport, Curve, PhaseResult, ScenarioResult, WorkerRun } from './report-types.js';
+import { closedPhase, formatNumber as fmt, hasCurves, helloThroughput, resultLabel, runKey } from './report-data.js';
+import type { BenchReport, ClusterComparison, Curve, PhaseResult, ScenarioResult, WorkerRun } from './report-types.js';
 
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#65a30d', '#475569', '#ea580c'];
 
@@ -26,13 +26,20 @@ function scriptJson(value: unknown): string {
   return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 }
 
-function workerKey(run: WorkerRun): string {
-  return run.workers === null ? 'external' : String(run.workers);
+/** A run's key as an element id (no spaces). */
+function runId(run: WorkerRun): string {
+  return runKey(run).replace(/\s+/g, '-');
+}
+
+/** A run in words: `workers 2`, `workers external`, or `cluster of 3 (jetstream), 2 workers each`. */
+function runTitle(run: WorkerRun): string {
+  if (run.cluster) return `cluster of ${run.cluster.nodes} (${run.cluster.shardLog}), ${run.workers ?? '-'} workers each`;
+  return `workers ${runKey(run)}`;
 }
 
 function throughputChart(report: BenchReport): ChartSpec {
   const runs = [...report.runs].sort((a, b) => (a.workers ?? 0) - (b.workers ?? 0));
-  const labels = runs.map(workerKey);
+  const labels = runs.map(runKey);
   const series = new Map<string, Array<number | null>>();
   runs.forEach((run, i) => {
     for (const r of run.results) {
@@ -124,7 +131,7 @@ function ratioChart(report: BenchReport, hello: number): ChartSpec {
       data: {
         labels,
         datasets: report.runs.map((run, i) => ({
-          label: `workers ${workerKey(run)}`,
+          label: runTitle(run),
           data: labels.map((label) => {
             const phase = run.results.find((r) => resultLabel(r) === label);
             const closed = phase ? closedPhase(phase) : undefined;
@@ -150,7 +157,7 @@ export function buildCharts(report: BenchReport): ChartSpec[] {
   for (const run of report.runs) {
     const results = [...baselineWithPhases, ...run.results.filter((r) => r.phases.length > 0 && !hasCurves(r))];
     if (results.length > 0) {
-      charts.push(latencyChart(`latency-w${workerKey(run)}`, `Latency percentiles, workers ${workerKey(run)}`, results));
+      charts.push(latencyChart(`latency-w${runId(run)}`, `Latency percentiles, ${runTitle(run)}`, results));
     }
   }
   if (report.runs.length === 0 && baselineWithPhases.length > 0) {
@@ -160,7 +167,7 @@ export function buildCharts(report: BenchReport): ChartSpec[] {
   if (hello !== null && report.runs.some((run) => run.results.some((r) => closedPhase(r)))) charts.push(ratioChart(report, hello));
   for (const run of report.runs) {
     for (const r of run.results) {
-      for (const curve of r.curves ?? []) charts.push(curveChart(curve, report.runs.length > 1 ? ` (workers ${workerKey(run)})` : '', `curve-w${workerKey(run)}-${curve.id}`));
+      for (const curve of r.curves ?? []) charts.push(curveChart(curve, report.runs.length > 1 ? ` (${runTitle(run)})` : '', `curve-w${runId(run)}-${curve.id}`));
     }
   }
   return charts;
@@ -294,6 +301,19 @@ function resultsTable(title: string, results: ScenarioResult[], hello: number | 
 <tbody>${rows}</tbody></table>${notes ? `<ul class="notes">${notes}</ul>` : ''}`;
 }
 
+function clusterTable(c: ClusterComparison): string {
+  const ratio = (v: number | null): string => (v === null ? '–' : `${fmt(v, 2)}×`);
+  const rows = c.rows
+    .map((r) => `<tr><td>${escapeHtml(resultLabel(r))}</td><td>${r.phase}${r.label ? ` · ${escapeHtml(r.label)}` : ''}</td><td>${ratio(r.throughput)}</td><td>${ratio(r.p50)}</td><td>${ratio(r.p99)}</td></tr>`)
+    .join('\n');
+  const hop = c.hop
+    ? `<p>Forwarding hop (sequential GETs of one repository through a node that forwards, against its owner): p50 ${ratio(c.hop.ratioP50)}, +${fmt(c.hop.addedP50Ms, 2)} ms at p50, +${fmt(c.hop.addedP99Ms, 2)} ms at p99.</p>`
+    : '';
+  return `<h2>Cluster of ${c.nodes} ÷ single node</h2>
+<p>${escapeHtml(c.shardLog)} shard log; the clients enter through ${escapeHtml(c.entry)}, which forwards the requests of the shards it does not own.</p>
+<table><thead><tr><th>scenario</th><th>phase</th><th>req/s</th><th>p50</th><th>p99</th></tr></thead><tbody>${rows}</tbody></table>${hop}`;
+}
+
 function comparisonTable(report: BenchReport, baseline: BenchReport): string {
   const rows: string[] = [];
   const find = (r: BenchReport, label: string, workers: number | null): PhaseResult | undefined => {
@@ -329,8 +349,11 @@ export function renderReportHtml(report: BenchReport, chartJsSource: string, opt
   const m = report.machine;
   const sections = [
     report.baseline.length > 0 ? resultsTable('Baseline', report.baseline, hello) : '',
-    ...report.runs.map((run) => resultsTable(run.workers === null ? 'External server' : `Server with ${run.workers} worker(s)`, run.results, hello)),
-    ...report.runs.map((run) => curvesSection(`Curves${report.runs.length > 1 ? `, ${run.workers === null ? 'external server' : `workers ${run.workers}`}` : ''}`, run.results, hello)),
+    ...report.runs.map((run) =>
+      resultsTable(run.cluster ? `Cluster of ${run.cluster.nodes} nodes, ${run.workers ?? '-'} worker(s) each` : run.workers === null ? 'External server' : `Server with ${run.workers} worker(s)`, run.results, hello),
+    ),
+    report.cluster ? clusterTable(report.cluster) : '',
+    ...report.runs.map((run) => curvesSection(`Curves${report.runs.length > 1 ? `, ${runTitle(run)}` : ''}`, run.results, hello)),
     options.baseline && options.baseline !== report ? comparisonTable(report, options.baseline) : '',
   ].join('\n');
   const chartDivs = charts

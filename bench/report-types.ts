@@ -135,9 +135,48 @@ export interface Curve {
 }
 
 export interface WorkerRun {
-  /** Server worker count; null when targeting an external server (`--url`). */
+  /** Server worker count (per node in a cluster); null when targeting an external server (`--url`). */
   workers: number | null;
+  /** Set when the server under test was a local cluster (`--cluster N`). */
+  cluster?: ClusterRunInfo;
   results: ScenarioResult[];
+}
+
+/** Sequential GETs of one repository through its owner and through a node forwarding to it. */
+export interface HopLatency {
+  requests: number;
+  owner: string;
+  via: string;
+  direct: LatencySummary;
+  forwarded: LatencySummary;
+}
+
+export interface ClusterRunInfo {
+  nodes: number;
+  shardLog: 'etcd' | 'jetstream';
+  /** Where the generators sent their requests (`n1`: one node; the others' shards are forwarded). */
+  entry: string;
+  hop: HopLatency | null;
+}
+
+/** A cluster phase beside the same phase on the single node of the run: cluster ÷ single. */
+export interface ClusterRatioRow {
+  scenario: string;
+  variant: string | null;
+  phase: PhaseMode;
+  label?: string;
+  throughput: number | null;
+  p50: number | null;
+  p99: number | null;
+}
+
+export interface ClusterComparison {
+  nodes: number;
+  shardLog: 'etcd' | 'jetstream';
+  entry: string;
+  rows: ClusterRatioRow[];
+  /** Forwarded ÷ direct p50 and the added milliseconds of one hop (p50). */
+  hop: { ratioP50: number | null; addedP50Ms: number; addedP99Ms: number } | null;
 }
 
 export interface ComparisonRow {
@@ -146,7 +185,7 @@ export interface ComparisonRow {
   phase: PhaseMode;
   /** The phase's label, when its result has several phases of one mode. */
   label?: string;
-  /** Keyed by worker count. */
+  /** Keyed by worker count (`cluster N` for a cluster run). */
   throughput: Record<string, number>;
   p99: Record<string, number>;
 }
@@ -185,5 +224,7 @@ export interface BenchReport {
   baseline: ScenarioResult[];
   runs: WorkerRun[];
   comparison: ComparisonRow[];
+  /** With `--cluster N`: the cluster run against the single node of the same run. */
+  cluster?: ClusterComparison;
   ok: boolean;
 }

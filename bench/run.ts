@@ -12,8 +12,10 @@ import { ApiClient } from './api-client.js';
 import { HELP, optionsForReport, parseOptions } from './options.js';
 import type { BenchOptions } from './options.js';
 import { ProgressReporter } from './progress.js';
-import { buildComparison } from './report-data.js';
-import type { BenchReport, MethodInfo, ScenarioResult, WorkerRun } from './report-types.js';
+import { startBenchCluster } from './cluster-target.js';
+import { measureHop } from './cluster-hop.js';
+import { buildClusterComparison, buildComparison } from './report-data.js';
+import type { BenchReport, HopLatency, MethodInfo, ScenarioResult, WorkerRun } from './report-types.js';
 import { REPORT_SCHEMA } from './report-types.js';
 import { selectScenarios } from './scenarios/index.js';
 import type { Selection } from './scenarios/index.js';
@@ -25,6 +27,9 @@ import { createSigner, tokenOrg } from './tokens.js';
 import type { SigningKey } from './tokens.js';
 
 const BENCH_ORG = 'bench';
+/** Sequential GETs per path (owner, forwarding node) of the hop probe. */
+const HOP_REQUESTS = 500;
+const HOP_REQUESTS_SMOKE = 40;
 
 const methodInfo = (generators: number, generator: 'node' | 'wrk'): MethodInfo => ({
   generator:
@@ -83,6 +88,34 @@ async function runSpawned(opts: BenchOptions, base: Omit<ScenarioContext, 'targe
     await api.close();
     await server.stop();
     if (!opts.keepData) await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The same scenarios against a local cluster, entered through its first node; then the hop probe. */
+async function runCluster(opts: BenchOptions, base: Omit<ScenarioContext, 'target' | 'api' | 'key' | 'token'>, selections: Selection[], workers: number): Promise<WorkerRun> {
+  const nodes = opts.cluster as number;
+  base.progress.log(`starting a ${nodes}-node cluster (${opts.shardLog} shard log), ${workers} worker(s) per node`);
+  const cluster = await startBenchCluster({ count: nodes, log: opts.shardLog, workers, workDir: base.workDir, org: BENCH_ORG });
+  const sign = await createSigner(cluster.key);
+  const entry = cluster.nodes[0] as (typeof cluster.nodes)[number];
+  const api = new ApiClient(entry.url, BENCH_ORG, await sign());
+  try {
+    const target: Target = { url: entry.url, host: entry.host, port: entry.port, org: BENCH_ORG, workers };
+    const ctx: ScenarioContext = { ...base, target, api, key: cluster.key, token: () => sign() };
+    const results = await runSelections(ctx, selections);
+    let hop: HopLatency | null = null;
+    try {
+      const repo = `${base.prefix}-hop`;
+      await api.expect(201, 'POST', `/v1/${BENCH_ORG}/repos`, { name: repo });
+      hop = await measureHop(cluster.nodes, api.repoPath(repo), await sign(), opts.smoke ? HOP_REQUESTS_SMOKE : HOP_REQUESTS);
+    } catch (err) {
+      base.progress.log(`hop probe failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (results.some((r) => r.status === 'failed')) base.progress.log(`node logs: ${cluster.nodes.map((n) => n.logFile).join(', ')}`);
+    return { workers, cluster: { nodes, shardLog: opts.shardLog, entry: entry.id, hop }, results };
+  } finally {
+    await api.close();
+    await cluster.stop();
   }
 }
 
@@ -160,6 +193,14 @@ async function main(): Promise<number> {
           runs.push({ workers, results: failAll(serverSel, `server run failed: ${err instanceof Error ? err.message : String(err)}`) });
         }
       }
+      if (opts.cluster !== null) {
+        try {
+          runs.push(await runCluster(opts, base, serverSel, opts.workers));
+        } catch (err) {
+          progress.log(`cluster: ${err instanceof Error ? err.message : String(err)}`);
+          runs.push({ workers: opts.workers, cluster: { nodes: opts.cluster, shardLog: opts.shardLog, entry: 'n1', hop: null }, results: failAll(serverSel, `cluster run failed: ${err instanceof Error ? err.message : String(err)}`) });
+        }
+      }
     }
   }
 
@@ -185,6 +226,7 @@ async function main(): Promise<number> {
     baseline,
     runs,
     comparison: buildComparison(runs),
+    ...(opts.cluster === null ? {} : { cluster: buildClusterComparison(runs) }),
     ok: [...baseline, ...runs.flatMap((r) => r.results)].every((r) => r.status !== 'failed'),
   };
 

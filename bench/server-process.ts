@@ -27,6 +27,8 @@ export interface RunningServer {
   metricsPort: number | null;
   logFile: string;
   pid: number;
+  /** Null while it runs. */
+  exitCode(): number | null;
   stop(): Promise<void>;
 }
 
@@ -107,6 +109,7 @@ async function spawnListening(
     metricsPort: Number.isInteger(metrics) && metrics > 0 ? metrics : null,
     logFile,
     pid: child.pid ?? -1,
+    exitCode: () => child.exitCode,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
@@ -125,19 +128,21 @@ export function startHelloServer(logFile: string): Promise<RunningServer> {
   return spawnListening([HELLO_ENTRY], process.env, logFile);
 }
 
-export function startRepohost(opts: { dataDir: string; workers: number; logFile: string }): Promise<RunningServer> {
+/** `port` 0 (the default) lets the server pick; `env` adds settings (a cluster node's). */
+export function startRepohost(opts: { dataDir: string; workers: number; logFile: string; port?: number; env?: Record<string, string> }): Promise<RunningServer> {
   if (!serverBuilt()) throw new Error(`server not built: ${SERVER_ENTRY} is missing`);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     // The webhook receiver and the git server of the benchmark live on loopback.
     REPOHOST_ALLOW_PRIVATE_WEBHOOKS: '1',
     REPOHOST_ALLOW_PRIVATE_UPSTREAMS: '1',
+    ...opts.env,
   };
   const args = [
     SERVER_ENTRY,
     'serve',
     '--port',
-    '0',
+    String(opts.port ?? 0),
     '--data',
     opts.dataDir,
     '--workers',

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 // The engines are started as the cluster tests start theirs (built by `npm run build`).
 const { freePorts, startEtcd, startNats } = await import(join(root, 'dist/test/helpers/cluster-engines.js'));
+const { CLI_NODE_SETTINGS, clusterSettings, nodeSettings } = await import(join(root, 'dist/test/helpers/cluster-settings.js'));
 const cli = join(root, 'dist/src/cli/main.js');
 const base = join(root, 'cluster-dev');
 mkdirSync(base, { recursive: true });
@@ -24,13 +25,7 @@ const log = process.env.REPOHOST_SHARD_LOG || 'jetstream';
 const etcd = await startEtcd();
 const nats = log === 'jetstream' ? await startNats() : null;
 const ports = await freePorts(9);
-const settings = {
-  REPOHOST_CLUSTER_NAME: 'dev',
-  REPOHOST_CLUSTER_ETCD: etcd.endpoints.join(','),
-  ...(nats ? { REPOHOST_CLUSTER_NATS: nats.endpoints.join(',') } : {}),
-  REPOHOST_SHARD_LOG: log,
-  REPOHOST_SECRET_KEY: readFileSync(keyFile, 'utf8').trim(),
-};
+const settings = clusterSettings({ name: 'dev', etcd, nats, log, secretKey: readFileSync(keyFile, 'utf8').trim() });
 const nodes = [0, 1, 2].map((i) => ({
   id: `node${i + 1}`,
   dataDir: join(base, `node${i + 1}`),
@@ -40,19 +35,12 @@ const nodes = [0, 1, 2].map((i) => ({
 }));
 const children = nodes.map((n) =>
   spawn(process.execPath, [cli, 'serve', '--data', n.dataDir, '--port', String(n.port), '--host', '127.0.0.1', '--metrics-addr', `127.0.0.1:${n.metrics}`], {
-    env: {
-      ...process.env,
-      ...settings,
-      REPOHOST_NODE_ID: n.id,
-      REPOHOST_NODE_URL: `http://127.0.0.1:${n.port}`,
-      REPOHOST_NODE_INTERNAL_URL: `http://127.0.0.1:${n.internal}`,
-    },
+    env: { ...process.env, ...settings, ...nodeSettings(n.id, n.port, n.internal) },
     stdio: ['ignore', 'inherit', 'inherit'],
   }),
 );
 
-const cliNode = { REPOHOST_NODE_ID: 'cli', REPOHOST_NODE_URL: 'http://127.0.0.1:1', REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:2' };
-const env = Object.entries({ ...settings, ...cliNode })
+const env = Object.entries({ ...settings, ...CLI_NODE_SETTINGS })
   .map(([k, v]) => `${k}=${v}`)
   .join(' ');
 console.log(`\nrepohost cluster (${log} shard log):`);

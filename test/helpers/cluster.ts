@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LEASE_LOST_EXIT, type NodeStatus } from '../../src/cluster/cluster-node.js';
 import { freePorts, startEtcd, startNats, type EngineCluster } from './cluster-engines.js';
+import { CLI_NODE_SETTINGS, clusterSettings, nodeSettings, unsettledReason, type ShardLogKind } from './cluster-settings.js';
 import type { NetLab, NetNode } from './netns.js';
 import { runCli, startTestServer, type TestKey, type TestServer } from './server.js';
 import type { ApiCall } from './history-recorder.js';
@@ -22,7 +23,7 @@ import type { ApiCall } from './history-recorder.js';
  * its replica state and the placement it sees).
  */
 
-export type ShardLogKind = 'etcd' | 'jetstream';
+export type { ShardLogKind } from './cluster-settings.js';
 
 export interface FaultNode extends TestServer {
   id: string;
@@ -87,21 +88,15 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
   const leaseTtlS = opts.leaseTtlS ?? 5;
   const org = 'acme';
   const env: Record<string, string> = {
-    REPOHOST_CLUSTER_NAME: `f${process.pid}`,
-    REPOHOST_CLUSTER_ETCD: etcd.endpoints.join(','),
-    REPOHOST_SECRET_KEY: randomBytes(32).toString('base64'),
-    REPOHOST_SHARD_LOG: opts.log,
-    REPOHOST_LEASE_TTL_S: String(leaseTtlS),
-    REPOHOST_REBALANCE_STABLE_S: '1',
+    ...clusterSettings({ name: `f${process.pid}`, etcd, nats, log: opts.log, secretKey: randomBytes(32).toString('base64'), leaseTtlS, rebalanceStableS: 1 }),
     REPOHOST_REBALANCE_MAX_MOVES: '256',
-    ...(nats ? { REPOHOST_CLUSTER_NATS: nats.endpoints.join(',') } : {}),
     ...opts.env,
   };
 
   // The org and the admin key, written through the cluster's directory by the CLI.
   const seed = mkdtempSync(join(tmpdir(), 'repohost-fault-seed-'));
   t.teardown(() => rmSync(seed, { recursive: true, force: true }));
-  const cliEnv = { ...env, REPOHOST_NODE_ID: 'cli', REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:1' };
+  const cliEnv = { ...env, ...CLI_NODE_SETTINGS };
   const orgMade = await runCli(['org', 'create', org, '--data', seed], cliEnv);
   if (orgMade.code !== 0) throw new Error(`org create: ${orgMade.stderr}`);
   const keyMade = await runCli(['key', 'create', '--org', org, '--scopes', 'admin', '--name', 'fault-admin', '--json', '--data', seed], cliEnv);
@@ -114,7 +109,7 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
     const id = `n${nodes.length + 1}`;
     const net = lab ? await lab.addNode(id) : null;
     // Inside its own namespace a node has every port to itself.
-    const [port, internal] = net ? [8080, 9100] : await freePorts(2);
+    const [port, internal] = net ? [8080, 9100] : ((await freePorts(2)) as [number, number]);
     const host = net ? net.address : '127.0.0.1';
     const dataDir = mkdtempSync(join(tmpdir(), `repohost-fault-${id}-`));
     const server = await startTestServer({
@@ -124,7 +119,7 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
       port,
       host,
       spawnVia: net ? (command, args, o) => lab!.spawn(net, command, args, o) : undefined,
-      env: { ...env, REPOHOST_NODE_ID: id, REPOHOST_NODE_URL: `http://${host}:${port}`, REPOHOST_NODE_INTERNAL_URL: `http://${host}:${internal}` },
+      env: { ...env, ...nodeSettings(id, port, internal, host) },
     });
     t.teardown(async () => {
       await server.kill().catch(() => undefined);
@@ -185,13 +180,9 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
           for (const n of nodes) if (n.process.exitCode === LEASE_LOST_EXIT) await n.restartNode();
           const up = live();
           if (up.length === 0) throw new Error(`every node exited:\n${nodes.map((n) => `${n.id}: ${n.logs.slice(-3).join('\n')}`).join('\n')}`);
-          const statuses = await Promise.all(up.map((n) => n.status()));
-          const ids = new Set(up.map((n) => n.id));
-          const active = new Set<number>();
-          for (const s of statuses) for (const r of s.shards) if (r.state === 'active' && r.placement?.owner === s.node) active.add(r.shard);
-          const placed = statuses.every((s) => s.shards.every((r) => r.placement && ids.has(r.placement.owner)));
-          if (active.size === statuses[0]!.shards.length && placed) return;
-          last = `${active.size}/${statuses[0]!.shards.length} shards active; every placement on a live node: ${placed}`;
+          const reason = unsettledReason(await Promise.all(up.map((n) => n.status())), new Set(up.map((n) => n.id)));
+          if (reason === null) return;
+          last = reason;
         } catch (err) {
           last = String(err);
           if (live().length === 0) break;

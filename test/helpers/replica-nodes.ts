@@ -7,6 +7,7 @@ import { createOrg } from '../../src/storage/admin-store.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { NodeStatus } from '../../src/cluster/cluster-node.js';
 import { freePorts, startEtcd, startNats, type EngineCluster } from './cluster-engines.js';
+import { CLI_NODE_SETTINGS, clusterSettings, nodeSettings, unsettledReason } from './cluster-settings.js';
 import { createTestKey, runCli, startTestServer, type TestKey, type TestServer } from './server.js';
 
 /**
@@ -47,19 +48,10 @@ export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'je
   const key = createTestKey(seed, { scopes: ['admin'], name: 'test-admin', org: 'acme' });
   const secretKey = randomBytes(32).toString('base64');
   const common: Record<string, string> = {
-    REPOHOST_CLUSTER_NAME: name,
-    REPOHOST_CLUSTER_ETCD: etcd.endpoints.join(','),
-    REPOHOST_SECRET_KEY: secretKey,
-    REPOHOST_SHARD_LOG: opts.log,
-    REPOHOST_LEASE_TTL_S: String(opts.leaseTtlS ?? 5),
-    // The nodes start together; the first placement waits until all have joined.
-    REPOHOST_REBALANCE_STABLE_S: '3',
-    ...(nats ? { REPOHOST_CLUSTER_NATS: nats.endpoints.join(',') } : {}),
+    ...clusterSettings({ name, etcd, nats, log: opts.log, secretKey, leaseTtlS: opts.leaseTtlS ?? 5, rebalanceStableS: 3 }),
     ...opts.env,
   };
-  // The CLI reads the cluster settings as a node does; it registers nothing.
-  const cliNode = { REPOHOST_NODE_ID: 'cli', REPOHOST_NODE_URL: 'http://127.0.0.1:1', REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:2' };
-  const imported = await runCli(['cluster', 'import-orgs', '--data', seed], { ...common, ...cliNode });
+  const imported = await runCli(['cluster', 'import-orgs', '--data', seed], { ...common, ...CLI_NODE_SETTINGS });
   if (imported.code !== 0) throw new Error(`import-orgs failed: ${imported.stderr}`);
 
   const ports = await freePorts(count * 2);
@@ -72,12 +64,7 @@ export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'je
         dataDir,
         key,
         port: ports[2 * i],
-        env: {
-          ...common,
-          REPOHOST_NODE_ID: id,
-          REPOHOST_NODE_URL: `http://127.0.0.1:${ports[2 * i]}`,
-          REPOHOST_NODE_INTERNAL_URL: `http://127.0.0.1:${ports[2 * i + 1]}`,
-        },
+        env: { ...common, ...nodeSettings(id, ports[2 * i]!, ports[2 * i + 1]!) },
       });
       t.teardown(async () => {
         if (process.env.REPLICA_DEBUG) for (const line of server.logs) if (/"level":"(warn|error)"/.test(line)) console.error(id, line.slice(0, 800));
@@ -107,13 +94,9 @@ export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'je
         // harness is that supervisor (on this loaded machine a lease can lapse while all start).
         for (const n of live) if (n.process.exitCode === 75) await n.restart().catch(() => undefined);
         try {
-          const statuses = await Promise.all(live.map((n) => n.status()));
-          const active = new Set<number>();
-          for (const s of statuses) for (const r of s.shards) if (r.state === 'active' && r.placement?.owner === s.node) active.add(r.shard);
-          const liveIds = new Set(live.map((n) => n.id));
-          const placedOnLive = statuses[0]!.shards.every((r) => r.placement && liveIds.has(r.placement.owner));
-          if (active.size === statuses[0]!.shards.length && placedOnLive) return;
-          last = `${active.size} active; placed on live nodes: ${placedOnLive}`;
+          const reason = unsettledReason(await Promise.all(live.map((n) => n.status())), new Set(live.map((n) => n.id)));
+          if (reason === null) return;
+          last = reason;
         } catch (err) {
           last = String(err);
         }
