@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import { openStorage } from '../../src/storage/database.js';
 import { createOrg } from '../../src/storage/admin-store.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
@@ -79,8 +80,15 @@ export async function startForwardNodes(t: { teardown(fn: () => Promise<void> | 
     });
     started.push(Object.assign(server, { id: spec.id, internalUrl: nodes[i]!.internalUrl }));
   }
-  await Promise.all(started.map((n) => ownedShardsActive(n)));
+  await Promise.all(started.map((n, i) => ownedShardsActive(n, owned(specs[i]!.owners(orgId), n.id))));
   return started;
+}
+
+/** How many of the 256 shards a table gives the node. */
+function owned(owners: Record<string, string>, id: string): number {
+  let count = 0;
+  for (let s = 0; s < SHARD_COUNT; s++) if ((owners[String(s)] ?? owners.default) === id) count++;
+  return count;
 }
 
 /** A shard's state as `/cluster/status` on the operator listener reports it. */
@@ -94,7 +102,7 @@ interface ShardStatus {
  * Waits until the node serves every shard its table gives it: with replication, an owner first
  * activates each shard on the shard log. A node without replication has no `/cluster/status`.
  */
-async function ownedShardsActive(node: ForwardNode, timeoutMs = 60_000): Promise<void> {
+async function ownedShardsActive(node: ForwardNode, owns: number, timeoutMs = 60_000): Promise<void> {
   const url = node.metricsUrl!.replace(/\/metrics$/, '/cluster/status');
   let waiting = -1;
   for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
@@ -105,7 +113,7 @@ async function ownedShardsActive(node: ForwardNode, timeoutMs = 60_000): Promise
     if (!res) continue;
     if (res.status === 404) return;
     const { shards } = (await res.json()) as { shards: ShardStatus[] };
-    waiting = shards.filter((s) => s.placement?.owner === node.id && s.state !== 'active').length;
+    waiting = owns - shards.filter((s) => s.placement?.owner === node.id && s.state === 'active').length;
     if (waiting === 0) return;
   }
   throw new Error(`node ${node.id} still activates ${waiting} of its shards after ${timeoutMs} ms`);
