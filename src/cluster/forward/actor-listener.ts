@@ -89,10 +89,10 @@ export class ActorListener {
   private read(bytes: Buffer): { status: number; bytes: Uint8Array } {
     try {
       const keys = deserialize(bytes) as Key[];
-      const { status, shard, values } = readOwnKeys(this.meta, this.owners, keys);
-      if (status === 200) return { status, bytes: serialize(values) };
+      const read = readOwnKeys(this.meta, this.owners, keys);
+      if ('values' in read) return { status: 200, bytes: serialize(read.values) };
       this.metrics.staleRefused('read');
-      return { status, bytes: encodeFailure(staleRoute(shard ?? -1)) };
+      return { status: STALE_STATUS, bytes: encodeFailure(staleRoute(read.notOwned)) };
     } catch (err) {
       return { status: 503, bytes: encodeFailure(err) };
     }

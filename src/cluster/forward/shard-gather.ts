@@ -81,12 +81,12 @@ export class ShardGather implements ShardReads {
   }
 }
 
-/** The owner's side: the values of keys of shards it owns and serves, or its refusal. */
-export function readOwnKeys(meta: RecordReader, owners: ShardOwners, keys: Key[]): { status: number; shard: number | null; values: unknown[] } {
+/** The owner's side: the values of keys of shards it owns and serves, or the first shard it does not own. */
+export function readOwnKeys(meta: RecordReader, owners: ShardOwners, keys: Key[]): { values: unknown[] } | { notOwned: number } {
   for (const key of keys) {
     const shard = shardOfKey(key);
-    if (typeof shard !== 'number' || !owners.owns(shard)) return { status: STALE_STATUS, shard: typeof shard === 'number' ? shard : null, values: [] };
+    if (!owners.owns(shard)) return { notOwned: shard };
     owners.home(shard); // throws when this node may not serve it now
   }
-  return { status: 200, shard: null, values: keys.map((key) => meta.get(key)) };
+  return { values: keys.map((key) => meta.get(key)) };
 }

@@ -24,6 +24,7 @@ export async function reachableRepoIds(services: Reads, p: Principal): Promise<s
     const id = repoIdByName(index, p.org.id, name);
     if (id !== undefined) ids.add(id);
   }
+  if (ids.size === 0) return [];
   return allowedRepoIds(await services.shardReads.gather([...nameKeys, ...[...ids].map(repoRecordKey)]), p);
 }
 
