@@ -112,7 +112,7 @@ export async function startClusterNode(parts: ClusterNodeParts): Promise<Cluster
     }
   })();
 
-  const forwarding = await startForwarding({ cluster, runtime: parts.runtime, records, registry: parts.registry, view, gate });
+  const forwarding = await startForwarding({ cluster, runtime: parts.runtime, records, meta: storage.meta, registry: parts.registry, view, gate });
   return {
     gate,
     forwarding,

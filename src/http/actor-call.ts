@@ -1,4 +1,5 @@
-import { allowedRepoIds, isRestricted } from './auth/principal.js';
+import { isRestricted } from './auth/principal.js';
+import { reachableRepoIds } from './auth/restriction-reads.js';
 import { repoIdOfActor } from '../actors/actor-names.js';
 import { withAllowance } from '../actors/quota-refill.js';
 import type { PrincipalMsg } from '../protocol/messages.js';
@@ -11,10 +12,10 @@ import type { StepCall } from '../actors/repo-saga.js';
  * resolved here, at the request, because `repos` names resolve to whatever repository bears the
  * name now.
  */
-function principalMsg(ctx: RequestContext): PrincipalMsg {
+async function principalMsg(ctx: RequestContext): Promise<PrincipalMsg> {
   const { principal } = ctx;
   if (!isRestricted(principal)) return principal.msg;
-  return { ...principal.msg, restricted: true, allowedRepoIds: allowedRepoIds(ctx.services.storage, principal) ?? [] };
+  return { ...principal.msg, restricted: true, allowedRepoIds: (await reachableRepoIds(ctx.services, principal)) ?? [] };
 }
 
 /**
@@ -37,12 +38,13 @@ export function stepCaller(ctx: RequestContext): StepCall {
   return async (actor, command, input, keyed = true) => {
     await ctx.connection.connectionSettled();
     const { runtime, config } = ctx.services;
+    const principal = await principalMsg(ctx);
     const send = () =>
       runtime.call({
         actor,
         command,
         input,
-        principal: principalMsg(ctx),
+        principal,
         traceId: ctx.traceId,
         idempotency: keyed && ctx.idempotency ? { keyId: ctx.principal.key.id, key: ctx.idempotency.key, fingerprint: ctx.idempotency.fingerprint } : undefined,
       });

@@ -7,6 +7,7 @@ import type { SecretBox } from '../storage/secret-box.js';
 import type { TokenVerifier } from './auth/token-verifier.js';
 import type { Metrics } from './metrics.js';
 import type { RequestForwarding } from './forwarding.js';
+import type { ShardReads } from './shard-reads.js';
 
 /** What request handlers may use; built once by the server. */
 export interface Services {
@@ -23,4 +24,6 @@ export interface Services {
   metrics: Metrics;
   /** Cluster mode: where a request naming an org is served; null on a single node. */
   forwarding: RequestForwarding | null;
+  /** Cluster mode: reads of records on other nodes' shards, for org-level reads; null on a single node. */
+  shardReads: ShardReads | null;
 }

@@ -58,6 +58,19 @@ t.test('a stale route gets 503 with Retry-After and never a second hop', async (
   t.equal(counter(await e!.metrics(), 'repohost_forwarded_total', 'kind="request",outcome="stale_route"'), 1, 'e counted it stale');
   t.equal(counter(await b!.metrics(), 'repohost_stale_route_refusals_total', 'kind="request"'), 2, 'b refused it');
   t.equal(counter(await a!.metrics(), 'repohost_stale_route_refusals_total', 'kind="request"'), 0, 'a never saw it');
+
+  // A restricted token's names are read from the org's shard wherever `/whoami` is served: b
+  // gathers them from a; e asks b, which refuses the batch whole, and e answers 503.
+  const named = { repos: ['acme/stale'] };
+  const throughB = await b!.api('GET', '/whoami', { token: await b!.token(named) });
+  t.same({ status: throughB.status, ids: throughB.json.repo_ids }, { status: 200, ids: [] }, 'b read the name index from a');
+  t.equal(counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="read",outcome="answered"'), 1, 'in one gather');
+  const throughE = await e!.api('GET', '/whoami', { token: await e!.token(named) });
+  t.equal(throughE.status, 503, 'a stale read route is 503');
+  t.ok(Number(throughE.headers.get('retry-after')) >= 1, 'with Retry-After');
+  t.equal(throughE.json.error.details.reason, 'stale_route');
+  t.equal(counter(await e!.metrics(), 'repohost_forwarded_total', 'kind="read",outcome="stale_route"'), 1, 'e counted it stale');
+  t.equal(counter(await b!.metrics(), 'repohost_stale_route_refusals_total', 'kind="read"'), 1, 'b refused it');
 });
 
 t.test('a stopped owner: the message sent to it fails within the lease TTL', async (t) => {

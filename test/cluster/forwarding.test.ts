@@ -1,9 +1,9 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiAnswers, populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
-import { allOwnedBy, startForwardNodes } from '../helpers/forward-nodes.js';
+import { allOwnedBy, startForwardNodes, type ForwardNode } from '../helpers/forward-nodes.js';
 import { cloneUrl, gitClient } from '../git/helpers.js';
 
 // Forwarding between nodes (docs/design.md, "Forwarding"): real repohost processes in cluster
@@ -86,10 +86,8 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
   const viaB = await apiAnswers(b!);
   const viaA = await apiAnswers(a!);
   t.same(viaB, viaA, 'every answer is the same through either node');
-  // Open: an org-level listing reads each repository's record on the org owner's LMDB, which
-  // holds only its own shards' (docs/design.md, "Forwarding", inventory).
-  t.equal((viaA['GET /acme/repos?limit=100'] as any).body.repos.length, 6, 'the list has every repository', { todo: 'org listings need a gather from every shard owner' });
-  // So each repository is read by name here, through both nodes.
+  await orgReadsGathered(t, [a!, b!]);
+  // Each repository read by name, through both nodes.
   for (const repo of ['r0', 'r1', 'r2', 'r3', 'r4', 'r5']) {
     for (const path of ['', '/bookmarks', '/changes?bookmark=main&limit=200', '/content?depth=10', '/content?path=a.txt', '/upstream/syncs']) {
       const [fromA, fromB] = await Promise.all([a!.api('GET', `/acme/${repo}${path}`), b!.api('GET', `/acme/${repo}${path}`)]);
@@ -101,3 +99,83 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
   const actorForwards = counter(await a!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="answered"') + counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="answered"');
   t.ok(actorForwards > 0, `${actorForwards} actor messages went to another shard's owner`);
 });
+
+/** Which node serves each of the org's repositories, and which the org itself. */
+async function owners(node: ForwardNode, names: string[]): Promise<{ org: string; repos: Map<string, { id: string; node: string }> }> {
+  const org = (await node.api('GET', '/acme')).headers.get('x-repohost-node')!;
+  const repos = new Map<string, { id: string; node: string }>();
+  for (const name of names) {
+    const got = await node.api('GET', `/acme/${name}`);
+    repos.set(name, { id: got.json.id as string, node: got.headers.get('x-repohost-node')! });
+  }
+  return { org, repos };
+}
+
+/**
+ * The org-level reads over repositories on both nodes (six repositories `r0`…`r5`, newest last):
+ * the same answers through either node as one node holding them all gives.
+ */
+async function orgReadsGathered(t: Test, nodes: ForwardNode[]): Promise<void> {
+  const names = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
+  const { org, repos } = await owners(nodes[0]!, names);
+  t.same(new Set([...repos.values()].map((r) => r.node)), new Set(['a', 'b']), 'the repositories are on both nodes');
+  const newestFirst = [...names].reverse();
+  for (const node of nodes) {
+    const via = `through ${node.id}`;
+    const list = await node.api('GET', '/acme/repos?limit=100');
+    t.same(list.json.repos.map((r: { name: string }) => r.name), newestFirst, `the list has every repository, newest first, ${via}`);
+    t.equal(list.json.repos[5].upstream.latest_sync.status, 'failed', `with r0's latest sync ${via}`);
+    t.ok(list.json.repos.every((r: { head_change_id: string }) => r.head_change_id !== 'z'.repeat(32)), `and each head ${via}`);
+    t.equal((await node.api('GET', '/acme')).json.num_repos, 6, `the org counts them ${via}`);
+    // Cursor pages of two: the same repositories in the same order, and the same cursors.
+    const paged: unknown[] = [];
+    let cursor = '';
+    for (let pages = 0; pages < 4; pages++) {
+      const page = await node.api('GET', `/acme/repos?limit=2${cursor}`);
+      paged.push(...page.json.repos);
+      if (!page.json.has_more) break;
+      cursor = `&cursor=${encodeURIComponent(page.json.next_cursor as string)}`;
+    }
+    t.same(paged, list.json.repos, `cursor pages of two add up to the list ${via}`);
+    const numbered = await node.api('GET', '/acme/repos/list?page=2&pageSize=4&sortBy=name&sortOrder=asc');
+    t.same({ names: numbered.json.repos.map((r: { name: string }) => r.name), total: numbered.json.total, pages: numbered.json.total_pages }, { names: ['r4', 'r5'], total: 6, pages: 2 }, `numbered pages by name ${via}`);
+    const filtered = await node.api('GET', '/acme/repos/list?pageSize=100&sortBy=created_at&sortOrder=asc');
+    t.equal(filtered.json.repos[0].upstream.status, 'error', `r0's list item shows its failed sync ${via}`);
+    // Only r0 has an upstream: the org's runs are its syncs (the scheduler may add one meanwhile).
+    let runs = await node.api('GET', '/acme/sync-runs');
+    for (let tries = 0; tries < 3; tries++) {
+      const own = await node.api('GET', '/acme/r0/upstream/syncs');
+      if (JSON.stringify(own.json.syncs.map((s: { id: string }) => s.id)) === JSON.stringify(runs.json.sync_runs.map((r: { id: string }) => r.id))) break;
+      runs = await node.api('GET', '/acme/sync-runs');
+    }
+    const own = await node.api('GET', '/acme/r0/upstream/syncs');
+    t.same(runs.json.sync_runs.map((r: { id: string }) => r.id), own.json.syncs.map((s: { id: string }) => s.id), `the org's sync runs are r0's ${via}`);
+    t.ok(runs.json.sync_runs.length >= 1 && runs.json.sync_runs.every((r: { repo_id: string }) => r.repo_id === repos.get('r0')!.id), `and there are some ${via}`);
+    const byName = await node.api('GET', '/acme/sync-runs?repo=r0');
+    t.same(byName.json.sync_runs, runs.json.sync_runs, `r0's sync runs ${via}`);
+    t.same((await node.api('GET', '/acme/sync-runs?repo=r1')).json.sync_runs, [], `none for r1 ${via}`);
+  }
+
+  // A token restricted by name to repositories on both nodes, the org's owner's included or not.
+  const elsewhere = names.filter((n) => repos.get(n)!.node !== org);
+  const mine = names.find((n) => repos.get(n)!.node === org);
+  const claimed = [elsewhere[0]!, ...(mine ? [mine] : [])];
+  const claimedIds = claimed.map((n) => repos.get(n)!.id);
+  const outside = names.find((n) => !claimed.includes(n))!;
+  for (const node of nodes) {
+    const via = `through ${node.id}`;
+    const token = await node.token({ repos: claimed.map((n) => `acme/${n}`) });
+    const whoami = await node.api('GET', '/whoami', { token });
+    t.same([...whoami.json.repo_ids].sort(), [...claimedIds].sort(), `whoami resolves the names on every node ${via}`);
+    t.equal((await node.api('GET', '/acme', { token })).json.num_repos, claimed.length, `the org counts what it reaches ${via}`);
+    const list = await node.api('GET', '/acme/repos?limit=100', { token });
+    t.same(list.json.repos.map((r: { name: string }) => r.name).sort(), [...claimed].sort(), `the list shows what it reaches ${via}`);
+    const target = await node.api('POST', '/acme/webhook-targets', { token, body: { url: 'http://127.0.0.1:9/hook', repo_ids: [repos.get(elsewhere[0]!)!.id] } });
+    t.equal(target.status, 201, `it may watch a repository on another node ${via} (${target.text.slice(0, 200)})`);
+    t.equal((await node.api('GET', `/acme/webhook-targets/${target.json.id}`, { token })).status, 200, `and read that target ${via}`);
+    const refused = await node.api('POST', '/acme/webhook-targets', { token, body: { url: 'http://127.0.0.1:9/hook', repo_ids: [repos.get(outside)!.id] } });
+    t.equal(refused.status, 403, `not one outside its reach ${via}`);
+    const ids = await node.token({ repo_ids: [repos.get(elsewhere[0]!)!.id] });
+    t.same((await node.api('GET', '/whoami', { token: ids })).json.repo_ids, [repos.get(elsewhere[0]!)!.id], `an id claim on another node's shard ${via}`);
+  }
+}

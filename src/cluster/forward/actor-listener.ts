@@ -1,3 +1,5 @@
+import { deserialize, serialize } from 'node:v8';
+import type { Key } from 'lmdb';
 import { createServer, constants, type Http2Server, type ServerHttp2Session, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { shardOf } from '../../actors/shard-map.js';
 import type { ActorCaller } from '../../actors/actor-caller.js';
@@ -7,6 +9,8 @@ import { ACTOR_PATH, PROTOBUF, STALE_STATUS, callOf, encodeAnswer, encodeFailure
 import type { ForwardMetrics } from './forward-metrics.js';
 import { HOP_HEADER, parseHop, staleRoute } from './hop.js';
 import type { ShardOwners } from './shard-owners.js';
+import { READ_PATH, V8_CLONE, readOwnKeys } from './shard-gather.js';
+import type { RecordReader } from '../../storage/read/record-cache.js';
 
 /**
  * Largest forwarded message read. Peers only send what their front end accepted, so this is a
@@ -18,7 +22,8 @@ const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
  * The internal HTTP/2 listener (REPOHOST_NODE_INTERNAL_URL): peers post the protobuf
  * ActorRequest of a shard they believe this node owns; it runs on the local runtime and the
  * ActorReply goes back. A message for a shard this node does not own is refused as a stale route
- * (never forwarded again); one for an owned shard this node may not serve now gets 503.
+ * (never forwarded again); one for an owned shard this node may not serve now gets 503. Peers
+ * also post batches of keys of this node's shards to read (READ_PATH, shard-gather.ts).
  */
 export class ActorListener {
   private readonly server: Http2Server;
@@ -26,6 +31,7 @@ export class ActorListener {
 
   constructor(
     private readonly runtime: ActorCaller,
+    private readonly meta: RecordReader,
     private readonly owners: ShardOwners,
     private readonly metrics: ForwardMetrics,
   ) {
@@ -51,7 +57,7 @@ export class ActorListener {
   }
 
   private onRequest(req: Http2ServerRequest, res: Http2ServerResponse): void {
-    if (req.url !== ACTOR_PATH || req.method !== 'POST') {
+    if ((req.url !== ACTOR_PATH && req.url !== READ_PATH) || req.method !== 'POST') {
       res.writeHead(404).end();
       return;
     }
@@ -64,6 +70,11 @@ export class ActorListener {
       else parts.push(d);
     });
     req.on('end', () => {
+      if (req.url === READ_PATH) {
+        const { status, bytes } = this.read(Buffer.concat(parts));
+        res.writeHead(status, { [constants.HTTP2_HEADER_CONTENT_TYPE]: status === 200 ? V8_CLONE : PROTOBUF }).end(bytes);
+        return;
+      }
       this.serve(shard, Buffer.concat(parts)).then(
         ({ status, bytes }) => res.writeHead(status, { [constants.HTTP2_HEADER_CONTENT_TYPE]: PROTOBUF }).end(bytes),
         (err: unknown) => {
@@ -72,6 +83,19 @@ export class ActorListener {
         },
       );
     });
+  }
+
+  /** A batch of keys read from this node's LMDB, all of shards it owns and serves, or refused whole. */
+  private read(bytes: Buffer): { status: number; bytes: Uint8Array } {
+    try {
+      const keys = deserialize(bytes) as Key[];
+      const read = readOwnKeys(this.meta, this.owners, keys);
+      if ('values' in read) return { status: 200, bytes: serialize(read.values) };
+      this.metrics.staleRefused('read');
+      return { status: STALE_STATUS, bytes: encodeFailure(staleRoute(read.notOwned)) };
+    } catch (err) {
+      return { status: 503, bytes: encodeFailure(err) };
+    }
   }
 
   private async serve(hop: number | null, bytes: Buffer): Promise<{ status: number; bytes: Uint8Array }> {

@@ -3,8 +3,11 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 /** How a forward ended: answered by the owner (its answer may be an error), refused as a stale route, or lost. */
 export type ForwardOutcome = 'answered' | 'stale_route' | 'unreachable';
 
-/** Actor messages over HTTP/2 to the internal listener, or whole requests proxied to the public URL. */
-export type ForwardKind = 'actor' | 'request';
+/**
+ * Actor messages over HTTP/2 to the internal listener, whole requests proxied to the public URL,
+ * or batched record reads for org-level reads (shard-gather.ts).
+ */
+export type ForwardKind = 'actor' | 'request' | 'read';
 
 /** Per-node forwarding figures (docs/operating.md): how many, how long, and how many stale routes. */
 export class ForwardMetrics {

@@ -1,6 +1,7 @@
 import type { ActorCaller } from '../../actors/actor-caller.js';
 import type { ClusterConfig } from '../../config.js';
 import type { RequestForwarding } from '../../http/forwarding.js';
+import type { ShardReads } from '../../http/shard-reads.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
 import type { Registry } from 'prom-client';
 import type { PlacementView } from '../placement.js';
@@ -10,12 +11,15 @@ import { ForwardMetrics } from './forward-metrics.js';
 import { PeerSessions } from './peer-sessions.js';
 import { RequestForwarder } from './request-forwarder.js';
 import type { ServeGate } from './serve-gate.js';
+import { ShardGather } from './shard-gather.js';
 import { ShardOwners } from './shard-owners.js';
 
 /** A node's forwarding: what its routes send actor messages through, and where its front end places requests. */
 export interface Forwarding {
   actors: ActorCaller;
   requests: RequestForwarding;
+  /** Reads of other nodes' shards for the org-level reads. */
+  reads: ShardReads;
   /** The internal listener's port (the one REPOHOST_NODE_INTERNAL_URL names, or the one given for port 0). */
   internalPort: number;
   close(): Promise<void>;
@@ -26,6 +30,8 @@ export interface ForwardingParts {
   /** The local actors: what this node runs for the shards it owns. */
   runtime: ActorCaller;
   records: RecordReader;
+  /** This node's LMDB, which peers read keys of its shards from. */
+  meta: RecordReader;
   registry: Registry;
   view: PlacementView;
   gate: ServeGate;
@@ -36,13 +42,14 @@ export async function startForwarding(parts: ForwardingParts): Promise<Forwardin
   const owners = new ShardOwners(parts.view, parts.gate);
   const metrics = new ForwardMetrics(parts.registry);
   const peers = new PeerSessions(parts.cluster.leaseTtlS * 1000);
-  const listener = new ActorListener(parts.runtime, owners, metrics);
+  const listener = new ActorListener(parts.runtime, parts.meta, owners, metrics);
   const internal = new URL(parts.cluster.internalUrl);
   const internalPort = await listener.listen(internal.hostname.replace(/^\[(.*)\]$/, '$1'), Number(internal.port));
   const requests = new RequestForwarder(owners, parts.records, metrics);
   return {
     actors: new ActorRouter(parts.runtime, owners, peers, metrics),
     requests,
+    reads: new ShardGather(parts.meta, owners, peers, metrics),
     internalPort,
     async close() {
       await listener.close();

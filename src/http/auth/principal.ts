@@ -1,4 +1,4 @@
-import type { Storage } from '../../storage/database.js';
+import type { RecordReader } from '../../storage/read/record-cache.js';
 import type { OrgRecord, RepoRecord, SigningKeyRecord } from '../../storage/records.js';
 import { getRepo, getRepoByName } from '../../storage/repo-store.js';
 import type { PrincipalMsg } from '../../protocol/messages.js';
@@ -52,19 +52,26 @@ export function mayNameRepo(p: Principal, name: string): boolean {
  * name must still reach the repository afterwards, and no restricted token may learn through a
  * clash that a repository outside its reach has that name.
  */
-export function mayRenameRepo(storage: Storage, p: Principal, repo: Pick<RepoRecord, 'id'>, name: string): boolean {
+export function mayRenameRepo(meta: RecordReader, p: Principal, repo: Pick<RepoRecord, 'id'>, name: string): boolean {
   if (!isRestricted(p)) return true;
   if (p.repoNames && !p.repoNames.includes(`${p.org.slug}/${name}`.toLowerCase())) return false;
-  const clash = getRepoByName(storage.meta, p.org.id, name);
+  const clash = getRepoByName(meta, p.org.id, name);
   return !clash || clash.id === repo.id || canAccessRepo(p, clash);
+}
+
+/** The names of the token's `repos` claim that are in its org, without the org. */
+export function claimedNames(p: Principal): string[] {
+  const prefix = `${p.org.slug}/`;
+  return (p.repoNames ?? []).filter((full) => full.startsWith(prefix)).map((full) => full.slice(prefix.length));
 }
 
 /**
  * Repository ids a restricted principal may reach right now (null when unrestricted): the key's
  * and the token's restrictions intersected, names resolved to their current repositories, ids of
- * repositories that no longer exist left out.
+ * repositories that no longer exist left out. `meta` must answer the names' index entries and
+ * the records of the ids (restriction-reads.ts gathers them in a cluster).
  */
-export function allowedRepoIds(storage: Storage, p: Principal): string[] | null {
+export function allowedRepoIds(meta: RecordReader, p: Principal): string[] | null {
   if (!isRestricted(p)) return null;
   let ids: string[] | null = p.key.repo_ids ? [...p.key.repo_ids] : null;
   const narrow = (next: string[]): void => {
@@ -73,16 +80,14 @@ export function allowedRepoIds(storage: Storage, p: Principal): string[] | null 
   if (p.repoIds) narrow(p.repoIds);
   if (p.repoNames) {
     const resolved: string[] = [];
-    const prefix = `${p.org.slug}/`;
-    for (const full of p.repoNames) {
-      if (!full.startsWith(prefix)) continue;
-      const repo = getRepoByName(storage.meta, p.org.id, full.slice(prefix.length));
+    for (const name of claimedNames(p)) {
+      const repo = getRepoByName(meta, p.org.id, name);
       if (repo) resolved.push(repo.id);
     }
     narrow(resolved);
   }
   return (ids ?? []).filter((id) => {
-    const repo = getRepo(storage.meta, id);
+    const repo = getRepo(meta, id);
     return repo !== undefined && repo.org_id === p.org.id;
   });
 }

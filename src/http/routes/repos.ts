@@ -2,18 +2,26 @@ import { checkBookmarkName, checkRepoName, checkTagKeys } from '../../protocol/n
 import { createRepoBody, patchRepoBody, type UpstreamInput } from '../../protocol/schemas/repos.js';
 import { repositoryJson, repositoryListItem, repositoryView } from '../../protocol/views/repository.js';
 import { getRepo, orgRepoIds } from '../../storage/repo-store.js';
+import { latestSyncKey, repositoryViewKeys } from '../../storage/read/gathered-keys.js';
 import type { RepoRecord } from '../../storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../actors/commands/repos.js';
 import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
 import { ServiceError } from '../../errors.js';
-import { canAccessRepo, isRestricted, mayRenameRepo } from '../auth/principal.js';
+import { isRestricted } from '../auth/principal.js';
+import { mayRenameRepoTo } from '../auth/restriction-reads.js';
+import { allReachableRepos, reachableRepos } from '../org-repos.js';
+import { readerFor } from '../shard-reads.js';
 import { relay, stepCaller } from '../actor-call.js';
 import { createRepository, deleteRepository, updateRepository } from '../../actors/repo-saga.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { parseTagFilter } from '../tag-filter.js';
 import { withBody, type RequestContext, type RouteDef } from '../route.js';
 
-/** Repository routes (API §4). Reads are served here from an LMDB snapshot; writes run the sagas of actors/repo-saga.ts. */
+/**
+ * Repository routes (API §4). Reads are served here from an LMDB snapshot (in a cluster, the
+ * listings gather the repositories' records from their shards' owners: shard-reads.ts); writes
+ * run the sagas of actors/repo-saga.ts.
+ */
 
 async function checkUpstream(ctx: RequestContext, upstream: UpstreamInput): Promise<void> {
   const url = checkUrlForm(upstream.url, 'upstream url');
@@ -22,14 +30,6 @@ async function checkUpstream(ctx: RequestContext, upstream: UpstreamInput): Prom
 
 /** A repository-list cursor: the id of the last repository of the previous page. */
 const isRepoCursor = (v: Record<string, unknown>): v is { after: string } => typeof v.after === 'string' && /^repo_[0-9A-HJKMNP-TV-Z]{26}$/.test(v.after);
-
-function* visibleRepos(ctx: RequestContext, afterId?: string): Generator<RepoRecord> {
-  const meta = ctx.services.storage.meta;
-  for (const id of orgRepoIds(meta, ctx.org.id, afterId)) {
-    const repo = getRepo(meta, id);
-    if (repo && canAccessRepo(ctx.principal, repo)) yield repo;
-  }
-}
 
 /** The path's repository's name as its record has it now (a concurrent rename may change it). */
 const currentName =
@@ -67,27 +67,30 @@ export const repoRoutes: RouteDef[] = [
     path: '/{org}/repos',
     permission: 'repo:read',
     query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 100, default: 50 }, tags: { type: 'string' } } },
-    handler(ctx) {
+    async handler(ctx) {
       const filter = parseTagFilter(ctx.query.tags as string | undefined, 'tags');
       const cursor = decodeCursor(ctx.query.cursor, isRepoCursor);
       const limit = ctx.query.limit as number;
-      const meta = ctx.services.storage.meta;
-      const repos: unknown[] = [];
-      let last: string | null = null;
+      const page: RepoRecord[] = [];
       let hasMore = false;
-      for (const repo of visibleRepos(ctx, cursor?.after)) {
+      for await (const repo of reachableRepos(ctx, orgRepoIds(ctx.services.storage.meta, ctx.org.id, cursor?.after), limit + 1)) {
         if (filter && !filter(repo.tags)) continue;
-        if (repos.length === limit) {
+        if (page.length === limit) {
           hasMore = true;
           break;
         }
-        repos.push(repositoryView(meta, repo, ctx.org, ctx.services.config.publicUrl));
-        last = repo.id;
+        page.push(repo);
       }
+      const reader = await readerFor(ctx.services, () => page.flatMap(repositoryViewKeys));
+      const last = page.at(-1)?.id;
       return {
         status: 200,
         schema: 'repositoryPage',
-        value: { repos, next_cursor: hasMore && last ? encodeCursor({ after: last }) : null, has_more: hasMore },
+        value: {
+          repos: page.map((repo) => repositoryView(reader, repo, ctx.org, ctx.services.config.publicUrl)),
+          next_cursor: hasMore && last ? encodeCursor({ after: last }) : null,
+          has_more: hasMore,
+        },
       };
     },
   },
@@ -104,9 +107,9 @@ export const repoRoutes: RouteDef[] = [
         metadata: { type: 'string' },
       },
     },
-    handler(ctx) {
+    async handler(ctx) {
       const filter = parseTagFilter(ctx.query.metadata as string | undefined, 'metadata');
-      const all = [...visibleRepos(ctx)].filter((r) => !filter || filter(r.tags));
+      const all = (await allReachableRepos(ctx, orgRepoIds(ctx.services.storage.meta, ctx.org.id))).filter((r) => !filter || filter(r.tags));
       const dir = ctx.query.sortOrder === 'asc' ? 1 : -1;
       if (ctx.query.sortBy === 'name') {
         all.sort((a, b) => dir * (a.name.toLowerCase().localeCompare(b.name.toLowerCase()) || a.id.localeCompare(b.id)));
@@ -115,12 +118,13 @@ export const repoRoutes: RouteDef[] = [
       }
       const page = ctx.query.page as number;
       const size = ctx.query.pageSize as number;
-      const meta = ctx.services.storage.meta;
+      const shown = all.slice((page - 1) * size, page * size);
+      const reader = await readerFor(ctx.services, () => shown.map((r) => latestSyncKey(r.id)));
       return {
         status: 200,
         schema: 'repositoryNumberedPage',
         value: {
-          repos: all.slice((page - 1) * size, page * size).map((r) => repositoryListItem(meta, r)),
+          repos: shown.map((r) => repositoryListItem(reader, r)),
           total: all.length,
           page,
           page_size: size,
@@ -145,7 +149,7 @@ export const repoRoutes: RouteDef[] = [
       const input: UpdateRepoInput = { repo_id: ctx.repo!.id };
       if (body.name != null) {
         checkRepoName(body.name);
-        if (!mayRenameRepo(ctx.services.storage, ctx.principal, ctx.repo!, body.name)) throw new ServiceError('FORBIDDEN', 'this token may not give the repository that name');
+        if (!(await mayRenameRepoTo(ctx.services, ctx.principal, ctx.repo!, body.name))) throw new ServiceError('FORBIDDEN', 'this token may not give the repository that name');
         input.name = body.name;
       }
       if (body.default_bookmark != null) input.default_bookmark = body.default_bookmark;

@@ -3,8 +3,10 @@ import type { Static } from '@sinclair/typebox';
 import { createSyncBody, pushBody } from '../../protocol/schemas/syncs.js';
 import { syncRunView, syncView } from '../../protocol/views/sync.js';
 import { getSync, orgSyncsNewestFirst, repoSyncsNewestFirst } from '../../storage/sync-store.js';
-import type { RepoRecord, SyncRecord } from '../../storage/records.js';
-import { getRepo, getRepoByName } from '../../storage/repo-store.js';
+import type { SyncRecord } from '../../storage/records.js';
+import { getRepo, getRepoByName, repoIdByName } from '../../storage/repo-store.js';
+import { repoRecordKey, syncRecordKey } from '../../storage/read/gathered-keys.js';
+import { readerFor } from '../shard-reads.js';
 import type { EnqueueSyncInput } from '../../actors/commands/syncs.js';
 import { wakeSyncActor } from '../../actors/system/sync/index.js';
 import { normalizeRefGlobs } from '../../actors/system/sync/ref-filter.js';
@@ -34,21 +36,37 @@ function repoSyncs(ctx: RequestContext, repoId: string, before: string | undefin
   return repoSyncsNewestFirst(ctx.services.storage.meta, repoId, before);
 }
 
-/** Sync records of the org's repositories this token may see, newest first. */
-function* orgSyncs(ctx: RequestContext, before: string | undefined): Generator<SyncRecord> {
-  const { meta } = ctx.services.storage;
-  const visible = new Map<string, RepoRecord | null>();
-  for (const { syncId, repoId } of orgSyncsNewestFirst(meta, ctx.org.id, before)) {
-    let repo = visible.get(repoId);
-    if (repo === undefined) {
-      const record = getRepo(meta, repoId);
-      repo = record && canAccessRepo(ctx.principal, record) ? record : null;
-      visible.set(repoId, repo);
+/**
+ * Up to `count` sync records of the org's repositories this token may see, newest first, from
+ * the org's sync list (its shard), optionally only one repository's. In a cluster the records
+ * are gathered from the repositories' shards `count` entries at a time.
+ */
+async function orgSyncs(ctx: RequestContext, before: string | undefined, count: number, onlyRepo?: string): Promise<SyncRecord[]> {
+  const visible = new Map<string, boolean>();
+  const found: SyncRecord[] = [];
+  let run: { syncId: string; repoId: string }[] = [];
+  const take = async (): Promise<void> => {
+    const reader = await readerFor(ctx.services, () => [...new Set(run.map((e) => e.repoId))].filter((id) => !visible.has(id)).map(repoRecordKey).concat(run.map((e) => syncRecordKey(e.repoId, e.syncId))));
+    for (const { syncId, repoId } of run) {
+      if (!visible.has(repoId)) {
+        const record = getRepo(reader, repoId);
+        visible.set(repoId, record !== undefined && canAccessRepo(ctx.principal, record));
+      }
+      const sync = visible.get(repoId) ? getSync(reader, repoId, syncId) : undefined;
+      if (sync && found.length < count) found.push(sync);
     }
-    if (!repo) continue;
-    const sync = getSync(meta, repoId, syncId);
-    if (sync) yield sync;
+    run = [];
+  };
+  for (const entry of orgSyncsNewestFirst(ctx.services.storage.meta, ctx.org.id, before)) {
+    if (onlyRepo !== undefined && entry.repoId !== onlyRepo) continue;
+    run.push(entry);
+    if (run.length === count) {
+      await take();
+      if (found.length === count) return found;
+    }
   }
+  if (run.length) await take();
+  return found;
 }
 
 export const syncRoutes: RouteDef[] = [
@@ -92,18 +110,23 @@ export const syncRoutes: RouteDef[] = [
     path: '/{org}/sync-runs',
     permission: 'git:read',
     query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 100, default: 50 }, repo: { type: 'string', minLength: 1, maxLength: 100 } } },
-    handler(ctx) {
+    async handler(ctx) {
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
       const name = ctx.query.repo as string | undefined;
+      const limit = ctx.query.limit as number;
       let records: Iterable<SyncRecord>;
-      if (name !== undefined) {
+      if (name === undefined) {
+        records = await orgSyncs(ctx, cursor?.before, limit + 1);
+      } else if (ctx.services.shardReads) {
+        // The repository's own sync list is on its shard: its entries of the org's list instead.
+        const id = repoIdByName(ctx.services.storage.meta, ctx.org.id, name);
+        records = id === undefined ? [] : await orgSyncs(ctx, cursor?.before, limit + 1, id);
+      } else {
         // A filter, not a lookup: an unknown or out-of-reach repository lists nothing.
         const repo = getRepoByName(ctx.services.storage.meta, ctx.org.id, name);
         records = repo && canAccessRepo(ctx.principal, repo) ? repoSyncs(ctx, repo.id, cursor?.before) : [];
-      } else {
-        records = orgSyncs(ctx, cursor?.before);
       }
-      const page = cursorPage(records, ctx.query.limit as number, syncRunView);
+      const page = cursorPage(records, limit, syncRunView);
       return { status: 200, schema: 'syncRunPage', value: { sync_runs: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },

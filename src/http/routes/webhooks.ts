@@ -9,7 +9,7 @@ import { callActor } from '../actor-call.js';
 import { orgActor } from '../../actors/actor-names.js';
 import { cursorPage, decodeCursor, hasString } from '../cursor.js';
 import { withBody, type RequestContext, type RouteDef } from '../route.js';
-import { allowedRepoIds } from './orgs.js';
+import { reachableRepoIds } from '../auth/restriction-reads.js';
 
 /**
  * Webhook target routes (API §11). Writes go to the org's actor; reads are served here from the
@@ -26,8 +26,8 @@ async function checkTargetUrl(ctx: RequestContext, raw: string): Promise<URL> {
   return url;
 }
 
-function restriction(ctx: RequestContext): { org_id: string; allowed_repo_ids: string[] | null } {
-  return { org_id: ctx.org.id, allowed_repo_ids: allowedRepoIds(ctx.services.storage, ctx.principal) };
+async function restriction(ctx: RequestContext): Promise<{ org_id: string; allowed_repo_ids: string[] | null }> {
+  return { org_id: ctx.org.id, allowed_repo_ids: await reachableRepoIds(ctx.services, ctx.principal) };
 }
 
 /** Targets newest first (their ids sort by creation time), strictly before `before` when given. */
@@ -35,9 +35,9 @@ function* targetsNewestFirst(targets: readonly WebhookTargetRecord[], before?: s
   for (let i = targets.length - 1; i >= 0; i--) if (before === undefined || targets[i]!.id < before) yield targets[i]!;
 }
 
-function reachableTarget(ctx: RequestContext): WebhookTargetRecord {
+async function reachableTarget(ctx: RequestContext): Promise<WebhookTargetRecord> {
   const target = ctx.services.directory.target(ctx.org.id, ctx.params.id!);
-  if (!target || !targetVisible(target, allowedRepoIds(ctx.services.storage, ctx.principal), repoExists(ctx.services.storage.meta, ctx.org.id))) {
+  if (!target || !targetVisible(target, await reachableRepoIds(ctx.services, ctx.principal), repoExists(ctx.services.storage.meta, ctx.org.id))) {
     throw notFound('NOT_FOUND', `webhook target "${ctx.params.id}" not found`);
   }
   return target;
@@ -55,7 +55,7 @@ export const webhookRoutes: RouteDef[] = [
       const { body } = ctx;
       const url = await checkTargetUrl(ctx, body.url);
       const input: CreateTargetInput = {
-        ...restriction(ctx),
+        ...(await restriction(ctx)),
         url: body.url,
         name: body.name ?? url.host,
         events: body.events ?? ['push'],
@@ -69,9 +69,9 @@ export const webhookRoutes: RouteDef[] = [
     path: '/{org}/webhook-targets',
     permission: 'admin',
     query: pageQuery,
-    handler(ctx) {
+    async handler(ctx) {
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
-      const allowed = allowedRepoIds(ctx.services.storage, ctx.principal);
+      const allowed = await reachableRepoIds(ctx.services, ctx.principal);
       const exists = repoExists(ctx.services.storage.meta, ctx.org.id);
       const page = cursorPage(targetsNewestFirst(ctx.services.directory.targets(ctx.org.id), cursor?.before), ctx.query.limit as number, webhookTargetView, (t) => targetVisible(t, allowed, exists));
       return { status: 200, schema: 'webhookTargetPage', value: { webhook_targets: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
@@ -81,7 +81,7 @@ export const webhookRoutes: RouteDef[] = [
     method: 'GET',
     path: '/{org}/webhook-targets/{id}',
     permission: 'admin',
-    handler: (ctx) => ({ status: 200, schema: 'webhookTarget', value: webhookTargetView(reachableTarget(ctx)) }),
+    handler: async (ctx) => ({ status: 200, schema: 'webhookTarget', value: webhookTargetView(await reachableTarget(ctx)) }),
   },
   withBody(patchTargetBody, {
     method: 'PATCH',
@@ -90,7 +90,7 @@ export const webhookRoutes: RouteDef[] = [
     actor: 'org',
     async handler(ctx) {
       const { body } = ctx;
-      const input: UpdateTargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
+      const input: UpdateTargetInput = { ...(await restriction(ctx)), target_id: ctx.params.id! };
       if (body.url != null) {
         await checkTargetUrl(ctx, body.url);
         input.url = body.url;
@@ -105,8 +105,8 @@ export const webhookRoutes: RouteDef[] = [
     method: 'DELETE',
     path: '/{org}/webhook-targets/{id}',
     permission: 'admin',
-    handler(ctx) {
-      const input: TargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
+    async handler(ctx) {
+      const input: TargetInput = { ...(await restriction(ctx)), target_id: ctx.params.id! };
       return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.delete', input);
     },
   },
@@ -115,8 +115,8 @@ export const webhookRoutes: RouteDef[] = [
     path: '/{org}/webhook-targets/{id}/rotate-secret',
     permission: 'admin',
     actor: 'org',
-    handler(ctx) {
-      const input: TargetInput = { ...restriction(ctx), target_id: ctx.params.id! };
+    async handler(ctx) {
+      const input: TargetInput = { ...(await restriction(ctx)), target_id: ctx.params.id! };
       return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.rotate-secret', input);
     },
   }),
@@ -125,8 +125,8 @@ export const webhookRoutes: RouteDef[] = [
     path: '/{org}/webhook-targets/{id}/deliveries',
     permission: 'admin',
     query: pageQuery,
-    handler(ctx) {
-      const target = reachableTarget(ctx);
+    async handler(ctx) {
+      const target = await reachableTarget(ctx);
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
       const page = cursorPage(deliveriesNewestFirst(ctx.services.storage.meta, target.id, cursor?.before), ctx.query.limit as number, deliveryView);
       return { status: 200, schema: 'webhookDeliveryPage', value: { deliveries: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
@@ -138,7 +138,7 @@ export const webhookRoutes: RouteDef[] = [
     permission: 'admin',
     actor: 'org',
     async handler(ctx) {
-      const input: RedeliverInput = { ...restriction(ctx), target_id: ctx.params.id!, delivery_id: ctx.params.deliveryId! };
+      const input: RedeliverInput = { ...(await restriction(ctx)), target_id: ctx.params.id!, delivery_id: ctx.params.deliveryId! };
       const reply = await callActor(ctx, orgActor(ctx.org.id), 'webhook.redeliver', input);
       if ('json' in reply && reply.status === 201) {
         const created = JSON.parse(Buffer.from(reply.json).toString('utf8')) as { id: string };
