@@ -8,7 +8,7 @@ import { createOrg } from '../../src/storage/admin-store.js';
 import { openStorage } from '../../src/storage/database.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import { SecretBox } from '../../src/storage/secret-box.js';
-import { startEtcd } from '../helpers/cluster-engines.js';
+import { freePorts, startEtcd } from '../helpers/cluster-engines.js';
 import { target } from '../helpers/org-directory-behaviour.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { createTestKey, runCli, signToken, startTestServer, type TestKey, type TestServer } from '../helpers/server.js';
@@ -42,6 +42,11 @@ const clusterEnv = (node: string, key = secretKey): Record<string, string> => ({
   REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:1',
   REPOHOST_SHARD_LOG: 'etcd',
   REPOHOST_SECRET_KEY: key,
+});
+/** A server's settings: its own internal listener (cluster mode starts the forwarding listener). */
+const nodeEnv = async (node: string, key = secretKey): Promise<Record<string, string>> => ({
+  ...clusterEnv(node, key),
+  REPOHOST_NODE_INTERNAL_URL: `http://127.0.0.1:${(await freePorts(1))[0]}`,
 });
 const cli = async (args: string[], dataDir: string, env = clusterEnv('cli')): Promise<{ code: number; json: any; stderr: string }> => {
   const r = await runCli([...args, '--data', dataDir, '--json'], env);
@@ -97,7 +102,7 @@ t.test('CLI and two servers on one etcd directory', async (t) => {
   const key: TestKey = { id: created.json.id, privateKey: createPrivateKey(created.json.private_key_pem), publicX: created.json.public_key_jwk.x };
 
   for (const node of ['node-a', 'node-b']) {
-    const server = await startTestServer({ dataDir: tempDir(), org: 'acme', key, env: clusterEnv(node), workers: 1 });
+    const server = await startTestServer({ dataDir: tempDir(), org: 'acme', key, env: await nodeEnv(node), workers: 1 });
     servers.push(server);
   }
   const [a, b] = servers as [TestServer, TestServer];
@@ -137,7 +142,7 @@ t.test('CLI and two servers on one etcd directory', async (t) => {
 t.test('a node whose REPOHOST_SECRET_KEY differs from the cluster\'s does not start', async (t) => {
   const other = randomBytes(32).toString('base64');
   const dataDir = tempDir();
-  const refused = await startTestServer({ dataDir, org: 'acme', key: servers[0]!.key, env: clusterEnv('node-c', other), workers: 1 }).then(
+  const refused = await startTestServer({ dataDir, org: 'acme', key: servers[0]!.key, env: await nodeEnv('node-c', other), workers: 1 }).then(
     (s) => {
       servers.push(s);
       return null;
