@@ -11,6 +11,9 @@ interface Recorded {
 
 const GLOBAL = -1;
 
+/** A sealed transaction's commit number per shard it wrote; null when the recorder does not seal. */
+type Commits = Map<number, number> | null;
+
 /** lmdb-js's flags for a write outside any transaction (what its own `putSync` uses). */
 const STANDALONE = (0x10000 | 2) as TransactionFlags;
 
@@ -25,12 +28,14 @@ export class WriteRecorder {
   private last: ReturnType<WriteSink> = undefined;
 
   /**
-   * `seal`, if given, runs inside each outermost transaction after its work, with the shards it
-   * wrote (ascending), and may write more (cluster mode numbers each shard's commits there).
+   * `seal`, if given, runs inside each outermost transaction (asynchronous ones included) after
+   * its work, with the shards it wrote (ascending), and may write more: cluster mode numbers each
+   * shard's commits there and returns the numbers (one per shard, in that order), which the sink
+   * then gets with the ops.
    */
   constructor(
     private readonly sink: WriteSink,
-    private readonly seal?: (shards: number[]) => void,
+    private readonly seal?: (shards: number[]) => number[],
   ) {}
 
   /** The sink's answer for the outermost transaction this thread committed last (once). */
@@ -53,19 +58,28 @@ export class WriteRecorder {
   outermost<T>(run: (fn: () => T) => T, fn: () => T): T {
     const ops: Recorded[] = (this.open = []);
     let order = 0n;
+    let commits: Commits = null;
     let result: T;
     try {
       result = run(() => {
         const value = fn();
-        if (this.seal && value !== ABORT) this.seal(shardsOf(ops));
+        if (value !== ABORT) commits = this.sealed(ops);
         order = process.hrtime.bigint();
         return value;
       });
     } finally {
       this.open = null;
     }
-    if (result !== ABORT) this.committed(ops, order);
+    if (result !== ABORT) this.committed(ops, order, commits);
     return result;
+  }
+
+  /** Inside the transaction that made `ops`, once its work is done: seals it, if this recorder seals. */
+  sealed(ops: Recorded[]): Commits {
+    if (!this.seal) return null;
+    const shards = shardsOf(ops);
+    const numbers = this.seal(shards);
+    return new Map(shards.map((shard, i) => [shard, numbers[i]!]));
   }
 
   /** Runs a nested transaction; a child that rolls back (throws or aborts) drops its ops. */
@@ -82,9 +96,9 @@ export class WriteRecorder {
     }
   }
 
-  committed(ops: Recorded[], order: bigint): void {
+  committed(ops: Recorded[], order: bigint, commits: Commits): void {
     try {
-      this.last = this.sink(group(ops, order));
+      this.last = this.sink(group(ops, order, commits));
     } catch (err) {
       // The transaction did commit: a failing sink fails the replication, not the commit. Marked
       // handled, since only a batch takes it.
@@ -103,7 +117,7 @@ function shardsOf(ops: Recorded[]): number[] {
 }
 
 /** Ops by shard (ascending), global keys apart, each in the order it was made. */
-function group(ops: Recorded[], order: bigint): CommittedWrites {
+function group(ops: Recorded[], order: bigint, commits: Commits): CommittedWrites {
   const byShard = new Map<number, WriteOp[]>();
   const global: WriteOp[] = [];
   for (const { shard, op } of ops) {
@@ -115,7 +129,12 @@ function group(ops: Recorded[], order: bigint): CommittedWrites {
     if (!list) byShard.set(shard, (list = []));
     list.push(op);
   }
-  const shards: ShardWrites[] = [...byShard].sort((a, b) => a[0] - b[0]).map(([shard, list]) => ({ shard, ops: list }));
+  const shards: ShardWrites[] = [...byShard]
+    .sort((a, b) => a[0] - b[0])
+    .map(([shard, list]) => {
+      const commit = commits?.get(shard);
+      return commit === undefined ? { shard, ops: list } : { shard, ops: list, commit };
+    });
   return { order, shards, global };
 }
 
@@ -180,18 +199,22 @@ function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
       if (recorder.open) return db.transaction(fn);
       // An asynchronous transaction: `fn` runs later, in lmdb-js's write batch; its writes commit
       // with the batch, even when it throws (lmdb-js does not roll a plain callback back). Its ops
-      // are handed over when the batch settles.
+      // are handed over when the batch settles. It is sealed like any other, even when `fn`
+      // throws: its writes commit all the same, and a shard's commit numbers must stay contiguous
+      // (a replica waits for a missing number, then gives the shard's copy up).
       let ops: Recorded[] | null = null;
       let order = 0n;
+      let commits: Commits = null;
       const settled = (): void => {
-        if (ops) recorder.committed(ops, order);
+        if (ops) recorder.committed(ops, order, commits);
       };
       return db
         .transaction(() => {
-          ops = recorder.open = [];
+          const open: Recorded[] = (ops = recorder.open = []);
           try {
             return fn();
           } finally {
+            commits = recorder.sealed(open);
             order = process.hrtime.bigint();
             recorder.open = null;
           }

@@ -23,6 +23,8 @@ export interface WriteOp {
 export interface ShardWrites {
   shard: number;
   ops: WriteOp[];
+  /** The shard's commit number, when the recorder seals its transactions (cluster mode). */
+  commit?: number;
 }
 
 /** The unit a shard's log carries and a follower applies (codec: write-set-codec.ts). */

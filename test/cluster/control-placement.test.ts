@@ -177,7 +177,7 @@ t.test('repohost cluster status shows the nodes, their leases and every shard', 
   t.match(metrics, new RegExp(`repohost_cluster_shards\\{role="owner"\\} ${status.nodes.find((n: any) => n.id === controller.id).owns}\n`));
   const human = (await run([])).stdout;
   t.match(human, /^cluster status: 3 nodes, controller [abc], 256\/256 shards placed/);
-  t.match(human, /\nshard\s+owner\s+epoch\s+followers\s+lag\n/);
+  t.match(human, /\nshard\s+owner\s+epoch\s+followers\s+lag\s+log\n/);
   const single = await promisify(execFile)(process.execPath, [CLI, 'cluster', 'status'], { env: { ...process.env, REPOHOST_CLUSTER_ETCD: '' } }).catch((err: { code: number; stderr: string }) => err);
   t.match(single, { code: 1, stderr: /cluster status needs cluster mode/ }, 'a single node says what is missing');
 });

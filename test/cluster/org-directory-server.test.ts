@@ -8,8 +8,9 @@ import { createOrg } from '../../src/storage/admin-store.js';
 import { openStorage } from '../../src/storage/database.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import { SecretBox } from '../../src/storage/secret-box.js';
-import { startEtcd } from '../helpers/cluster-engines.js';
+import { freePorts, startEtcd } from '../helpers/cluster-engines.js';
 import { target } from '../helpers/org-directory-behaviour.js';
+import { replicaNode, settleCluster, type ReplicaNode } from '../helpers/replica-nodes.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { createTestKey, runCli, signToken, startTestServer, type TestKey, type TestServer } from '../helpers/server.js';
 
@@ -43,6 +44,23 @@ const clusterEnv = (node: string, key = secretKey): Record<string, string> => ({
   REPOHOST_SHARD_LOG: 'etcd',
   REPOHOST_SECRET_KEY: key,
 });
+/**
+ * A server's port and settings: cluster mode forwards to the owner's public URL and starts the
+ * forwarding listener, so each node has its own ports.
+ */
+const nodeOptions = async (node: string, key = secretKey): Promise<{ port: number; env: Record<string, string> }> => {
+  const [port, internal] = (await freePorts(2)) as [number, number];
+  return {
+    port,
+    env: {
+      ...clusterEnv(node, key),
+      REPOHOST_NODE_URL: `http://127.0.0.1:${port}`,
+      REPOHOST_NODE_INTERNAL_URL: `http://127.0.0.1:${internal}`,
+      // The nodes start one after the other: place the shards soon after both have joined.
+      REPOHOST_REBALANCE_STABLE_S: '1',
+    },
+  };
+};
 const cli = async (args: string[], dataDir: string, env = clusterEnv('cli')): Promise<{ code: number; json: any; stderr: string }> => {
   const r = await runCli([...args, '--data', dataDir, '--json'], env);
   let json: unknown;
@@ -97,10 +115,12 @@ t.test('CLI and two servers on one etcd directory', async (t) => {
   const key: TestKey = { id: created.json.id, privateKey: createPrivateKey(created.json.private_key_pem), publicX: created.json.public_key_jwk.x };
 
   for (const node of ['node-a', 'node-b']) {
-    const server = await startTestServer({ dataDir: tempDir(), org: 'acme', key, env: clusterEnv(node), workers: 1 });
-    servers.push(server);
+    const server = await startTestServer({ dataDir: tempDir(), org: 'acme', key, ...(await nodeOptions(node)), workers: 1 });
+    servers.push(replicaNode(server, node));
   }
-  const [a, b] = servers as [TestServer, TestServer];
+  const [a, b] = servers as [ReplicaNode, ReplicaNode];
+  // Cluster mode serves a shard once the control plane has placed it and its owner activated it.
+  await settleCluster([a, b]);
   const token = await signToken(key, 'acme');
   for (const s of [a, b]) t.equal((await s.api('GET', '/acme/webhook-targets', { token })).status, 200, 'a key made with the CLI authenticates on every node');
 
@@ -137,7 +157,7 @@ t.test('CLI and two servers on one etcd directory', async (t) => {
 t.test('a node whose REPOHOST_SECRET_KEY differs from the cluster\'s does not start', async (t) => {
   const other = randomBytes(32).toString('base64');
   const dataDir = tempDir();
-  const refused = await startTestServer({ dataDir, org: 'acme', key: servers[0]!.key, env: clusterEnv('node-c', other), workers: 1 }).then(
+  const refused = await startTestServer({ dataDir, org: 'acme', key: servers[0]!.key, ...(await nodeOptions('node-c', other)), workers: 1 }).then(
     (s) => {
       servers.push(s);
       return null;

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { EtcdShardLog } from '../../src/cluster/log/etcd-log.js';
 import { decodeLogRecord, encodeLogRecord } from '../../src/cluster/replica/log-record.js';
-import { AppendFailed, ShardAppender } from '../../src/cluster/replica/shard-appender.js';
+import { AppendFailed, MAX_MERGED_BYTES, ShardAppender } from '../../src/cluster/replica/shard-appender.js';
 import { startEtcd } from '../helpers/cluster-engines.js';
 
 // The owner's appends for one shard (src/cluster/replica/shard-appender.ts) against a real log:
@@ -33,6 +33,21 @@ t.test('write sets submitted while a record is in flight share the next record, 
   );
   t.equal(acks[acks.length - 1], sets.length, 'the last acknowledgement covers the last commit number');
   t.equal(appender.lastSeq, entries[entries.length - 1]!.seq, 'the appender knows the last sequence');
+});
+
+t.test('staged chunks submitted together are split into records the log takes', async (t) => {
+  const { appender, acks } = await owner(3);
+  // Five 1 MiB chunks, as a large upload stages them: merged, they are far above etcd's 1.5 MiB.
+  const sets = Array.from({ length: 5 }, (_, i) => new Uint8Array(1024 * 1024 + 100).fill(i));
+  await Promise.all(sets.map((ws, i) => appender.submit(ws, i + 1)));
+  const records = (await log.read(3, 0, 100)).map((e) => decodeLogRecord(e.record)).filter((r) => r.writeSets.length > 0);
+  t.ok(records.every((r) => r.writeSets.reduce((n, ws) => n + ws.length, 0) <= MAX_MERGED_BYTES), `${records.length} records, each within the merge limit`);
+  t.same(
+    records.flatMap((r) => r.writeSets.map((ws) => ws[0])),
+    [0, 1, 2, 3, 4],
+    'every chunk once, in order',
+  );
+  t.equal(acks[acks.length - 1], sets.length, 'the last acknowledgement covers the last commit number');
 });
 
 t.test('an append after another owner wrote is refused, and so is everything after it', async (t) => {

@@ -71,41 +71,42 @@ export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'je
         await server.kill().catch(() => undefined);
         server.cleanup();
       });
-      return Object.assign(server, {
-        id,
-        async status(): Promise<NodeStatus> {
-          const res = await fetch(server.metricsUrl!.replace(/\/metrics$/, '/cluster/status'));
-          return (await res.json()) as NodeStatus;
-        },
-      });
+      return replicaNode(server, id);
     }),
   );
 
-  const cluster: ReplicaCluster = {
-    nodes,
-    etcd,
-    nats,
-    key,
-    async settled(timeoutMs = 45_000, live = nodes) {
-      const deadline = Date.now() + timeoutMs;
-      let last = '';
-      while (Date.now() < deadline) {
-        // A node that lost its lease leaves (exit 75) for its supervisor to start it again: this
-        // harness is that supervisor (on this loaded machine a lease can lapse while all start).
-        for (const n of live) if (n.process.exitCode === 75) await n.restart().catch(() => undefined);
-        try {
-          const reason = unsettledReason(await Promise.all(live.map((n) => n.status())), new Set(live.map((n) => n.id)));
-          if (reason === null) return;
-          last = reason;
-        } catch (err) {
-          last = String(err);
-        }
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      const dead = live.filter((n) => n.process.exitCode !== null || n.process.signalCode !== null);
-      const logs = dead.map((n) => `${n.id} exited (${n.process.exitCode ?? n.process.signalCode}):\n${n.logs.slice(-15).join('\n')}`).join('\n');
-      throw new Error(`cluster did not settle in ${timeoutMs} ms: ${last}\n${logs}`);
+  return { nodes, etcd, nats, key, settled: (timeoutMs, live = nodes) => settleCluster(live, timeoutMs) };
+}
+
+/** A started server in cluster mode as a `ReplicaNode`: its id, and its `/cluster/status`. */
+export function replicaNode(server: TestServer, id: string): ReplicaNode {
+  return Object.assign(server, {
+    id,
+    async status(): Promise<NodeStatus> {
+      const res = await fetch(server.metricsUrl!.replace(/\/metrics$/, '/cluster/status'));
+      return (await res.json()) as NodeStatus;
     },
-  };
-  return cluster;
+  });
+}
+
+/** Resolves once every shard is active on its placed owner, as every node of `live` sees it. */
+export async function settleCluster(live: ReplicaNode[], timeoutMs = 45_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    // A node that lost its lease leaves (exit 75) for its supervisor to start it again: this
+    // harness is that supervisor (on this loaded machine a lease can lapse while all start).
+    for (const n of live) if (n.process.exitCode === 75) await n.restart().catch(() => undefined);
+    try {
+      const reason = unsettledReason(await Promise.all(live.map((n) => n.status())), new Set(live.map((n) => n.id)));
+      if (reason === null) return;
+      last = reason;
+    } catch (err) {
+      last = String(err);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const dead = live.filter((n) => n.process.exitCode !== null || n.process.signalCode !== null);
+  const logs = dead.map((n) => `${n.id} exited (${n.process.exitCode ?? n.process.signalCode}):\n${n.logs.slice(-15).join('\n')}`).join('\n');
+  throw new Error(`cluster did not settle in ${timeoutMs} ms: ${last}\n${logs}`);
 }

@@ -6,6 +6,7 @@ import t from 'tap';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { encodeKey, K, Ranges } from '../../src/storage/keys.js';
 import { applyWriteSet, appliedPosition } from '../../src/storage/apply-write-set.js';
+import { readReplicaPosition, sealCommit } from '../../src/storage/replica-position.js';
 import { serverStorage } from '../../src/storage/server-storage.js';
 import { recordingStorage, removeRange, WriteRecorder } from '../../src/storage/write-recorder.js';
 import { decodeWriteSet, encodeWriteSet } from '../../src/storage/write-set-codec.js';
@@ -208,4 +209,26 @@ t.test('a range removal outside a transaction is a transaction of its own', asyn
     [['put'], ['put'], ['delRange']],
   );
   t.same([...raw.meta.getKeys(Ranges.bookmarks(repo))], []);
+});
+
+t.test('every transaction is sealed, an asynchronous write (a staged chunk) as a synchronous one', async (t) => {
+  const raw = openStorage(join(work, `d${n++}`));
+  t.teardown(() => raw.close());
+  const committed: CommittedWrites[] = [];
+  // The seal cluster mode uses: each shard's commit count, raised in the transaction.
+  let storage: Storage = raw;
+  storage = recordingStorage(raw, new WriteRecorder((w) => void committed.push(w), (shards) => shards.map((s) => sealCommit(storage, s))));
+  const repo = 'S'.repeat(26);
+  const shard = (K.chunk(repo, 'u', 0) as unknown[])[0] as number;
+  const staging = [storage.meta.put(K.stagedUpload(repo, 'u'), repo), storage.chunks.put(K.chunk(repo, 'u', 0), Buffer.from('c0'))];
+  storage.root.transactionSync(() => storage.meta.putSync(K.bookmark(repo, 'main'), 1));
+  staging.push(storage.chunks.put(K.chunk(repo, 'u', 1), Buffer.from('c1')), storage.chunks.remove(K.chunk(repo, 'u', 1)));
+  await Promise.all(staging);
+  const commits = committed.map((w) => w.shards.find((s) => s.shard === shard)?.commit);
+  t.same(
+    [...commits].sort((a, b) => a! - b!),
+    [1, 2, 3, 4, 5],
+    'each write made its commit number, none missing or repeated',
+  );
+  t.equal(readReplicaPosition(raw, shard).commits, 5, 'and the count stored is the last one');
 });

@@ -47,6 +47,9 @@ export class EtcdShardLog implements ShardLog {
       hosts: opts.hosts,
       dialTimeout: timeoutMs,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeoutMs }),
+      // A read of many entries, each up to a staged 1 MiB chunk, is far above gRPC's 4 MiB default
+      // for a reply; a limit there would stall a follower for good.
+      grpcOptions: { 'grpc.max_receive_message_length': -1 },
     });
     this.unavailableBudgetMs = opts.unavailableBudgetMs ?? 10_000;
   }

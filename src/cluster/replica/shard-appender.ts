@@ -17,6 +17,20 @@ interface Waiter {
   reject(err: AppendFailed): void;
 }
 
+/** A submitted write set (null: a barrier) waiting for its record. */
+interface Queued {
+  writeSet: Uint8Array | null;
+  tag: number;
+  waiter: Waiter;
+}
+
+/**
+ * The most write-set bytes merged into one record. Above it the sets go in the next records: a
+ * log takes records of a bounded size (etcd refuses a request above 1.5 MiB by default), and one
+ * staged 1 MiB chunk per record must still fit. A single larger set still goes alone.
+ */
+export const MAX_MERGED_BYTES = 1024 * 1024 + 64 * 1024;
+
 export interface AppenderOptions {
   log: ShardLog;
   shard: number;
@@ -35,7 +49,7 @@ export interface AppenderOptions {
  * The owner's appends for one shard: at most one record in flight, because the next conditional
  * append needs the sequence the log gives this one. Write sets of batches that commit while a
  * record is in flight are merged into the next record, so a hot shard costs one log round trip
- * per record, not per batch (group commit at the log level).
+ * per record, not per batch (group commit at the log level), up to `MAX_MERGED_BYTES` a record.
  *
  * A refused append means a newer owner appended first: the pending batches are lost to the log
  * (their local copy is divergent). An append of unknown outcome (timeout, connection) or one the
@@ -44,7 +58,8 @@ export interface AppenderOptions {
  * one last time and, if it cannot be read, the shard gives up with the outcome unknown.
  */
 export class ShardAppender {
-  private pending: { writeSets: Uint8Array[]; tag: number; waiters: Waiter[] } = { writeSets: [], tag: 0, waiters: [] };
+  private pending: Queued[] = [];
+  private lastTag = 0;
   private inFlight: Waiter[] | null = null;
   private failure: AppendFailed | null = null;
   private count = 0;
@@ -66,14 +81,14 @@ export class ShardAppender {
    * holding it is acknowledged.
    */
   submit(writeSet: Uint8Array, tag: number): Promise<void> {
-    this.pending.tag = tag;
+    this.lastTag = tag;
     return this.enqueue(writeSet);
   }
 
   /** Settles when everything submitted so far is acknowledged (or failed). */
   barrier(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    if (this.pending.waiters.length > 0) return this.enqueue(null);
+    if (this.pending.length > 0) return this.enqueue(null);
     if (this.inFlight) {
       const inFlight = this.inFlight;
       return new Promise((resolve, reject) => inFlight.push({ resolve, reject }));
@@ -84,17 +99,32 @@ export class ShardAppender {
   private enqueue(writeSet: Uint8Array | null): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
-      if (writeSet) this.pending.writeSets.push(writeSet);
-      this.pending.waiters.push({ resolve, reject });
+      this.pending.push({ writeSet, tag: this.lastTag, waiter: { resolve, reject } });
       if (!this.running) void this.run();
     });
   }
 
+  /** The queued sets the next record holds: in order, up to `MAX_MERGED_BYTES` (at least one). */
+  private takeRecord(): { writeSets: Uint8Array[]; tag: number; waiters: Waiter[] } {
+    const writeSets: Uint8Array[] = [];
+    let bytes = 0;
+    let taken = 0;
+    for (const { writeSet } of this.pending) {
+      if (writeSet) {
+        if (writeSets.length > 0 && bytes + writeSet.length > MAX_MERGED_BYTES) break;
+        writeSets.push(writeSet);
+        bytes += writeSet.length;
+      }
+      taken++;
+    }
+    const queued = this.pending.splice(0, taken);
+    return { writeSets, tag: queued[queued.length - 1]!.tag, waiters: queued.map((q) => q.waiter) };
+  }
+
   private async run(): Promise<void> {
     this.running = true;
-    while (this.pending.waiters.length > 0 && !this.failure) {
-      const { writeSets, tag, waiters } = this.pending;
-      this.pending = { writeSets: [], tag, waiters: [] };
+    while (this.pending.length > 0 && !this.failure) {
+      const { writeSets, tag, waiters } = this.takeRecord();
       if (writeSets.length === 0) {
         for (const w of waiters) w.resolve();
         continue;
@@ -111,8 +141,8 @@ export class ShardAppender {
       } catch (err) {
         this.inFlight = null;
         this.failure = err instanceof AppendFailed ? err : new AppendFailed('unknown', String(err));
-        for (const w of [...waiters, ...this.pending.waiters]) w.reject(this.failure);
-        this.pending = { writeSets: [], tag, waiters: [] };
+        for (const w of [...waiters, ...this.pending.map((q) => q.waiter)]) w.reject(this.failure);
+        this.pending = [];
       }
     }
     this.running = false;

@@ -20,7 +20,6 @@ export class ThreadReplication {
   private readonly serving = new BroadcastChannel(SERVING_CHANNEL);
   private flags: Uint8Array = new Uint8Array(SHARD_COUNT);
   private readonly waiting = new Map<number, (refused: number[]) => void>();
-  private readonly sealed = new Map<number, number>();
   private next = 0;
   private storage: Storage | null = null;
 
@@ -51,10 +50,7 @@ export class ThreadReplication {
     return new ServiceError('UNAVAILABLE', `shard ${shard} is not served by this node right now; retry`, undefined, { retryAfter: 1 });
   }
 
-  readonly seal = (shards: number[]): void => {
-    this.sealed.clear();
-    for (const shard of shards) this.sealed.set(shard, sealCommit(this.storage!, shard));
-  };
+  readonly seal = (shards: number[]): number[] => shards.map((shard) => sealCommit(this.storage!, shard));
 
   readonly sink: WriteSink = (writes) => {
     if (writes.shards.length === 0) return;
@@ -64,7 +60,7 @@ export class ThreadReplication {
       id,
       sets: writes.shards.map((w) => ({
         shard: w.shard,
-        commit: this.sealed.get(w.shard)!,
+        commit: w.commit!,
         bytes: encodeWriteSet({ ...w, epoch: 0, batchId: `${threadId}:${id}` }),
       })),
       barrier: [],
