@@ -5,9 +5,11 @@ import { orgShard } from '../../src/storage/shards.js';
 import type { TestServer } from '../helpers/server.js';
 
 // The cost of the hop (docs/measurements/2026-11-27-forwarding.md): the same read and the same
-// write, sequentially, straight to the owner and through a node that owns nothing. A short run
-// checks that the hop stays a hop; REPOHOST_LONG_TESTS=1 takes the figures.
-const ROUNDS = process.env.REPOHOST_LONG_TESTS === '1' ? 3000 : 100;
+// write, sequentially, straight to the owner and through a node that owns nothing. A measurement
+// with timing bounds, so behind REPOHOST_LONG_TESTS=1 (on a shared machine the bounds are noise;
+// forwarding.test.ts proves the behaviour).
+const ROUNDS = 3000;
+const skip = process.env.REPOHOST_LONG_TESTS === '1' ? false : 'a measurement: set REPOHOST_LONG_TESTS=1';
 
 const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
 
@@ -27,7 +29,7 @@ async function timed(s: TestServer, token: string, method: string, path: string,
   return ms;
 }
 
-t.test('the hop through a non-owner', async (t) => {
+t.test('the hop through a non-owner', { skip }, async (t) => {
   const [a, b] = await startForwardNodes(t, [{ id: 'a', owners: allOwnedBy('a') }, { id: 'b', owners: allOwnedBy('a') }]);
   const token = await a!.token();
   t.equal((await a!.api('POST', '/acme/repos', { body: { name: 'hop' } })).status, 201);
@@ -49,7 +51,7 @@ t.test('the hop through a non-owner', async (t) => {
   t.comment(JSON.stringify(figures, (_, v: unknown) => (typeof v === 'number' ? Number(v.toFixed(3)) : v)));
 });
 
-t.test('actor messages to another node: a repository create whose saga steps go there', async (t) => {
+t.test('actor messages to another node: a repository create whose saga steps go there', { skip }, async (t) => {
   // `c` owns only the org's shard, `d` every other: each create's repository steps cross to `d`.
   const rounds = Math.min(ROUNDS, 500);
   const [a] = await startForwardNodes(t, [{ id: 'a', owners: allOwnedBy('a') }]);
