@@ -214,7 +214,9 @@ export class ShardReplica {
         if (target.role === 'owner') {
           // A follower promoted (its owner failed) is current and its clients are retrying.
           const urgency = this.state === 'follower' ? ActivationUrgency.Promoted : ActivationUrgency.Placed;
-          await this.stopTail();
+          // Not waited for: a tail that is no longer the current one applies nothing, and an
+          // engine slow to cancel a watch (up to TAIL_STOP_WAIT_MS) would delay the failover.
+          void this.stopTail();
           await this.ctx.limit(this.shard, urgency, () => this.activate(target.epoch));
           continue;
         }
