@@ -97,7 +97,14 @@ export async function startClusterNode(parts: ClusterNodeParts): Promise<Cluster
     log.error('cluster lease lost: leaving so that the moved shards are not served here', { node: cluster.nodeId });
     process.exit(LEASE_LOST_EXIT);
   });
-  const gate: ServeGate = { canServe: (shard) => control.membership.mayServe() && replicas.active(shard) };
+  const gate: ServeGate = {
+    canServe: (shard) => {
+      if (replicas.active(shard)) return control.membership.mayServe();
+      // A request waits for a shard placed here: its activation goes ahead of the others queued.
+      replicas.demand(shard);
+      return false;
+    },
+  };
 
   let reporting = true;
   const progressLoop = (async () => {

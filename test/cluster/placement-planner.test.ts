@@ -93,6 +93,16 @@ t.test("a lost owner's shards go to a follower at once, the best ranked that is 
     if (!(w.next.epoch === before.epoch + 1 && before.followers.includes(w.next.owner) && w.next.followers.length === 2 && !w.next.followers.includes('a'))) t.fail(`shard ${w.shard}: ${JSON.stringify(w.next)}`);
   }
   t.not(writes.find((w) => w.shard === lagging)!.next.owner, best, 'the lagging follower is passed over');
+  // Another's best-ranked follower reports no lag but has applied far less than the other (its
+  // tail is not running): the one with the data is chosen.
+  const stale = lostShards[1]!;
+  const staleRank = rendezvousRank(nodes('b', 'c', 'd'), stale);
+  const staleFollowers = c.table.get(stale)!.value.followers;
+  const staleBest = staleRank.find((id) => staleFollowers.includes(id))!;
+  c.progress.set(`${staleBest}/${stale}`, { epoch: 1, applied: 0, lag: 0 });
+  for (const f of staleFollowers) if (f !== staleBest) c.progress.set(`${f}/${stale}`, { epoch: 1, applied: 500, lag: 0 });
+  const again = planPlacement(input(c, { live: ['b', 'c', 'd'], stable: false, calm: false }));
+  t.not(again.find((w) => w.shard === stale)!.next.owner, staleBest, 'a follower far behind the others is passed over, whatever lag it reports');
   t.ok(writes.filter((w) => w.reason === 'repair').every((w) => !w.next.followers.includes('a') && w.next.followers.length === 2), 'dead followers replaced');
 });
 

@@ -82,13 +82,20 @@ export function planPlacement(input: PlanInput): PlacementWrite[] {
     if (!live.has(owner)) {
       const rank = rankOf(shard);
       // The best-ranked follower that is caught up (so no later move undoes the choice), else
-      // the least behind.
-      const lagOf = (f: string): number => {
+      // the least behind. Behind is judged by the reported lag and by the applied sequence
+      // against the best follower's: a follower whose tail is not running (or has not probed the
+      // log yet) reports no lag, and promoting it costs a catch-up of the whole log.
+      const progressOf = (f: string): ShardProgress | null => {
         const p = input.progress(f, shard);
-        return p && p.epoch === epoch ? p.lag : Number.MAX_SAFE_INTEGER;
+        return p && p.epoch === epoch ? p : null;
+      };
+      const mostApplied = Math.max(0, ...liveFollowers.map((f) => progressOf(f)?.applied ?? 0));
+      const behind = (f: string): number => {
+        const p = progressOf(f);
+        return p ? Math.max(p.lag, mostApplied - p.applied) : Number.MAX_SAFE_INTEGER;
       };
       const position = (f: string): number => (rank.includes(f) ? rank.indexOf(f) : rank.length);
-      const key = (f: string): number => (lagOf(f) <= MOVE_READY_LAG ? position(f) : rank.length + lagOf(f));
+      const key = (f: string): number => (behind(f) <= MOVE_READY_LAG ? position(f) : rank.length + behind(f));
       const heir = [...liveFollowers].sort((a, b) => key(a) - key(b) || position(a) - position(b))[0] ?? rank[0]!;
       push(shard, entry.modRevision, { owner: heir, epoch: epoch + 1, followers: fill(liveFollowers, heir, rank) }, 'promote');
     } else if (liveFollowers.length !== followers.length) {

@@ -9,27 +9,10 @@ import type { ShardLog } from '../shard-log.js';
 import { APPEND_CHANNEL, SERVING_CHANNEL, ackChannel, type AppendReply, type AppendRequest, type ServingMessage } from './replica-channels.js';
 import type { ReplicaRole, ShardReport } from './replica-report.js';
 import { ShardReplica, type ReplicaContext } from './shard-replica.js';
+import { ActivationQueue } from './activation-queue.js';
 
 /** Shards catching up and fencing at once: more only queue up in the log's engine and slow the lease's keepalives. */
 const ACTIVATIONS_AT_ONCE = 16;
-
-/** At most `max` steps run at once; the others wait in arrival order. */
-class Limiter {
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(private readonly max: number) {}
-
-  async run<T>(step: () => Promise<T>): Promise<T> {
-    if (this.running >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.running++;
-    try {
-      return await step();
-    } finally {
-      this.running--;
-      this.waiting.shift()?.();
-    }
-  }
-}
 
 export interface NodeReplicaOptions {
   /** The node's storage as opened, NOT the recording view: applying the log must not be logged again. */
@@ -58,7 +41,7 @@ export class NodeReplicas {
   private readonly wasActive = new Uint8Array(SHARD_COUNT);
   private unsubscribe: (() => void) | null = null;
   private broadcastQueued = false;
-  private readonly activations = new Limiter(ACTIVATIONS_AT_ONCE);
+  private readonly activations = new ActivationQueue(ACTIVATIONS_AT_ONCE);
 
   constructor(private readonly options: NodeReplicaOptions) {
     const ctx: ReplicaContext = {
@@ -69,7 +52,7 @@ export class NodeReplicas {
       unknownDeadlineMs: options.unknownDeadlineMs,
       gapDeadlineMs: 2000,
       changed: (replica) => this.changed(replica),
-      limit: (step) => this.activations.run(step),
+      limit: (shard, urgency, step) => this.activations.run(shard, urgency, step),
       appended: (ms) => options.appended(ms),
       refused: () => options.refused(),
     };
@@ -89,6 +72,11 @@ export class NodeReplicas {
   /** Whether this node's copy of the shard is the active owner's: the front end may serve it. */
   active(shard: number): boolean {
     return this.replicas[shard]!.serving;
+  }
+
+  /** A request is waiting for the shard: if its activation is queued here, it goes first. */
+  demand(shard: number): void {
+    this.activations.demand(shard);
   }
 
   reports(): ShardReport[] {

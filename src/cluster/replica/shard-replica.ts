@@ -3,6 +3,7 @@ import type { Storage } from '../../storage/database.js';
 import { applyLogEntries, dropShardData, markAcknowledged, readReplicaPosition } from '../../storage/replica-position.js';
 import { ShardLogFenced, ShardLogTrimmed, type ShardLog, type ShardLogEntry, type ShardLogTail } from '../shard-log.js';
 import { decodeLogRecord, encodeLogRecord } from './log-record.js';
+import { ActivationUrgency } from './activation-queue.js';
 import { ShardAppender } from './shard-appender.js';
 import type { ReplicaRole, ShardReport, ReplicaState } from './replica-report.js';
 
@@ -22,8 +23,8 @@ export interface ReplicaContext {
   gapDeadlineMs: number;
   /** Called after every change of state (the front end stops or starts serving the shard). */
   changed(replica: ShardReplica): void;
-  /** Runs a catch-up step within the node's limit of concurrent ones (a node starting or taking over many shards). */
-  limit<T>(step: () => Promise<T>): Promise<T>;
+  /** Runs a catch-up step within the node's limit of concurrent ones (a node starting or taking over many shards), most urgent first. */
+  limit<T>(shard: number, urgency: ActivationUrgency, step: () => Promise<T>): Promise<T>;
   /** An acknowledged append's latency; an append that failed (refused or never confirmed). */
   appended(ms: number): void;
   refused(): void;
@@ -211,8 +212,12 @@ export class ShardReplica {
           continue;
         }
         if (target.role === 'owner') {
-          await this.stopTail();
-          await this.ctx.limit(() => this.activate(target.epoch));
+          // A follower promoted (its owner failed) is current and its clients are retrying.
+          const urgency = this.state === 'follower' ? ActivationUrgency.Promoted : ActivationUrgency.Placed;
+          // Not waited for: a tail that is no longer the current one applies nothing, and an
+          // engine slow to cancel a watch (up to TAIL_STOP_WAIT_MS) would delay the failover.
+          void this.stopTail();
+          await this.ctx.limit(this.shard, urgency, () => this.activate(target.epoch));
           continue;
         }
         if (target.role === 'follower') {
@@ -256,18 +261,23 @@ export class ShardReplica {
   /** Catch up, fence with an epoch record, serve. Retries while the old owner still appends. */
   private async activate(epoch: number): Promise<void> {
     this.set('catching-up');
+    let refused = false;
     for (;;) {
       if (this.target.role !== 'owner' || this.target.epoch !== epoch || this.closed) return;
       await this.catchUp();
+      const expected = refused ? await this.validEnd() : this.applied;
+      if (expected === null) continue;
       const record = encodeLogRecord({ epoch, writeSets: [] });
       let seq: number;
       try {
         // Ids are unique per shard and activation: JetStream deduplicates ids per stream (shared
         // by many shards) and may remember those of an earlier run of this node.
-        seq = await this.ctx.log.append(this.shard, this.applied, `${this.ctx.nodeId}:${this.shard}:${epoch}:after:${this.applied}`, record);
+        seq = await this.ctx.log.append(this.shard, expected, `${this.ctx.nodeId}:${this.shard}:${epoch}:after:${expected}`, record);
       } catch (err) {
-        if (err instanceof ShardLogFenced) continue; // more was appended: read it too
-        throw err;
+        if (!(err instanceof ShardLogFenced)) throw err;
+        // More was appended (read it too), or the log ends in entries that are not valid.
+        refused = true;
+        continue;
       }
       const { commits } = readReplicaPosition(this.ctx.storage, this.shard);
       markAcknowledged(this.ctx.storage, this.shard, { seq, epoch, commit: commits });
@@ -290,6 +300,22 @@ export class ShardReplica {
       this.set('active');
       return;
     }
+  }
+
+  /**
+   * The sequence an epoch record must follow: the log's last stored entry. It is past `applied`
+   * when the log ends in entries that are not valid (JetStream may store an append whose condition
+   * failed, and readers skip it); expecting `applied` would then be refused forever. Null when a
+   * valid entry arrived meanwhile: it must be applied first. The read after `last` sees every
+   * valid entry up to it, so nothing valid is stepped over.
+   */
+  private async validEnd(): Promise<number | null> {
+    const last = await this.ctx.log.last(this.shard);
+    if (last <= this.applied) return this.applied;
+    const entries = await this.readAfter(this.applied);
+    if (entries.length === 0) return last;
+    this.apply(entries);
+    return null;
   }
 
   /** Reads and applies the log after `applied` until there is nothing more. */
