@@ -2,7 +2,7 @@ import { Piscina } from 'piscina';
 import type { PiscinaTask } from 'piscina';
 import { fileURLToPath } from 'node:url';
 import { ServiceError } from '../errors.js';
-import { decodeReply, encodeRequest, errorFromData, type IdempotencyMsg, type PrincipalMsg } from '../protocol/messages.js';
+import { decodeReply, encodeRequest, errorFromData, type ActorReplyMsg, type IdempotencyMsg, type PrincipalMsg } from '../protocol/messages.js';
 import { shardOf, slotOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 import type { ActorCaller } from './actor-caller.js';
@@ -20,6 +20,18 @@ export interface ActorResponse {
   status: number;
   /** The serialized JSON body. */
   body: Uint8Array;
+}
+
+/** A call as the ActorRequest bytes a worker thread (or, forwarded, another node) reads. */
+export function encodeCall(call: ActorCall): Uint8Array {
+  return encodeRequest({
+    actor: call.actor,
+    command: call.command,
+    payload: Buffer.from(JSON.stringify(call.input ?? {})),
+    principal: call.principal,
+    traceId: call.traceId,
+    idempotency: call.idempotency,
+  });
 }
 
 export interface BatchObserver {
@@ -109,24 +121,27 @@ export class ActorRuntime implements ActorCaller {
   }
 
   async call(call: ActorCall): Promise<ActorResponse> {
+    const { reply } = await this.dispatch(call.actor, call.command, encodeCall(call));
+    if (reply.error) throw errorFromData(reply.error);
+    return { status: reply.status, body: reply.body };
+  }
+
+  /**
+   * Runs an encoded ActorRequest for `actor` and resolves to its ActorReply, decoded and as the
+   * worker's bytes (a message forwarded by another node goes back as it came: cluster/forward/).
+   * Refusals before the worker (full mailbox, shutdown, a lost worker) are thrown.
+   */
+  async dispatch(actor: string, command: string, bytes: Uint8Array): Promise<{ reply: ActorReplyMsg; raw: Uint8Array }> {
     if (this.closing) throw new ServiceError('UNAVAILABLE', 'server is shutting down', undefined, { retryAfter: 1 });
-    const depth = this.depth.get(call.actor) ?? 0;
+    const depth = this.depth.get(actor) ?? 0;
     if (depth >= this.options.mailboxLimit) {
       throw new ServiceError('RATE_LIMITED', 'too many requests queued for this repository, retry later', undefined, { retryAfter: 1 });
     }
-    const slot = slotOf(shardOf(call.actor), this.options.workers);
-    this.depth.set(call.actor, depth + 1);
+    const slot = slotOf(shardOf(actor), this.options.workers);
+    this.depth.set(actor, depth + 1);
     this.slotDepth[slot]!++;
-    this.options.onDispatched?.(call.actor);
+    this.options.onDispatched?.(actor);
     try {
-      const bytes = encodeRequest({
-        actor: call.actor,
-        command: call.command,
-        payload: Buffer.from(JSON.stringify(call.input ?? {})),
-        principal: call.principal,
-        traceId: call.traceId,
-        idempotency: call.idempotency,
-      });
       let raw: Uint8Array;
       try {
         raw = (await this.pool.run({ bytes, [queueOptions]: { slot } })) as Uint8Array;
@@ -136,14 +151,13 @@ export class ActorRuntime implements ActorCaller {
         throw new ServiceError('UNAVAILABLE', 'the worker serving this repository restarted; retry', undefined, { retryAfter: 1 });
       }
       const reply = decodeReply(raw);
-      this.options.onBatch?.({ command: call.command, batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs, queueMs: reply.queueMs });
-      if (reply.error) throw errorFromData(reply.error);
-      return { status: reply.status, body: reply.body };
+      this.options.onBatch?.({ command, batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs, queueMs: reply.queueMs });
+      return { reply, raw };
     } finally {
-      this.options.onSettled?.(call.actor);
-      const d = this.depth.get(call.actor)! - 1;
-      if (d === 0) this.depth.delete(call.actor);
-      else this.depth.set(call.actor, d);
+      this.options.onSettled?.(actor);
+      const d = this.depth.get(actor)! - 1;
+      if (d === 0) this.depth.delete(actor);
+      else this.depth.set(actor, d);
       this.slotDepth[slot]!--;
     }
   }

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { ActorCaller } from '../actors/actor-caller.js';
+import type { ActorRuntime } from '../actors/runtime.js';
 import type { ClusterConfig } from '../config.js';
 import { log } from '../log.js';
 import type { Storage } from '../storage/database.js';
@@ -43,7 +43,7 @@ export interface ClusterNodeParts {
   cluster: ClusterConfig;
   /** The data directory's storage as opened (not the recording view): the log is applied through it. */
   storage: Storage;
-  runtime: ActorCaller;
+  runtime: ActorRuntime;
   records: RecordCache;
   registry: Registry;
   /** Told the shards served here after each change (the webhook actor drains only those). */

@@ -2,10 +2,10 @@ import { deserialize, serialize } from 'node:v8';
 import type { Key } from 'lmdb';
 import { createServer, constants, type Http2Server, type ServerHttp2Session, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { shardOf } from '../../actors/shard-map.js';
-import type { ActorCaller } from '../../actors/actor-caller.js';
+import type { ActorRuntime } from '../../actors/runtime.js';
 import { decodeRequest } from '../../protocol/messages.js';
 import { log } from '../../log.js';
-import { ACTOR_PATH, PROTOBUF, STALE_STATUS, callOf, encodeAnswer, encodeFailure } from './actor-wire.js';
+import { ACTOR_PATH, PROTOBUF, STALE_STATUS, encodeFailure } from './actor-wire.js';
 import type { ForwardMetrics } from './forward-metrics.js';
 import { HOP_HEADER, parseHop, staleRoute } from './hop.js';
 import type { ShardOwners } from './shard-owners.js';
@@ -30,7 +30,7 @@ export class ActorListener {
   private readonly sessions = new Set<ServerHttp2Session>();
 
   constructor(
-    private readonly runtime: ActorCaller,
+    private readonly runtime: ActorRuntime,
     private readonly meta: RecordReader,
     private readonly owners: ShardOwners,
     private readonly metrics: ForwardMetrics,
@@ -108,7 +108,8 @@ export class ActorListener {
     }
     try {
       this.owners.home(shard); // throws when this node may not serve it now
-      return { status: 200, bytes: encodeAnswer(await this.runtime.call(callOf(msg))) };
+      // The message runs as it arrived, and the worker's reply goes back as it left the worker.
+      return { status: 200, bytes: (await this.runtime.dispatch(msg.actor, msg.command, bytes)).raw };
     } catch (err) {
       return { status: 200, bytes: encodeFailure(err) };
     }

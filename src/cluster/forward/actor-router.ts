@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { shardOf } from '../../actors/shard-map.js';
 import type { ActorCaller } from '../../actors/actor-caller.js';
-import type { ActorCall, ActorResponse } from '../../actors/runtime.js';
-import { ACTOR_PATH, PROTOBUF, STALE_STATUS, decodeOutcome, encodeCall } from './actor-wire.js';
+import { encodeCall, type ActorCall, type ActorResponse } from '../../actors/runtime.js';
+import { ACTOR_PATH, PROTOBUF, STALE_STATUS, decodeOutcome } from './actor-wire.js';
 import type { ForwardMetrics } from './forward-metrics.js';
 import { HOP_HEADER, ownerUnreachable } from './hop.js';
 import type { PeerSessions } from './peer-sessions.js';

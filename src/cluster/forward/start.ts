@@ -1,4 +1,5 @@
 import type { ActorCaller } from '../../actors/actor-caller.js';
+import type { ActorRuntime } from '../../actors/runtime.js';
 import type { ClusterConfig } from '../../config.js';
 import type { RequestForwarding } from '../../http/forwarding.js';
 import type { ShardReads } from '../../http/shard-reads.js';
@@ -28,7 +29,7 @@ export interface Forwarding {
 export interface ForwardingParts {
   cluster: ClusterConfig;
   /** The local actors: what this node runs for the shards it owns. */
-  runtime: ActorCaller;
+  runtime: ActorRuntime;
   records: RecordReader;
   /** This node's LMDB, which peers read keys of its shards from. */
   meta: RecordReader;
