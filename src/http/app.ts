@@ -420,13 +420,15 @@ class FrontEnd implements HttpFrontEnd {
   }
 
   private respond(x: Exchange, reply: Reply): void {
-    const { res, state, baseHeaders } = x;
-    if ('schema' in reply) send(res, state, reply.status, baseHeaders, serialize(reply.schema, reply.value), false, JSON_MEDIA_TYPE, reply.headers);
-    else if ('json' in reply) send(res, state, reply.status, baseHeaders, reply.json, false, JSON_MEDIA_TYPE, reply.headers);
-    else if ('text' in reply) send(res, state, reply.status, baseHeaders, reply.text, false, null, reply.headers);
+    const { res, state } = x;
+    // A reply's own headers win over the base ones: a proxied reply names its owner's node.
+    const headers = reply.headers ? { ...x.baseHeaders, ...reply.headers } : x.baseHeaders;
+    if ('schema' in reply) send(res, state, reply.status, headers, serialize(reply.schema, reply.value), false, JSON_MEDIA_TYPE);
+    else if ('json' in reply) send(res, state, reply.status, headers, reply.json, false, JSON_MEDIA_TYPE);
+    else if ('text' in reply) send(res, state, reply.status, headers, reply.text);
     else {
       x.watch();
-      void sendStream(res, state, reply.status, { ...baseHeaders, ...reply.headers }, reply.stream, reply.length).catch((err) => {
+      void sendStream(res, state, reply.status, headers, reply.stream, reply.length).catch((err) => {
         log.error('stream failed', { err, trace_id: x.traceId });
         if (!state.aborted) res.close();
       });

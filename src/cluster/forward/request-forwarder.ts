@@ -1,3 +1,4 @@
+import { asServiceError } from '../../errors.js';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { Pool } from 'undici';
@@ -74,8 +75,12 @@ export class RequestForwarder implements RequestForwarding {
         throw staleRoute(hop);
       }
       this.owners.home(hop); // 503 when this node may not serve it now
-      // Sent here for the repository's shard by the org's owner, with the id it resolved.
-      if (hop !== org) return { here: true, repoId: req.hopRepo !== '' && repoShard(req.hopRepo) === hop ? req.hopRepo : null };
+      // Sent here for the repository's shard by the org's owner, with the id it resolved; a hop
+      // to another shard without a matching id is not one (a client cannot steer name lookups).
+      if (hop !== org) {
+        if (req.hopRepo === '' || repoShard(req.hopRepo) !== hop) throw staleRoute(hop);
+        return { here: true, repoId: req.hopRepo };
+      }
     } else {
       const home = this.owners.home(org);
       if (!home.local) return this.proxy(req, home.node, org, null);
@@ -102,7 +107,10 @@ export class RequestForwarder implements RequestForwarding {
     let res;
     try {
       res = await this.pool(node.url).request({ method: req.method, path: req.rawQuery ? `${req.url}?${req.rawQuery}` : req.url, headers, body });
-    } catch {
+    } catch (err) {
+      // The client's own body failing (too large, cut short) is the client's error, not the owner's.
+      const own = asServiceError(err) ?? asServiceError((err as { cause?: unknown } | null)?.cause);
+      if (own) throw own;
       this.metrics.observe('request', 'unreachable', 0);
       throw ownerUnreachable(node.id);
     }
