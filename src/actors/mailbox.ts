@@ -15,7 +15,7 @@ import { Mutation } from './mutation.js';
 import { shardOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 import { log } from '../log.js';
-import { announceOutboxEvents } from './system/webhooks/outbox-signal.js';
+import { announceOutboxEvents, takeOutboxEvents } from './system/webhooks/outbox-signal.js';
 
 interface Pending {
   req: ActorRequestMsg;
@@ -127,35 +127,30 @@ export class Mailboxes {
       }
       // The commit itself failed (disk full, map full): nothing in the batch is durable.
       log.error('batch commit failed', { err, size: batch.length });
-      for (const o of outcomes) o?.written?.catch(() => undefined);
-      const unavailable = storageUnavailable();
-      outcomes = batch.map(() => ({ error: unavailable }));
+      outcomes = unavailableFor(batch, outcomes);
+      takeOutboxEvents();
     }
+    // This batch's events only, announced with its replies: a later batch may commit first.
+    const events = takeOutboxEvents();
     // Cluster mode: a batch that wrote nothing still waits for its shards' appends in flight.
     replicated ??= threadReplication?.barrier(new Set(batch.map((p) => shardOf(p.req.actor))));
     if (replicated) {
       // Recorded writes: the replies wait until the sink has them replicated.
       replicated.then(
-        (refused) => this.reply(batch, refused ? withRefused(batch, outcomes, refused) : outcomes, started, applied),
+        (refused) => this.reply(batch, refused ? withRefused(batch, outcomes, refused) : outcomes, started, applied, events),
         (err: unknown) => {
           log.error('batch not replicated', { err, size: batch.length });
-          const unavailable = storageUnavailable();
-          this.reply(
-            batch,
-            batch.map(() => ({ error: unavailable })),
-            started,
-            applied,
-          );
+          this.reply(batch, unavailableFor(batch, outcomes), started, applied, null);
         },
       );
     } else {
-      this.reply(batch, outcomes, started, applied);
+      this.reply(batch, outcomes, started, applied, events);
     }
   }
 
-  private reply(batch: Pending[], outcomes: Outcome[], started: number, applied: number): void {
-    // After replication: a webhook goes out only for a write the client can be told of.
-    announceOutboxEvents();
+  private reply(batch: Pending[], outcomes: Outcome[], started: number, applied: number, events: number[] | null): void {
+    // The webhook actor hears of the batch's events once its writes are replicated (cluster mode).
+    if (events) announceOutboxEvents(events);
     const done = performance.now();
     const replies = outcomes.map((o, i) => {
       const queueMs = started - batch[i]!.arrived;
@@ -257,7 +252,19 @@ export class Mailboxes {
 function withRefused(batch: Pending[], outcomes: Outcome[], refused: readonly number[]): Outcome[] {
   if (refused.length === 0) return outcomes;
   const unavailable = storageUnavailable();
-  return outcomes.map((o, i) => (refused.includes(shardOf(batch[i]!.req.actor)) ? { error: unavailable } : o));
+  return outcomes.map((o, i) => (refused.includes(shardOf(batch[i]!.req.actor)) ? dropped(o, unavailable) : o));
+}
+
+/** Every command of the batch answered 503 (nothing of it is durable, or replicated). */
+function unavailableFor(batch: Pending[], outcomes: ReadonlyArray<Outcome | undefined>): Outcome[] {
+  const unavailable = storageUnavailable();
+  return batch.map((_, i) => dropped(outcomes[i], unavailable));
+}
+
+/** `error` in place of `outcome`; the directory write it waited for (if any) fails unobserved. */
+function dropped(outcome: Outcome | undefined, error: ServiceError): Outcome {
+  outcome?.written?.catch(() => undefined);
+  return { error };
 }
 
 /** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */

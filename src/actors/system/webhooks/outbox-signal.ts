@@ -8,7 +8,7 @@ import { BroadcastChannel } from 'node:worker_threads';
  */
 const CHANNEL = 'repohost:webhook-outbox';
 
-/** Shards written to by the batch under way in this thread. */
+/** Shards written to by the batch under way in this thread (taken at its commit). */
 const written = new Set<number>();
 let sender: BroadcastChannel | null = null;
 
@@ -17,15 +17,21 @@ export function noteOutboxEvent(shard: number): void {
   written.add(shard);
 }
 
-/** After a batch's commit: tells the webhook actor which outboxes it wrote to. */
-export function announceOutboxEvents(): void {
-  if (!written.size) return;
+/** At a batch's commit: the shards its events went to (and forgets them), or null for none. */
+export function takeOutboxEvents(): number[] | null {
+  if (!written.size) return null;
+  const shards = [...written];
+  written.clear();
+  return shards;
+}
+
+/** Once a batch is answered: tells the webhook actor which outboxes it wrote to. */
+export function announceOutboxEvents(shards: number[]): void {
   if (!sender) {
     sender = new BroadcastChannel(CHANNEL);
     sender.unref();
   }
-  sender.postMessage([...written]);
-  written.clear();
+  sender.postMessage(shards);
 }
 
 /** Calls `listener` with the shards of each announcement; returns the unsubscribe. */
