@@ -320,3 +320,11 @@ export function repoOfShardEntry(key: Key): string {
 export function withoutShard(key: readonly unknown[]): readonly unknown[] {
   return typeof key[0] === 'number' ? key.slice(1) : key;
 }
+
+/** The shard owning `key` (its first part), or null for a global key (one that starts with a string). */
+export function shardOfKey(key: Key): number | null {
+  const first = Array.isArray(key) ? (key as unknown[])[0] : key;
+  if (typeof first === 'number') return first;
+  if (typeof first === 'string') return null;
+  throw new Error('a stored key is a tuple starting with a shard number or a string');
+}

@@ -1,6 +1,6 @@
 import { ABORT, asBinary, type Database, type Key, type TransactionFlags } from 'lmdb';
 import type { Storage } from './database.js';
-import { encodeKey, type KeyRange } from './keys.js';
+import { encodeKey, shardOfKey, type KeyRange } from './keys.js';
 import type { CommittedWrites, ShardWrites, WriteDb, WriteOp, WriteSink } from './write-set.js';
 
 /** An op with the shard it belongs to (-1: a global key). */
@@ -49,7 +49,7 @@ export class WriteRecorder {
     const op: WriteOp = { db, kind, key: encodeKey(key) };
     if (value) op.value = value;
     if (end !== undefined) op.end = encodeKey(end);
-    const recorded = { shard: shardOfKey(key), op };
+    const recorded = { shard: shardOfKey(key) ?? GLOBAL, op };
     if (this.open) this.open.push(recorded);
     else throw new Error('a recorded write outside a transaction');
   }
@@ -138,14 +138,6 @@ function group(ops: Recorded[], order: bigint, commits: Commits): CommittedWrite
   return { order, shards, global };
 }
 
-/** The shard of a shard-owned key is its first part (`keys.ts`); a key that starts with a string is global. */
-function shardOfKey(key: Key): number {
-  const first = Array.isArray(key) ? (key as unknown[])[0] : key;
-  if (typeof first === 'number') return first;
-  if (typeof first === 'string') return GLOBAL;
-  throw new Error('a recorded write needs a tuple key');
-}
-
 /**
  * `storage` with every write recorded by `recorder`. Reads pass through untouched; writes of the
  * three databases go to LMDB as the bytes recorded (`asBinary`), so what is recorded is exactly
@@ -205,6 +197,8 @@ function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
       let ops: Recorded[] | null = null;
       let order = 0n;
       let commits: Commits = null;
+      // A rejection from `fn` leaves its writes committed; one from the commit itself, none.
+      let threw = false;
       const settled = (): void => {
         if (ops) recorder.committed(ops, order, commits);
       };
@@ -213,6 +207,9 @@ function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
           const open: Recorded[] = (ops = recorder.open = []);
           try {
             return fn();
+          } catch (err) {
+            threw = true;
+            throw err;
           } finally {
             commits = recorder.sealed(open);
             order = process.hrtime.bigint();
@@ -225,7 +222,7 @@ function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
             return value;
           },
           (err: unknown) => {
-            settled();
+            if (threw) settled();
             throw err;
           },
         );

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Key } from 'lmdb';
 import type { ShardReads } from '../../http/shard-reads.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
+import { shardOfKey } from '../../storage/keys.js';
 import { STALE_STATUS, decodeOutcome } from './actor-wire.js';
 import type { ForwardMetrics } from './forward-metrics.js';
 import { ownerUnreachable } from './hop.js';
@@ -15,7 +16,12 @@ export const READ_PATH = '/read';
 export const V8_CLONE = 'application/x-v8-serialized';
 
 /** A key's shard: the first part of every shard-owned key (storage/keys.ts). */
-export const shardOfKey = (key: Key): number => (key as unknown[])[0] as number;
+/** The shard of a gathered key: only shard-owned records are gathered. */
+function shardOfGathered(key: Key): number {
+  const shard = shardOfKey(key);
+  if (shard === null) throw new Error('a gathered key belongs to a shard');
+  return shard;
+}
 
 const idOf = (key: Key): string => JSON.stringify(key);
 
@@ -37,7 +43,7 @@ export class ShardGather implements ShardReads {
     const byNode = new Map<string, { url: string; keys: Key[] }>();
     const local = new Set<number>();
     for (const key of keys) {
-      const shard = shardOfKey(key);
+      const shard = shardOfGathered(key);
       const home = this.owners.home(shard);
       if (home.local) {
         local.add(shard);
@@ -55,7 +61,7 @@ export class ShardGather implements ShardReads {
       }),
     );
     const { meta } = this;
-    return { get: (key: Key) => (local.has(shardOfKey(key)) ? meta.get(key) : fetched.get(idOf(key))) };
+    return { get: (key: Key) => (local.has(shardOfGathered(key)) ? meta.get(key) : fetched.get(idOf(key))) };
   }
 
   private async fetch(node: string, url: string, keys: Key[]): Promise<unknown[]> {
@@ -84,7 +90,7 @@ export class ShardGather implements ShardReads {
 /** The owner's side: the values of keys of shards it owns and serves, or the first shard it does not own. */
 export function readOwnKeys(meta: RecordReader, owners: ShardOwners, keys: Key[]): { values: unknown[] } | { notOwned: number } {
   for (const key of keys) {
-    const shard = shardOfKey(key);
+    const shard = shardOfGathered(key);
     if (!owners.owns(shard)) return { notOwned: shard };
     owners.home(shard); // throws when this node may not serve it now
   }
