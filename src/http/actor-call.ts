@@ -8,13 +8,12 @@ import type { ActorResponse } from '../actors/runtime.js';
 import type { StepCall } from '../actors/repo-saga.js';
 
 /**
- * The principal as an actor message carries it. A repository-restricted token's allowed ids are
+ * A repository-restricted principal as an actor message carries it: its allowed ids are
  * resolved here, at the request, because `repos` names resolve to whatever repository bears the
  * name now.
  */
-async function principalMsg(ctx: RequestContext): Promise<PrincipalMsg> {
+async function restrictedMsg(ctx: RequestContext): Promise<PrincipalMsg> {
   const { principal } = ctx;
-  if (!isRestricted(principal)) return principal.msg;
   return { ...principal.msg, restricted: true, allowedRepoIds: (await reachableRepoIds(ctx.services, principal)) ?? [] };
 }
 
@@ -38,7 +37,8 @@ export function stepCaller(ctx: RequestContext): StepCall {
   return async (actor, command, input, keyed = true) => {
     await ctx.connection.connectionSettled();
     const { runtime, config } = ctx.services;
-    const principal = await principalMsg(ctx);
+    // Unrestricted (the common case): the message as it is, without a turn of the event loop.
+    const principal = isRestricted(ctx.principal) ? await restrictedMsg(ctx) : ctx.principal.msg;
     const send = () =>
       runtime.call({
         actor,

@@ -7,6 +7,3 @@
 export interface ServeGate {
   canServe(shard: number): boolean;
 }
-
-/** A single node, or a cluster before replication is wired: every owned shard is served. */
-export const ALWAYS_SERVE: ServeGate = { canServe: () => true };

@@ -193,7 +193,7 @@ export class LaneScheduler {
     q.busy--;
     this.sending.delete(head);
     if (this.stopped) return;
-    if (nextAt === null || this.dropped.delete(head)) {
+    if (this.dropped.delete(head) || nextAt === null) {
       lane.queue.shift();
       this.held--;
       this.next(q, lane);
