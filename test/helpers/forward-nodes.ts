@@ -49,9 +49,7 @@ export async function startForwardNodes(t: { teardown(fn: () => Promise<void> | 
   // The CLI reads the cluster settings as a node does; it registers nothing.
   const cliNode = { REPOHOST_NODE_ID: 'cli', REPOHOST_NODE_URL: 'http://127.0.0.1:1', REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:2' };
   const imported = await runCli(['cluster', 'import-orgs', '--data', seed], { ...common, ...cliNode });
-  // A build whose org directory is not in etcd yet has no such command: each node then reads
-  // the org from its copy of the seed.
-  if (imported.code !== 0 && !imported.stderr.includes('unknown command "cluster"')) throw new Error(`import-orgs failed: ${imported.stderr}`);
+  if (imported.code !== 0) throw new Error(`import-orgs failed: ${imported.stderr}`);
   const ports = await freePorts(specs.length * 2);
   const nodes = specs.map((s, i) => ({ id: s.id, url: `http://127.0.0.1:${ports[2 * i]}`, internalUrl: `http://127.0.0.1:${ports[2 * i + 1]}` }));
   const started: ForwardNode[] = [];
@@ -110,8 +108,7 @@ async function ownedShardsActive(node: ForwardNode, owns: number, timeoutMs = 60
       throw new Error(`node ${node.id} exited (${node.process.exitCode ?? node.process.signalCode}):\n${node.logs.slice(-15).join('\n')}`);
     }
     const res = await fetch(url).catch(() => null);
-    if (!res) continue;
-    if (res.status === 404) return;
+    if (!res?.ok) continue;
     const { shards } = (await res.json()) as { shards: ShardStatus[] };
     waiting = owns - shards.filter((s) => s.placement?.owner === node.id && s.state === 'active').length;
     if (waiting === 0) return;
