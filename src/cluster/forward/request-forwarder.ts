@@ -17,6 +17,9 @@ const HERE: RequestPlacement = { here: true, repoId: null };
 /** Response headers that describe the hop between the nodes, not the answer. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'x-request-id', 'uwebsockets']);
 
+/** Replies up to this size are read whole before they are sent on; larger ones stream through. */
+const WHOLE_REPLY_BYTES = 64 * 1024;
+
 /** Connections kept to each peer's public listener. */
 const CONNECTIONS_PER_PEER = 32;
 
@@ -132,6 +135,9 @@ export class RequestForwarder implements RequestForwarding {
       await res.body.dump();
       return { status: res.statusCode, text: '', headers: replyHeaders };
     }
+    // A small answer (most reads) is taken whole and written at once: streaming it cost the entry
+    // node more CPU than the rest of the hop (2026-11-27-cluster-bench.md).
+    if (length !== null && length <= WHOLE_REPLY_BYTES) return { status: res.statusCode, text: new Uint8Array(await res.body.arrayBuffer()), headers: replyHeaders };
     return { status: res.statusCode, stream: res.body, length, headers: replyHeaders };
   }
 
