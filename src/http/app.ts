@@ -279,6 +279,8 @@ class FrontEnd implements HttpFrontEnd {
     const placed = this.place(x, r, principal);
     if (placed && !placed.here) return placed.reply;
     const access = this.authorize(x, r, principal, placed?.repoId ?? null);
+    // A forwarded read names the repository it resolved to: the entry node remembers it.
+    if (r.hop !== '' && access.repo && (x.method === 'GET' || x.method === 'HEAD')) x.baseHeaders[REPO_HEADER] = access.repo.id;
     const query = parseQuery(r.rawQuery, r.match.route.query);
     if (r.bodyStream && (r.declared === 0 || r.declared >= LARGE_BODY_BYTES)) assertDiskRoom(this.services.config.dataDir, r.declared, this.services.config.minFreeBytes);
     if (!r.body && !access.idemKey) return r.match.route.handler(this.context(x, r, access, query, undefined, null, r.bodyStream));

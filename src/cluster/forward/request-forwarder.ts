@@ -5,7 +5,8 @@ import { Pool } from 'undici';
 import type { ForwardableRequest, RequestForwarding, RequestPlacement } from '../../http/forwarding.js';
 import type { Reply } from '../../http/route.js';
 import type { NodeInfo } from '../placement.js';
-import { repoIdByName } from '../../storage/repo-store.js';
+import { LruCache } from '../../storage/read/lru-cache.js';
+import { getRepoResolvedElsewhere, repoIdByName } from '../../storage/repo-store.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
 import { orgShard, repoShard } from '../../storage/shards.js';
 import type { ForwardMetrics } from './forward-metrics.js';
@@ -19,6 +20,9 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'co
 
 /** Replies up to this size are read whole before they are sent on; larger ones stream through. */
 const WHOLE_REPLY_BYTES = 64 * 1024;
+
+/** Repository names an entry node remembers the ids of (org id + name → repository id). */
+const REMEMBERED_NAMES = 16_384;
 
 /** Connections kept to each peer's public listener. */
 const CONNECTIONS_PER_PEER = 32;
@@ -40,6 +44,13 @@ const CONNECTIONS_PER_PEER = 32;
  */
 export class RequestForwarder implements RequestForwarding {
   private readonly pools = new Map<string, Pool>();
+  /**
+   * The ids that replies to this node's clients' reads resolved names to. A read of a repository
+   * goes straight to its shard's owner (or is served here) instead of through the org's owner;
+   * the owner checks the name against the repository's own record, and a 404 on a remembered
+   * name is asked again through the org's owner (a renamed or deleted repository).
+   */
+  private readonly names = new LruCache<string>(REMEMBERED_NAMES, Infinity, () => 1);
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -86,7 +97,7 @@ export class RequestForwarder implements RequestForwarding {
       }
     } else {
       const home = this.owners.home(org);
-      if (!home.local) return this.proxy(req, home.node, org, null);
+      if (!home.local) return this.byRememberedName(req, home.node, org) ?? this.proxy(req, home.node, org, null);
     }
     if (params.repo === undefined) return HERE;
     const repoId = repoIdByName(this.records, req.orgId, params.repo);
@@ -95,6 +106,28 @@ export class RequestForwarder implements RequestForwarding {
     const shard = repoShard(repoId);
     const home = this.owners.home(shard);
     return home.local ? HERE : this.proxy(req, home.node, shard, repoId);
+  }
+
+  /** A client's read of a repository whose id this node learned: placed by its shard. */
+  private byRememberedName(req: ForwardableRequest, orgNode: NodeInfo, org: number): RequestPlacement | null {
+    const name = req.params.repo;
+    if (name === undefined || !isRead(req)) return null;
+    const key = nameKey(req.orgId, name);
+    const repoId = this.names.get(key);
+    if (repoId === undefined) return null;
+    const shard = repoShard(repoId);
+    const home = this.owners.home(shard);
+    if (home.local) {
+      if (getRepoResolvedElsewhere(this.records, req.orgId, name, repoId)) return { here: true, repoId };
+      this.names.delete(key);
+      return null;
+    }
+    const reply = this.send(req, home.node, shard, repoId).then((answer) => {
+      if (!repoNotFound(answer)) return answer;
+      this.names.delete(key);
+      return this.send(req, orgNode, org, null);
+    });
+    return { here: false, reply };
   }
 
   private proxy(req: ForwardableRequest, node: NodeInfo, shard: number, repoId: string | null): RequestPlacement {
@@ -118,8 +151,11 @@ export class RequestForwarder implements RequestForwarding {
       throw ownerUnreachable(node.id);
     }
     const replyHeaders: Record<string, string> = {};
+    const fromClient = req.hop === '';
+    const resolved = res.headers[REPO_HEADER];
+    if (fromClient && typeof resolved === 'string' && req.params.repo !== undefined && isRead(req)) this.names.set(nameKey(req.orgId, req.params.repo), resolved);
     for (const [name, value] of Object.entries(res.headers)) {
-      if (value === undefined || HOP_BY_HOP.has(name)) continue;
+      if (value === undefined || HOP_BY_HOP.has(name) || (fromClient && name === REPO_HEADER)) continue;
       replyHeaders[name === NODE_HEADER.toLowerCase() ? NODE_HEADER : name] = Array.isArray(value) ? value.join(', ') : value;
     }
     const seconds = (performance.now() - started) / 1000;
@@ -158,3 +194,11 @@ export class RequestForwarder implements RequestForwarding {
     this.pools.clear();
   }
 }
+
+/** The owner found no repository of that id with that name (an error envelope is always small: `text`). */
+const repoNotFound = (reply: Reply): boolean => reply.status === 404 && 'text' in reply && Buffer.from(reply.text).includes('"code":"REPO_NOT_FOUND"');
+
+const isRead = (req: ForwardableRequest): boolean => req.method === 'GET' || req.method === 'HEAD';
+
+/** Names are case-insensitive within an org. */
+const nameKey = (orgId: string, name: string): string => `${orgId}/${name.toLowerCase()}`;

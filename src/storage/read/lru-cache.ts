@@ -41,6 +41,15 @@ export class LruCache<V> {
     this.insert(key, { value, weight });
   }
 
+  delete(key: string): void {
+    const young = this.young.get(key);
+    if (young) {
+      this.young.delete(key);
+      this.youngWeight -= young.weight;
+    }
+    this.old.delete(key);
+  }
+
   private insert(key: string, entry: Entry<V>): void {
     const previous = this.young.get(key);
     if (previous) this.youngWeight -= previous.weight;
