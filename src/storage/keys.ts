@@ -48,7 +48,7 @@ import { deliveryShard, laneShard, orgShard, repoShard, type DeliveryOwner } fro
  *                                        (idempotency-store.ts)
  *   [s, 'log']                           ReplicaPosition  cluster mode: the last log sequence the
  *                                        shard's data reflects, and its commit count there
- *                                        (apply-write-set.ts, replica-position.ts)
+ *                                        (replica-position.ts)
  *   [s, 'commits']                       number   cluster mode: transactions that wrote the shard,
  *                                        here or on the owners it was copied from (replica-position.ts)
  *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)

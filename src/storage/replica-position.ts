@@ -51,18 +51,19 @@ export function markAcknowledged(storage: Storage, shard: number, position: Repl
 /**
  * A follower's step: applies log entries' write sets in order and records the position, in one
  * transaction (not waited for on disk: the log holds the truth, and a position that rolls back
- * with its data is read from the log again). The sets carry the owner's commit count.
+ * with its data is read from the log again). The position is written here only, once per step,
+ * not per set. The sets carry the owner's commit count.
  */
 export function applyLogEntries(
   storage: Storage,
   shard: number,
   entries: Array<{ seq: number; epoch: number; writeSets: Uint8Array[] }>,
-  apply: (storage: Storage, writeSet: Uint8Array, seq: number) => void,
+  apply: (storage: Storage, writeSet: Uint8Array) => void,
 ): void {
   if (entries.length === 0) return;
   const last = entries[entries.length - 1]!;
   storage.root.transactionSync(() => {
-    for (const entry of entries) for (const ws of entry.writeSets) apply(storage, ws, entry.seq);
+    for (const entry of entries) for (const ws of entry.writeSets) apply(storage, ws);
     storage.meta.putSync(K.appliedPosition(shard), { seq: last.seq, epoch: last.epoch, commit: commitCount(storage, shard) } satisfies ReplicaPosition);
   }, COMMIT_NO_SYNC);
 }
