@@ -1,5 +1,6 @@
 import { COMMIT_NO_SYNC, type Storage } from './database.js';
-import { K, Ranges } from './keys.js';
+import { K } from './keys.js';
+import { clearShard } from './shard-stream.js';
 
 /**
  * Where a shard's local data stands against its shard log (cluster mode), kept under the shard's
@@ -70,10 +71,5 @@ export function applyLogEntries(
 
 /** Drops everything the shard holds here (position and count included), to rebuild it from the log. */
 export function dropShardData(storage: Storage, shard: number): void {
-  const range = Ranges.shard(shard);
-  storage.root.transactionSync(() => {
-    for (const db of [storage.meta, storage.objects, storage.chunks] as const) {
-      for (const key of [...db.getKeys(range)]) db.removeSync(key);
-    }
-  }, COMMIT_NO_SYNC);
+  storage.root.transactionSync(() => clearShard(storage, shard), COMMIT_NO_SYNC);
 }
