@@ -25,8 +25,9 @@ const RESTART_DELAY_MS = 1000;
 let active: Worker | null = null;
 let ownedShards = allShards();
 
-export function adoptWebhookDelivery(targetId: string, deliveryId: string): void {
-  active?.postMessage({ type: 'adopt', targetId, deliveryId } satisfies ToWebhookWorker);
+/** A redelivery the org's actor created: sent at once if this node owns the org's shard. */
+export function adoptWebhookDelivery(orgId: string, targetId: string, deliveryId: string): void {
+  active?.postMessage({ type: 'adopt', orgId, targetId, deliveryId } satisfies ToWebhookWorker);
 }
 
 /** The shards whose webhook queues this node drains from now on (the ones it owns). */
