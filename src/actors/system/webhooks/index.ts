@@ -69,10 +69,12 @@ export function startWebhookActor(services: Services): SystemActor {
   spawn();
   new Gauge({
     name: 'repohost_webhook_backlog',
-    help: 'Webhook deliveries pending (queued, in flight or waiting for a retry)',
+    help: 'Webhook deliveries pending (queued, in flight or waiting for a retry) on the shards this node owns',
     registers: [services.metrics.registry],
     collect() {
-      this.set(pendingCount(services.storage.meta));
+      // The owned shards only: a node's copies of other shards hold their owners' backlogs, and
+      // the cluster's backlog is the sum over its nodes.
+      this.set(pendingCount(services.storage.meta, ownedShards));
     },
   });
   return {
