@@ -102,7 +102,7 @@ export class Mailboxes {
     let applied = started;
     let replicated: ReturnType<WriteSink> = undefined;
     try {
-      ({ replicated } = commitWrites(
+      replicated = commitWrites(
         this.storage,
         () => {
           this.inTransaction = true;
@@ -118,7 +118,7 @@ export class Mailboxes {
           applied = performance.now();
         },
         COMMIT_THEN_SYNC,
-      ));
+      );
     } catch (err) {
       if (err instanceof ThreadExit) {
         // The batch is rolled back and the write lock released: now the thread may end. Its

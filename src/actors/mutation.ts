@@ -1,6 +1,7 @@
 import type { Storage } from '../storage/database.js';
 import { appendOperation } from '../storage/lmdb-repo-store.js';
-import { eventShard, putOutboxEvent } from '../storage/outbox.js';
+import { putOutboxEvent } from '../storage/outbox.js';
+import { eventShard } from '../storage/shards.js';
 import { newId } from '../storage/ids.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../storage/records.js';

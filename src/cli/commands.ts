@@ -30,18 +30,27 @@ function out(ctx: CliContext, value: unknown, human: string): void {
   process.stdout.write(ctx.json ? JSON.stringify(value) + '\n' : human + '\n');
 }
 
+/** What a command prints: the value with `--json`, the text otherwise. */
+interface Outcome {
+  value: unknown;
+  human: string;
+}
+
 /**
  * Runs an operator command on the org directory — the data directory's, or the cluster's in etcd
  * when REPOHOST_CLUSTER_ETCD is set — and the data directory's storage (for what names a
- * repository), and closes both once the writes are on disk. A command prints its outcome only
- * after `directory.flush()`.
+ * repository), prints its outcome once `directory.flush()` has committed its writes (never a
+ * success that is not stored), and closes both once the writes are on disk.
  */
-async function withDirectory<T>(ctx: CliContext, fn: (directory: OrgDirectory, storage: Storage) => T | Promise<T>): Promise<T> {
+async function withDirectory(ctx: CliContext, fn: (directory: OrgDirectory, storage: Storage) => Outcome | Promise<Outcome>): Promise<number> {
   const storage = openStorage(ctx.config.dataDir);
   try {
     const opened = await openOrgDirectory(storage, directoryLocation(ctx.config));
     try {
-      return await fn(opened.directory, storage);
+      const { value, human } = await fn(opened.directory, storage);
+      await opened.directory.flush();
+      out(ctx, value, human);
+      return 0;
     } finally {
       await opened.close();
     }
@@ -60,13 +69,11 @@ function keyView(directory: OrgDirectory, rec: SigningKeyRecord) {
 
 function keyStatus(status: 'active' | 'disabled' | 'revoked'): Handler {
   return (ctx) =>
-    withDirectory(ctx, async (directory) => {
+    withDirectory(ctx, (directory) => {
       const id = ctx.args[0];
       if (!id) throw invalid('usage: repohost key disable|enable|revoke <key id>');
       const rec = setKeyStatus(directory, id, status);
-      await directory.flush();
-      out(ctx, keyView(directory, rec), `${rec.id} ${rec.status}`);
-      return 0;
+      return { value: keyView(directory, rec), human: `${rec.id} ${rec.status}` };
     });
 }
 
@@ -121,25 +128,21 @@ export const commandHandlers: Record<string, Handler> = {
   },
 
   'org create': (ctx) =>
-    withDirectory(ctx, async (directory) => {
+    withDirectory(ctx, (directory) => {
       const slug = ctx.args[0];
       if (!slug) throw invalid('usage: repohost org create <slug> [--name NAME]');
       const org = createOrg(directory, slug, ctx.values.name as string | undefined);
-      await directory.flush();
-      out(ctx, { id: org.id, slug: org.slug, name: org.name }, `created org ${org.slug} (${org.id})`);
-      return 0;
+      return { value: { id: org.id, slug: org.slug, name: org.name }, human: `created org ${org.slug} (${org.id})` };
     }),
 
   'key create': (ctx) =>
-    withDirectory(ctx, async (directory, storage) => {
+    withDirectory(ctx, (directory, storage) => {
       const org = ctx.values.org as string | undefined;
       if (!org) throw invalid('key create needs --org <slug>');
       const created = createSigningKey(directory, storage, org, { scopes: list(ctx.values.scopes), repos: list(ctx.values.repos), name: ctx.values.name as string | undefined });
-      await directory.flush();
       const { record } = created;
-      out(
-        ctx,
-        {
+      return {
+        value: {
           id: record.id,
           org,
           name: record.name,
@@ -149,10 +152,10 @@ export const commandHandlers: Record<string, Handler> = {
           private_key_jwk: created.privateKeyJwk,
           public_key_jwk: record.public_jwk,
         },
-        `key ${record.id} (${record.name}) scopes=${record.scopes.join(',')}\n` +
+        human:
+          `key ${record.id} (${record.name}) scopes=${record.scopes.join(',')}\n` +
           `The server keeps only the public key. Store this private key now:\n${created.privateKeyPem.trim()}`,
-      );
-      return 0;
+      };
     }),
 
   'key list': (ctx) =>
@@ -161,8 +164,7 @@ export const commandHandlers: Record<string, Handler> = {
       const org = slug ? directory.orgBySlug(slug) : undefined;
       if (!org) throw invalid('key list needs --org <existing slug>');
       const keys = directory.orgKeys(org.id).map((k) => keyView(directory, k));
-      out(ctx, { keys }, keys.map((k) => `${k.id}\t${k.status}\t${k.scopes.join(',')}\t${k.name}`).join('\n'));
-      return 0;
+      return { value: { keys }, human: keys.map((k) => `${k.id}\t${k.status}\t${k.scopes.join(',')}\t${k.name}`).join('\n') };
     }),
 
   'key disable': keyStatus('disabled'),
@@ -170,17 +172,15 @@ export const commandHandlers: Record<string, Handler> = {
   'key revoke': keyStatus('revoked'),
 
   'key scopes': (ctx) =>
-    withDirectory(ctx, async (directory) => {
+    withDirectory(ctx, (directory) => {
       const [id, scopes] = ctx.args;
       if (!id || !scopes) throw invalid('usage: repohost key scopes <key id> <scope,scope>');
       const rec = setKeyScopes(directory, id, list(scopes));
-      await directory.flush();
-      out(ctx, keyView(directory, rec), `${rec.id} scopes=${rec.scopes.join(',')}`);
-      return 0;
+      return { value: keyView(directory, rec), human: `${rec.id} scopes=${rec.scopes.join(',')}` };
     }),
 
   'key tags': (ctx) =>
-    withDirectory(ctx, async (directory) => {
+    withDirectory(ctx, (directory) => {
       const [id, ...pairs] = ctx.args;
       if (!id) throw invalid('usage: repohost key tags <key id> k=v k2=');
       // Without a prototype, `__proto__=x` is an ordinary key that the tag rules can refuse.
@@ -191,9 +191,7 @@ export const commandHandlers: Record<string, Handler> = {
         tags[p.slice(0, eq)] = p.slice(eq + 1);
       }
       const rec = setKeyTags(directory, id, tags);
-      await directory.flush();
-      out(ctx, { id: rec.id, tags: rec.tags }, Object.entries(rec.tags).map(([k, v]) => `${k}=${v}`).join('\n'));
-      return 0;
+      return { value: { id: rec.id, tags: rec.tags }, human: Object.entries(rec.tags).map(([k, v]) => `${k}=${v}`).join('\n') };
     }),
 
   /**
@@ -208,19 +206,12 @@ export const commandHandlers: Record<string, Handler> = {
     if (!ctx.config.secretKey) throw invalid(`cluster import-orgs needs REPOHOST_SECRET_KEY: the cluster's key, the content of ${ctx.config.dataDir}/secret.key`);
     SecretBox.install(ctx.config.dataDir, ctx.config.secretKey);
     const { importOrgs } = await import('../cluster/org-directory/import-orgs.js');
-    const storage = openStorage(ctx.config.dataDir);
-    try {
-      const cluster = await openOrgDirectory(storage, location);
-      try {
-        const counts = await importOrgs(new LmdbOrgDirectory(storage), cluster.directory);
-        out(ctx, counts, `imported ${counts.orgs} orgs, ${counts.keys} keys, ${counts.targets} webhook targets into cluster ${location.cluster} (${counts.present} were there already)`);
-        return 0;
-      } finally {
-        await cluster.close();
-      }
-    } finally {
-      await storage.close();
-    }
+    // The directory withDirectory opens is the cluster's (REPOHOST_CLUSTER_ETCD is set); the data
+    // directory's is read through its storage.
+    return withDirectory(ctx, async (cluster, storage) => {
+      const counts = await importOrgs(new LmdbOrgDirectory(storage), cluster);
+      return { value: counts, human: `imported ${counts.orgs} orgs, ${counts.keys} keys, ${counts.targets} webhook targets into cluster ${location.cluster} (${counts.present} were there already)` };
+    });
   },
 
   async export(ctx) {

@@ -1,23 +1,16 @@
 import { asBinary, type Database, type Key } from 'lmdb';
 import type { Storage } from './database.js';
-import { encodeKey, K } from './keys.js';
+import { encodeKey } from './keys.js';
 import type { WriteDb, WriteSet } from './write-set.js';
 
-/** Where a follower's copy of a shard stands in the shard's log. */
-export interface AppliedPosition {
-  /** The log sequence of the last write set applied. */
-  seq: number;
-  /** The epoch that write set was committed in. */
-  epoch: number;
-}
-
 /**
- * Applies `set`, the write set at log sequence `seq`, and records that position under the shard,
- * all in one transaction: a child of the caller's when one is open (a follower applies many per
- * commit), its own otherwise. The ops write the exact bytes the owner stored. An op whose key is
- * outside the set's shard is refused (the whole set with it): a follower writes nothing else.
+ * Applies `set`, a write set of the shard's log, in one transaction: a child of the caller's when
+ * one is open (a follower applies many per commit, and records its position there:
+ * replica-position.ts), its own otherwise. The ops write the exact bytes the owner stored. An op
+ * whose key is outside the set's shard is refused (the whole set with it): a follower writes
+ * nothing else.
  */
-export function applyWriteSet(storage: Storage, set: WriteSet, seq: number): void {
+export function applyWriteSet(storage: Storage, set: WriteSet): void {
   const dbs: Record<WriteDb, Database<unknown, Key>> = { meta: storage.meta, objects: storage.objects, chunks: storage.chunks };
   const prefix = shardPrefix(set.shard);
   storage.root.transactionSync(() => {
@@ -29,14 +22,7 @@ export function applyWriteSet(storage: Storage, set: WriteSet, seq: number): voi
       // The same keys as on the owner: the range holds here what it held there.
       else for (const key of [...db.getKeys({ start: op.key, end: op.end! })]) db.removeSync(key);
     }
-    const position: AppliedPosition = { seq, epoch: set.epoch };
-    storage.meta.putSync(K.appliedPosition(set.shard), position);
   });
-}
-
-/** The shard's applied position in this data directory; undefined before its first write set. */
-export function appliedPosition(storage: Storage, shard: number): AppliedPosition | undefined {
-  return storage.meta.get(K.appliedPosition(shard)) as AppliedPosition | undefined;
 }
 
 /** The encoded start of every key of `shard`: its number, then the separator between key parts. */

@@ -1,7 +1,8 @@
 import * as lmdb from 'lmdb';
 import type { Key } from 'lmdb';
 import { SHARD_COUNT } from '../actors/shard-map.js';
-import { deliveryShard, laneShard, orgShard, repoShard, type DeliveryOwner } from './shards.js';
+import type { EventEnvelope } from './records.js';
+import { deliveryShard, eventShard, laneShard, orgShard, repoShard, type DeliveryOwner } from './shards.js';
 
 /**
  * The key layout. 256 shards (`actors/shard-map.ts`); everything a shard owns is one contiguous
@@ -48,7 +49,7 @@ import { deliveryShard, laneShard, orgShard, repoShard, type DeliveryOwner } fro
  *                                        (idempotency-store.ts)
  *   [s, 'log']                           ReplicaPosition  cluster mode: the last log sequence the
  *                                        shard's data reflects, and its commit count there
- *                                        (apply-write-set.ts, replica-position.ts)
+ *                                        (replica-position.ts)
  *   [s, 'commits']                       number   cluster mode: transactions that wrote the shard,
  *                                        here or on the owners it was copied from (replica-position.ts)
  *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
@@ -291,10 +292,7 @@ export const Layout2 = {
    */
   metaKey: (key: Key, value: unknown, recordOf: (orgId: string, targetId: string, lane: string, deliveryId: string) => DeliveryOwner | null): Key => {
     const parts = key as string[];
-    if (parts[0] === 'outbox') {
-      const event = value as { organization: { id: string }; repository: { id: string } | null };
-      return K.outbox(laneShard(event.organization.id, event.repository?.id ?? null), parts[1]!);
-    }
+    if (parts[0] === 'outbox') return K.outbox(eventShard(value as EventEnvelope), parts[1]!);
     if (parts[0] === 'whq') {
       const [, targetId, lane, deliveryId] = parts as [string, string, string, string];
       const orgId = value as string;

@@ -1,7 +1,7 @@
 import type { Database, Key } from 'lmdb';
 import { K, Ranges } from './keys.js';
 import type { EventEnvelope } from './records.js';
-import { laneShard } from './shards.js';
+import { eventShard } from './shards.js';
 
 /**
  * The outbox: events written with the mutation that caused them, until the webhook fan-out turns
@@ -10,9 +10,6 @@ import { laneShard } from './shards.js';
  * Ordered by event id (time-ordered), so the fan-out takes a shard's events in order.
  */
 type Meta = Database<unknown, Key>;
-
-/** The shard whose outbox keeps an event. */
-export const eventShard = (event: EventEnvelope): number => laneShard(event.organization.id, event.repository?.id ?? null);
 
 export function putOutboxEvent(meta: Meta, event: EventEnvelope): void {
   meta.putSync(K.outbox(eventShard(event), event.id), event);

@@ -1,5 +1,6 @@
 import { COMMIT_NO_SYNC, type Storage } from './database.js';
-import { K, Ranges } from './keys.js';
+import { K } from './keys.js';
+import { clearShard } from './shard-stream.js';
 
 /**
  * Where a shard's local data stands against its shard log (cluster mode), kept under the shard's
@@ -51,28 +52,24 @@ export function markAcknowledged(storage: Storage, shard: number, position: Repl
 /**
  * A follower's step: applies log entries' write sets in order and records the position, in one
  * transaction (not waited for on disk: the log holds the truth, and a position that rolls back
- * with its data is read from the log again). The sets carry the owner's commit count.
+ * with its data is read from the log again). The position is written here only, once per step,
+ * not per set. The sets carry the owner's commit count.
  */
 export function applyLogEntries(
   storage: Storage,
   shard: number,
   entries: Array<{ seq: number; epoch: number; writeSets: Uint8Array[] }>,
-  apply: (storage: Storage, writeSet: Uint8Array, seq: number) => void,
+  apply: (storage: Storage, writeSet: Uint8Array) => void,
 ): void {
   if (entries.length === 0) return;
   const last = entries[entries.length - 1]!;
   storage.root.transactionSync(() => {
-    for (const entry of entries) for (const ws of entry.writeSets) apply(storage, ws, entry.seq);
+    for (const entry of entries) for (const ws of entry.writeSets) apply(storage, ws);
     storage.meta.putSync(K.appliedPosition(shard), { seq: last.seq, epoch: last.epoch, commit: commitCount(storage, shard) } satisfies ReplicaPosition);
   }, COMMIT_NO_SYNC);
 }
 
 /** Drops everything the shard holds here (position and count included), to rebuild it from the log. */
 export function dropShardData(storage: Storage, shard: number): void {
-  const range = Ranges.shard(shard);
-  storage.root.transactionSync(() => {
-    for (const db of [storage.meta, storage.objects, storage.chunks] as const) {
-      for (const key of [...db.getKeys(range)]) db.removeSync(key);
-    }
-  }, COMMIT_NO_SYNC);
+  storage.root.transactionSync(() => clearShard(storage, shard), COMMIT_NO_SYNC);
 }

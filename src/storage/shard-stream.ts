@@ -45,17 +45,21 @@ interface Part {
   owns: (key: unknown[]) => boolean;
 }
 
+/** The databases a shard keeps data in, in record tag order (tag = index + 1). */
+const DATABASES = ['meta', 'objects', 'chunks'] as const;
+
+/** What the shard owns: a range of each database it keeps data in. */
+function shardRanges(shard: ShardName): Array<{ name: (typeof DATABASES)[number]; range: KeyRange }> {
+  if (shard === 'global') return [{ name: 'meta', range: Ranges.global() }];
+  return DATABASES.map((name) => ({ name, range: Ranges.shard(shard) }));
+}
+
 /** The databases a stream carries, by their record tag, each with the range the shard owns in it. */
 function parts(storage: Storage, shard: ShardName): Map<number, Part> {
-  const raw = (name: string): RawDb => storage.root.openDB<Buffer, Key>({ name, encoding: 'binary' });
-  const map = new Map<number, Part>();
-  if (shard === 'global') {
-    map.set(1, { db: raw('meta'), range: Ranges.global(), owns: (key) => typeof key[0] === 'string' });
-    return map;
-  }
-  const owns = (key: unknown[]): boolean => key[0] === shard;
-  ['meta', 'objects', 'chunks'].forEach((name, i) => map.set(i + 1, { db: raw(name), range: Ranges.shard(shard), owns }));
-  return map;
+  const owns = shard === 'global' ? (key: unknown[]): boolean => typeof key[0] === 'string' : (key: unknown[]): boolean => key[0] === shard;
+  return new Map(
+    shardRanges(shard).map(({ name, range }) => [DATABASES.indexOf(name) + 1, { db: storage.root.openDB<Buffer, Key>({ name, encoding: 'binary' }), range, owns }]),
+  );
 }
 
 export function parseShardName(text: string | undefined): ShardName {
@@ -220,6 +224,19 @@ function shardHasData(storage: Storage, shard: ShardName): boolean {
 }
 
 /**
+ * Removes everything the shard holds in this data directory, in the caller's write transaction:
+ * what an import with `replace` overwrites, and what a cluster node drops to rebuild its copy
+ * from the shard's log.
+ */
+export function clearShard(storage: Storage, shard: ShardName): void {
+  for (const { name, range } of shardRanges(shard)) {
+    const db: Database<unknown, Key> = storage[name];
+    // Keys are collected first: a range is not iterated while it is being deleted.
+    for (const key of [...db.getKeys(range)]) db.removeSync(key);
+  }
+}
+
+/**
  * Writes a shard file into this data directory in one transaction. A shard that already has data
  * here is refused unless `replace`, which clears it first (in the same transaction).
  */
@@ -232,7 +249,7 @@ export function importShard(storage: Storage, file: string, options: { replace: 
     return storage.root.transactionSync(() => {
       if (shardHasData(storage, header.shard)) {
         if (!options.replace) throw invalid(`shard ${header.shard} already has data here: import with --replace to overwrite it`);
-        for (const { db, range } of dbs.values()) for (const key of [...db.getKeys(range)]) db.removeSync(key);
+        clearShard(storage, header.shard);
       }
       let records = 0;
       for (;;) {

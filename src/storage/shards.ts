@@ -1,5 +1,6 @@
 import { orgActor, repoActor } from '../actors/actor-names.js';
 import { shardOf } from '../actors/shard-map.js';
+import type { EventEnvelope } from './records.js';
 
 /** The shard that owns a repository's data: its actor's. */
 export const repoShard = (repoId: string): number => shardOf(repoActor(repoId));
@@ -12,6 +13,9 @@ export const orgShard = (orgId: string): number => shardOf(orgActor(orgId));
  * the events' outbox entries, and the deliveries fanned out of them, live there (webhook-store.ts).
  */
 export const laneShard = (orgId: string, repoId: string | null): number => (repoId === null ? orgShard(orgId) : repoShard(repoId));
+
+/** The shard whose outbox keeps an event (outbox.ts): its lane's. */
+export const eventShard = (event: EventEnvelope): number => laneShard(event.organization.id, event.repository?.id ?? null);
 
 /** What the shard of a webhook delivery depends on (fields of its record). */
 export interface DeliveryOwner {

@@ -60,10 +60,10 @@ export function laneOf(d: Pick<DeliveryRecord, 'repo_id'>): string {
 
 type Meta = Database<unknown, Key>;
 
-/** Deliveries pending (queued, in flight or waiting for a retry) on every shard, counted from the pending index. */
-export function pendingCount(meta: Meta): number {
+/** Deliveries pending (queued, in flight or waiting for a retry) on `shards`, counted from the pending index. */
+export function pendingCount(meta: Meta, shards: readonly number[]): number {
   let n = 0;
-  for (let shard = 0; shard < SHARD_COUNT; shard++) n += meta.getKeysCount(Ranges.webhookPending(shard));
+  for (const shard of shards) n += meta.getKeysCount(Ranges.webhookPending(shard));
   return n;
 }
 

@@ -306,11 +306,11 @@ export function removeRange(storage: Storage, name: WriteDb, range: KeyRange): v
 }
 
 /**
- * Runs `fn` as one write transaction, the outermost of this thread. When `storage` records,
- * `replicated` is the sink's answer for its writes (see `WriteSink`); otherwise it is undefined and
- * nothing is allocated for it.
+ * Runs `fn` as one write transaction, the outermost of this thread, and returns the sink's answer
+ * for its writes (see `WriteSink`) when `storage` records, undefined otherwise. Nothing is
+ * allocated for the answer: a batch commits through here.
  */
-export function commitWrites<T>(storage: Storage, fn: () => T, flags?: TransactionFlags): { result: T; replicated: ReturnType<WriteSink> } {
-  const result = storage.root.transactionSync(fn, flags);
-  return { result, replicated: storage.recorder?.takeCommitted() };
+export function commitWrites(storage: Storage, fn: () => void, flags?: TransactionFlags): ReturnType<WriteSink> {
+  storage.root.transactionSync(fn, flags);
+  return storage.recorder?.takeCommitted();
 }

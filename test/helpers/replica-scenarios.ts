@@ -1,5 +1,6 @@
 import type { Test } from 'tap';
 import { repoShard } from '../../src/storage/shards.js';
+import { metricValue } from './metrics-text.js';
 import type { ReplicaCluster, ReplicaNode } from './replica-nodes.js';
 
 /**
@@ -113,6 +114,43 @@ export function gapAfter(acked: Array<{ repo: string; at: number }>, repo: strin
     prev = at;
   }
   return times.length ? gap : Infinity;
+}
+
+/**
+ * Deliveries that stay pending (their target refuses connections, and the first retry is 10 s
+ * away) are counted in `repohost_webhook_backlog` by the node that owns their shard only: every
+ * node holds a copy of every shard here (3 replicas, 3 nodes), and the cluster's backlog is the
+ * sum over its nodes, which must equal the target's pending deliveries as its log lists them.
+ */
+export async function webhookBacklogScenario(t: Test, cluster: ReplicaCluster): Promise<void> {
+  const [n1] = cluster.nodes;
+  await cluster.settled();
+  const target = await retrying(() => n1!.api('POST', '/acme/webhook-targets', { body: { url: 'http://127.0.0.1:9/refused', events: ['bookmark.created'] }, headers: { 'idempotency-key': 'backlog-target' } }));
+  t.equal(target.status, 201, `a target that refuses connections (${target.text.slice(0, 200)})`);
+  const repos = 3;
+  for (let i = 0; i < repos; i++) {
+    const name = `hooked${i}`;
+    const repo = await retrying(() => n1!.api('POST', '/acme/repos', { body: { name }, headers: { 'idempotency-key': `create-${name}` } }));
+    t.equal(repo.status, 201, `repository ${name}`);
+    const res = await retrying(() => n1!.api('POST', `/acme/${name}/bookmarks`, { body: { name: 'hooked', change_id: ROOT }, headers: { 'idempotency-key': `bookmark-${name}` } }));
+    t.equal(res.status, 201, `a bookmark made on ${name}`);
+  }
+  // A new repository's default bookmark makes a `bookmark.created` too: two deliveries a repository.
+  const deliveries = 2 * repos;
+  const deadline = Date.now() + 15_000;
+  let pending = 0;
+  let backlogs: number[] = [];
+  for (;;) {
+    const log = await retrying(() => n1!.api('GET', `/acme/webhook-targets/${target.json.id}/deliveries?limit=100`));
+    pending = (log.json.deliveries as Array<{ status: string }>).filter((d) => d.status === 'pending').length;
+    backlogs = await Promise.all(cluster.nodes.map(async (n) => metricValue(await n.metrics(), 'repohost_webhook_backlog')));
+    if ((pending === deliveries && backlogs.reduce((a, b) => a + b, 0) === pending) || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  t.equal(pending, deliveries, 'every delivery is pending');
+  t.equal(backlogs.reduce((a, b) => a + b, 0), pending, `the nodes' backlogs add up to them (${backlogs.join(', ')})`);
+  const removed = await retrying(() => n1!.api('DELETE', `/acme/webhook-targets/${target.json.id}`));
+  t.equal(removed.status, 200, 'the target is removed, and its deliveries with it');
 }
 
 /**

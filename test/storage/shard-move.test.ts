@@ -97,9 +97,21 @@ t.test('an import refuses a shard that has data unless told to replace it', asyn
   const refused = await runCli(['shard', 'import', fileOf(shard), '--data', source.dataDir]);
   t.equal(refused.code, 1);
   t.match(refused.stderr, `shard ${shard} already has data here`);
+  // Written after the export, in each database of the shard: the replace clears them.
+  const extra = [shard, 'r', 'X'.repeat(26), 'bm', 'after-export'];
+  const storage = openStorage(source.dataDir);
+  storage.root.transactionSync(() => {
+    storage.meta.putSync(extra, { name: 'after-export' });
+    storage.objects.putSync(extra, Buffer.from('after'));
+    storage.chunks.putSync(extra, Buffer.from('after'));
+  });
+  await storage.close();
   const replaced = await runCli(['shard', 'import', fileOf(shard), '--replace', '--data', source.dataDir, '--json']);
   t.equal(replaced.code, 0, replaced.stderr);
   t.equal(JSON.parse(replaced.stdout).shard, shard);
+  const after = openStorage(source.dataDir);
+  t.same([after.meta.get(extra), after.objects.get(extra), after.chunks.get(extra)], [undefined, undefined, undefined], 'what the file does not hold is gone');
+  await after.close();
 });
 
 t.test('a truncated or corrupted shard file is refused and writes nothing', async (t) => {

@@ -5,7 +5,7 @@ import { ABORT } from 'lmdb';
 import t from 'tap';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { encodeKey, K, Ranges } from '../../src/storage/keys.js';
-import { applyWriteSet, appliedPosition } from '../../src/storage/apply-write-set.js';
+import { applyWriteSet } from '../../src/storage/apply-write-set.js';
 import { readReplicaPosition, sealCommit } from '../../src/storage/replica-position.js';
 import { serverStorage } from '../../src/storage/server-storage.js';
 import { recordingStorage, removeRange, WriteRecorder } from '../../src/storage/write-recorder.js';
@@ -111,7 +111,7 @@ t.test('a rolled back outermost transaction hands nothing over; a write outside 
   t.throws(() => storage.meta.ifNoExists(K.repo('x'), () => undefined), /not recorded/, 'a conditional write cannot bypass the record');
 });
 
-t.test('the codec is deterministic and lossless; applying reproduces the bytes and the position', async (t) => {
+t.test('the codec is deterministic and lossless; applying reproduces the bytes', async (t) => {
   const { raw, storage, committed } = fresh();
   const repo = 'C'.repeat(26);
   const value = { name: 'main', nested: { list: [1, 'two', null, true], big: 2 ** 40, float: 0.5 }, text: 'ünï' };
@@ -136,17 +136,23 @@ t.test('the codec is deterministic and lossless; applying reproduces the bytes a
   const follower = openStorage(join(work, 'follower'));
   t.teardown(() => follower.close());
   follower.meta.putSync(K.bookmark(repo, 'gone'), 'stale');
-  follower.root.transactionSync(() => applyWriteSet(follower, decoded, 12));
+  follower.root.transactionSync(() => applyWriteSet(follower, decoded));
   t.equal(hex(follower.meta.getBinary(K.bookmark(repo, 'main'))), hex(raw.meta.getBinary(K.bookmark(repo, 'main'))), 'meta bytes');
   t.same(follower.meta.get(K.bookmark(repo, 'main')), value);
   t.equal(follower.meta.get(K.bookmark(repo, 'gone')), undefined, 'the delete applied');
   t.equal(hex(follower.objects.getBinary(K.object(repo, 'b'.repeat(40)))), '00ff01fe');
   t.equal(follower.chunks.getBinary(K.chunk(repo, 'up', 3))?.length, 0x10000);
-  t.same(appliedPosition(follower, set.shard), { seq: 12, epoch: 7 });
 
-  const other = { ...decoded, shard: (decoded.shard + 1) % 256 };
-  t.throws(() => applyWriteSet(follower, other, 13), /outside/, 'ops outside the shard are refused');
-  t.same(appliedPosition(follower, set.shard), { seq: 12, epoch: 7 }, 'and nothing of it is applied');
+  // A set with one op of its shard, then one of another shard.
+  const late: WriteSet = {
+    ...decoded,
+    ops: [
+      { db: 'meta', kind: 'put', key: encodeKey(K.bookmark(repo, 'late')), value: decoded.ops[0]!.value! },
+      { db: 'meta', kind: 'put', key: encodeKey([(decoded.shard + 1) % 256, 'x']), value: decoded.ops[0]!.value! },
+    ],
+  };
+  t.throws(() => applyWriteSet(follower, late), /outside/, 'ops outside the shard are refused');
+  t.equal(follower.meta.get(K.bookmark(repo, 'late')), undefined, 'and nothing of the set is applied');
 });
 
 t.test('a range removal is one op, and removes the same keys on a follower', async (t) => {
@@ -160,7 +166,7 @@ t.test('a range removal is one op, and removes the same keys on a follower', asy
   const follower = openStorage(join(work, 'range-follower'));
   t.teardown(() => follower.close());
   const apply = (w: CommittedWrites, seq: number): void => {
-    for (const set of w.shards) applyWriteSet(follower, decodeWriteSet(encodeWriteSet({ ...set, epoch: 1, batchId: String(seq) })), seq);
+    for (const set of w.shards) applyWriteSet(follower, decodeWriteSet(encodeWriteSet({ ...set, epoch: 1, batchId: String(seq) })));
   };
   apply(committed[0]!, 1);
   storage.root.transactionSync(() => removeRange(storage, 'objects', Ranges.objects(repo)));

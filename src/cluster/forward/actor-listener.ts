@@ -3,9 +3,8 @@ import type { Key } from 'lmdb';
 import { createServer, constants, type Http2Server, type ServerHttp2Session, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { shardOf } from '../../actors/shard-map.js';
 import type { ActorRuntime } from '../../actors/runtime.js';
-import { decodeRequest } from '../../protocol/messages.js';
 import { log } from '../../log.js';
-import { ACTOR_PATH, PROTOBUF, STALE_STATUS, encodeFailure } from './actor-wire.js';
+import { ACTOR_HEADER, ACTOR_PATH, COMMAND_HEADER, PROTOBUF, STALE_STATUS, encodeFailure } from './actor-wire.js';
 import type { ForwardMetrics } from './forward-metrics.js';
 import { HOP_HEADER, parseHop, staleRoute } from './hop.js';
 import type { ShardOwners } from './shard-owners.js';
@@ -75,7 +74,7 @@ export class ActorListener {
         res.writeHead(status, { [constants.HTTP2_HEADER_CONTENT_TYPE]: status === 200 ? V8_CLONE : PROTOBUF }).end(bytes);
         return;
       }
-      this.serve(shard, Buffer.concat(parts)).then(
+      this.serve(shard, String(req.headers[ACTOR_HEADER] ?? ''), String(req.headers[COMMAND_HEADER] ?? ''), Buffer.concat(parts)).then(
         ({ status, bytes }) => res.writeHead(status, { [constants.HTTP2_HEADER_CONTENT_TYPE]: PROTOBUF }).end(bytes),
         (err: unknown) => {
           log.error('forwarded message failed', { err });
@@ -98,9 +97,10 @@ export class ActorListener {
     }
   }
 
-  private async serve(hop: number | null, bytes: Buffer): Promise<{ status: number; bytes: Uint8Array }> {
-    const msg = decodeRequest(bytes);
-    const shard = shardOf(msg.actor);
+  /** Runs a forwarded ActorRequest of `actor` (its headers say which: actor-wire.ts). */
+  private async serve(hop: number | null, actor: string, command: string, bytes: Buffer): Promise<{ status: number; bytes: Uint8Array }> {
+    if (actor === '' || command === '') return { status: 400, bytes: new Uint8Array(0) };
+    const shard = shardOf(actor);
     if (hop !== shard) return { status: 400, bytes: new Uint8Array(0) };
     if (!this.owners.owns(shard)) {
       this.metrics.staleRefused('actor');
@@ -109,7 +109,7 @@ export class ActorListener {
     try {
       this.owners.home(shard); // throws when this node may not serve it now
       // The message runs as it arrived, and the worker's reply goes back as it left the worker.
-      return { status: 200, bytes: (await this.runtime.dispatch(msg.actor, msg.command, bytes)).raw };
+      return { status: 200, bytes: (await this.runtime.dispatch(actor, command, bytes)).raw };
     } catch (err) {
       return { status: 200, bytes: encodeFailure(err) };
     }

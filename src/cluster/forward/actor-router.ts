@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { shardOf } from '../../actors/shard-map.js';
 import type { ActorCaller } from '../../actors/actor-caller.js';
 import { encodeCall, type ActorCall, type ActorResponse } from '../../actors/runtime.js';
-import { ACTOR_PATH, PROTOBUF, STALE_STATUS, decodeOutcome } from './actor-wire.js';
+import { ACTOR_HEADER, ACTOR_PATH, COMMAND_HEADER, PROTOBUF, STALE_STATUS, decodeOutcome } from './actor-wire.js';
 import type { ForwardMetrics } from './forward-metrics.js';
 import { HOP_HEADER, ownerUnreachable } from './hop.js';
 import type { PeerSessions } from './peer-sessions.js';
@@ -29,7 +29,8 @@ export class ActorRouter implements ActorCaller {
     const started = performance.now();
     let answer;
     try {
-      answer = await this.peers.post(home.node.internalUrl, ACTOR_PATH, { 'content-type': PROTOBUF, [HOP_HEADER]: String(shard) }, encodeCall(call));
+      const headers = { 'content-type': PROTOBUF, [HOP_HEADER]: String(shard), [ACTOR_HEADER]: call.actor, [COMMAND_HEADER]: call.command };
+      answer = await this.peers.post(home.node.internalUrl, ACTOR_PATH, headers, encodeCall(call));
     } catch {
       this.metrics.observe('actor', 'unreachable', 0);
       throw ownerUnreachable(home.node.id);

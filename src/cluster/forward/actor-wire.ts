@@ -6,6 +6,13 @@ import type { ActorResponse } from '../../actors/runtime.js';
 export const ACTOR_PATH = '/actor';
 export const PROTOBUF = 'application/x-protobuf';
 /**
+ * The actor and the command of a forwarded ActorRequest, set by the sender from the call it
+ * encoded: the listener dispatches the bytes as they came, to the worker that decodes them, without
+ * decoding them first to learn where they go.
+ */
+export const ACTOR_HEADER = 'x-repohost-actor';
+export const COMMAND_HEADER = 'x-repohost-command';
+/**
  * The listener's status for a stale route (421 Misdirected Request); its body is the ActorReply
  * with the 503 the client gets. A distinct status lets the sender count stale routes apart from
  * an owner's own 503s.

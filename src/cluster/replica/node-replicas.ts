@@ -48,7 +48,7 @@ export class NodeReplicas {
       storage: options.storage,
       log: options.log,
       nodeId: options.view.localNodeId,
-      applyWriteSet: (storage, bytes, seq) => applyWriteSet(storage, decodeWriteSet(bytes), seq),
+      applyWriteSet: (storage, bytes) => applyWriteSet(storage, decodeWriteSet(bytes)),
       unknownDeadlineMs: options.unknownDeadlineMs,
       gapDeadlineMs: 2000,
       changed: (replica) => this.changed(replica),

@@ -15,8 +15,8 @@ export interface ReplicaContext {
   storage: Storage;
   log: ShardLog;
   nodeId: string;
-  /** Applies one write set (storage's codec) at log sequence `seq`, inside the caller's transaction. */
-  applyWriteSet: (storage: Storage, writeSet: Uint8Array, seq: number) => void;
+  /** Applies one write set (storage's codec), inside the caller's transaction. */
+  applyWriteSet: (storage: Storage, writeSet: Uint8Array) => void;
   /** How long an append of unknown outcome is retried before the shard demotes. */
   unknownDeadlineMs: number;
   /** How long a commit number may be missing (its thread died before handing it over). */

@@ -142,7 +142,7 @@ export const webhookRoutes: RouteDef[] = [
       const reply = await callActor(ctx, orgActor(ctx.org.id), 'webhook.redeliver', input);
       if ('json' in reply && reply.status === 201) {
         const created = JSON.parse(Buffer.from(reply.json).toString('utf8')) as { id: string };
-        adoptWebhookDelivery(ctx.params.id!, created.id);
+        adoptWebhookDelivery(ctx.org.id, ctx.params.id!, created.id);
       }
       return reply;
     },

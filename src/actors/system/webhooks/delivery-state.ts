@@ -3,10 +3,9 @@ import type { Storage } from '../../../storage/database.js';
 import type { OrgDirectory } from '../../../storage/org-directory.js';
 import { shardOfLane } from '../../../storage/keys.js';
 import { mergeOrdered } from '../../../storage/merge-ordered.js';
-import { deliveryShard, orgShard } from '../../../storage/shards.js';
+import { orgShard } from '../../../storage/shards.js';
 import {
   dropLaneEntries,
-  findDelivery,
   getDelivery,
   laneEntries,
   laneOf,
@@ -67,11 +66,15 @@ export class DeliveryState {
     for (const shard of shards) yield* pendingLanes(this.storage.meta, shard);
   }
 
-  /** The lane of a delivery that is pending on an owned shard (one another thread created), or null. */
-  pendingLane(targetId: string, deliveryId: string): { orgId: string; lane: string } | null {
-    const record = findDelivery(this.storage.meta, targetId, deliveryId);
-    if (record?.status !== 'pending' || !this.ownership.owns(deliveryShard(record))) return null;
-    return { orgId: record.org_id, lane: laneOf(record) };
+  /**
+   * The lane of a redelivery of the org that is pending here, or null. The org's actor created it,
+   * so it is on the org's shard (`deliveryShard`), if this node owns that.
+   */
+  pendingRedelivery(orgId: string, targetId: string, deliveryId: string): string | null {
+    const shard = orgShard(orgId);
+    if (!this.ownership.owns(shard)) return null;
+    const record = getDelivery(this.storage.meta, shard, targetId, deliveryId);
+    return record?.status === 'pending' ? laneOf(record) : null;
   }
 
   /**

@@ -120,10 +120,10 @@ export class WebhookDispatcher {
     });
   }
 
-  /** Picks up a delivery another thread created (a redelivery) without waiting for a restart. */
-  adopt(targetId: string, deliveryId: string): void {
-    const found = this.state.pendingLane(targetId, deliveryId);
-    if (found !== null) this.lanes.resume(found.orgId, targetId, found.lane);
+  /** Picks up a redelivery another thread created without waiting for the next poll. */
+  adopt(orgId: string, targetId: string, deliveryId: string): void {
+    const lane = this.state.pendingRedelivery(orgId, targetId, deliveryId);
+    if (lane !== null) this.lanes.resume(orgId, targetId, lane);
   }
 
   async stop(): Promise<void> {

@@ -25,8 +25,9 @@ const RESTART_DELAY_MS = 1000;
 let active: Worker | null = null;
 let ownedShards = allShards();
 
-export function adoptWebhookDelivery(targetId: string, deliveryId: string): void {
-  active?.postMessage({ type: 'adopt', targetId, deliveryId } satisfies ToWebhookWorker);
+/** A redelivery the org's actor created: sent at once if this node owns the org's shard. */
+export function adoptWebhookDelivery(orgId: string, targetId: string, deliveryId: string): void {
+  active?.postMessage({ type: 'adopt', orgId, targetId, deliveryId } satisfies ToWebhookWorker);
 }
 
 /** The shards whose webhook queues this node drains from now on (the ones it owns). */
@@ -68,10 +69,12 @@ export function startWebhookActor(services: Services): SystemActor {
   spawn();
   new Gauge({
     name: 'repohost_webhook_backlog',
-    help: 'Webhook deliveries pending (queued, in flight or waiting for a retry)',
+    help: 'Webhook deliveries pending (queued, in flight or waiting for a retry) on the shards this node owns',
     registers: [services.metrics.registry],
     collect() {
-      this.set(pendingCount(services.storage.meta));
+      // The owned shards only: a node's copies of other shards hold their owners' backlogs, and
+      // the cluster's backlog is the sum over its nodes.
+      this.set(pendingCount(services.storage.meta, ownedShards));
     },
   });
   return {

@@ -21,7 +21,8 @@ export interface WebhookWorkerData extends Omit<DispatcherOptions, 'storage' | '
 }
 
 export type ToWebhookWorker =
-  | { type: 'adopt'; targetId: string; deliveryId: string }
+  /** A redelivery the org's actor created (on the org's shard). */
+  | { type: 'adopt'; orgId: string; targetId: string; deliveryId: string }
   /** The shards this node owns from now on. */
   | { type: 'own'; shards: number[] }
   | { type: 'stop' };
@@ -35,7 +36,7 @@ const dispatcher = new WebhookDispatcher({ ...options, storage, directory: opene
 dispatcher.start();
 
 parentPort!.on('message', (message: ToWebhookWorker) => {
-  if (message.type === 'adopt') return dispatcher.adopt(message.targetId, message.deliveryId);
+  if (message.type === 'adopt') return dispatcher.adopt(message.orgId, message.targetId, message.deliveryId);
   if (message.type === 'own') return ownership.set(message.shards);
   dispatcher
     .stop()
