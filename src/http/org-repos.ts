@@ -5,8 +5,8 @@ import { canAccessRepo } from './auth/principal.js';
 import { readerFor } from './shard-reads.js';
 import type { RequestContext } from './route.js';
 
-/** Splits ids into runs of `size` (Infinity: one run), read lazily. */
-function* runs<T>(items: Iterable<T>, size: number): Generator<T[]> {
+/** Splits items into runs of `size` (Infinity: one run), read lazily. */
+export function* runs<T>(items: Iterable<T>, size: number): Generator<T[]> {
   let run: T[] = [];
   for (const item of items) {
     run.push(item);

@@ -8,8 +8,8 @@ import { deliveryShard, eventShard, laneShard, orgShard, repoShard, type Deliver
  * The key layout. 256 shards (`actors/shard-map.ts`); everything a shard owns is one contiguous
  * range `[shard] .. [shard + 1]` in each database, so a shard is copied, streamed and dropped as a
  * unit. A repository's data belongs to its actor's shard (`repoShard`), an org's repository
- * index and sync list to the org actor's (`orgShard`). Shard numbers sort before every string,
- * so the global keys (first part a string) follow all the shards.
+ * index to the org actor's (`orgShard`). Shard numbers sort before every string, so the global
+ * keys (first part a string) follow all the shards.
  *
  * `meta`, shard-owned (ordered tuples, so that everything one list or one cleanup needs is one
  * contiguous range):
@@ -34,6 +34,8 @@ import { deliveryShard, eventShard, laneShard, orgShard, repoShard, type Deliver
  *   [s, 'r', repoId, 'bytes']            number   bytes of the repository's objects counted by the quota
  *   [s, 'sync-repo', repoId, syncId]     orgId    a repository's sync entries outside its own range,
  *                                        so that deleting the repository can remove them
+ *   [s, 'org-sync', orgId, syncId]       repoId   the org's syncs of repositories on this shard, in
+ *                                        creation order: the org's sync runs are every shard's, merged
  *   [s, 'pend', repoId, oid]             PendingObject  a stored object nothing references yet: an
  *                                        uploaded blob, or a fetched object before its pull applies
  *                                        (pending-objects.ts; collected after the retention)
@@ -57,7 +59,6 @@ import { deliveryShard, eventShard, laneShard, orgShard, repoShard, type Deliver
  *                                        while a saga holds the name (repo-saga-store.ts)
  *   [o, 'o', orgId, 'saga', sagaId]      RepoSagaRecord  an unfinished create, rename or delete, in
  *                                        start order (the sweeper settles the stale ones)
- *   [o, 'o', orgId, 'sync', syncId]      repoId   the org's syncs in creation order (sync-runs)
  *   [o, 'o', orgId, 'was', lowerName, repoId]  ms  a name the repository gave up (renamed or
  *                                        deleted), kept for idempotent repeats (released-names.ts)
  *   [o, 'quota-grant', orgId, shard]     GrantLedgerEntry  what the org granted that shard and knows
@@ -136,7 +137,8 @@ export const K = {
   sync: (repoId: string, syncId: string): Key => inRepo(repoId, 'sync', syncId),
   tag: (repoId: string, name: string): Key => inRepo(repoId, 'tag', name),
   notes: (repoId: string, name: string): Key => inRepo(repoId, 'notes', name),
-  orgSync: (orgId: string, syncId: string): Key => inOrg(orgId, 'sync', syncId),
+  /** The org's entry of a sync, on the shard of its repository (which alone writes it). */
+  orgSync: (orgId: string, repoId: string, syncId: string): Key => [repoShard(repoId), 'org-sync', orgId, syncId],
   syncQueue: (repoId: string, syncId: string): Key => [repoShard(repoId), 'syncq', repoId, syncId],
   repoSyncIndex: (repoId: string, syncId: string): Key => [repoShard(repoId), 'sync-repo', repoId, syncId],
   webhookTarget: (orgId: string, targetId: string): Key => ['o', orgId, 'wht', targetId],
@@ -180,6 +182,11 @@ function under(prefix: readonly Part[]): KeyRange {
   return { start: [...prefix, null] as Key, end: [...prefix, HIGH] };
 }
 
+/** The key of `id` in a range of `under(prefix)`: the prefix, then the id. */
+export function keyInRange(range: KeyRange, id: string): Key {
+  return [...(range.end as Part[]).slice(0, -1), id];
+}
+
 /** The named key ranges: what lists, scans and cleanups walk (the only place a prefix is spelled). */
 export const Ranges = {
   /** Everything a repository owns in `meta` besides its record (see `clearRepository`). */
@@ -207,7 +214,8 @@ export const Ranges = {
   /** The shard-owned data of every org whose shard is `shard`. */
   shardOrgData: (shard: number): KeyRange => under([shard, 'o']),
   orgNames: (orgId: string): KeyRange => under(inOrg(orgId, 'name')),
-  orgSyncs: (orgId: string): KeyRange => under(inOrg(orgId, 'sync')),
+  /** The org's syncs of repositories on one shard, oldest first (sync ids are ULIDs). */
+  shardOrgSyncs: (shard: number, orgId: string): KeyRange => under([shard, 'org-sync', orgId]),
   /** The org's unfinished repository sagas, oldest first (saga ids are ULIDs). */
   orgSagas: (orgId: string): KeyRange => under(inOrg(orgId, 'saga')),
   /** The repositories that gave up `name` in the org (released-names.ts). */
@@ -245,7 +253,7 @@ export const Ranges = {
 };
 
 /** The layout `K` and `Ranges` describe, recorded under `K.layoutVersion()` (layout-migration.ts). */
-export const LAYOUT_VERSION = 3;
+export const LAYOUT_VERSION = 4;
 
 /**
  * Layout 1, from before shards: the same tuples without the shard number in front (and an
@@ -265,6 +273,7 @@ export const Layout1 = {
     const parts = key as Part[];
     if (parts[0] === 'staged') return K.stagedUpload(value as string, parts[1] as string);
     if (parts[0] === 'syncq') return K.syncQueue(value as string, parts[1] as string);
+    if (parts[0] === 'o' && parts[2] === 'sync') return K.orgSync(parts[1] as string, value as string, parts[3] as string);
     const owner = parts[1] as string;
     return [parts[0] === 'o' ? orgShard(owner) : repoShard(owner), ...parts];
   },
@@ -300,6 +309,19 @@ export const Layout2 = {
       return K.webhookPending(record ? deliveryShard(record) : shardOfLane(orgId, lane), targetId, lane, deliveryId);
     }
     return K.webhookDelivery(deliveryShard(value as DeliveryOwner), parts[3]!, parts[4]!);
+  },
+};
+
+/**
+ * Layouts 2 and 3: the org's sync runs were one list on the org's shard, `[o, 'o', orgId, 'sync',
+ * syncId]` → repoId, written by the repositories' actors into a shard not theirs. Each entry
+ * moves to its repository's shard (`K.orgSync`).
+ */
+export const Layout3 = {
+  metaRanges: (orgIds: readonly string[]): KeyRange[] => orgIds.map((orgId) => under(inOrg(orgId, 'sync'))),
+  metaKey: (key: Key, value: unknown): Key => {
+    const parts = key as Part[];
+    return K.orgSync(parts[2] as string, value as string, parts[4] as string);
   },
 };
 

@@ -1,6 +1,6 @@
 import type { Database, Key } from 'lmdb';
 import type { Storage } from './database.js';
-import { K, LAYOUT_VERSION, Layout1, Layout2, lastPart, Ranges, shardOfLane, type KeyRange } from './keys.js';
+import { K, LAYOUT_VERSION, Layout1, Layout2, Layout3, lastPart, Ranges, shardOfLane, type KeyRange } from './keys.js';
 import { orgShard, type DeliveryOwner } from './shards.js';
 
 /**
@@ -98,6 +98,10 @@ function nextBatch(storage: Storage, limit: number): Move[] {
   for (const range of Layout2.metaRanges(orgIds)) {
     if (full()) return batch;
     take(meta, range, (key, value) => Layout2.metaKey(key, value, recordOf));
+  }
+  for (const range of Layout3.metaRanges(orgIds)) {
+    if (full()) return batch;
+    take(meta, range, Layout3.metaKey);
   }
   for (const db of [storage.objects, storage.chunks] as Database<unknown, Key>[]) {
     if (full()) return batch;

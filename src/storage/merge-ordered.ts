@@ -26,3 +26,11 @@ export function* mergeOrdered<T>(sources: Iterable<T>[], idOf: (item: T) => stri
     }
   }
 }
+
+/** The first `limit` items of `items`, read no further (a merge, say). */
+export function firstOf<T>(items: Iterable<T>, limit: number): T[] {
+  const taken: T[] = [];
+  if (limit <= 0) return taken;
+  for (const item of items) if (taken.push(item) >= limit) break;
+  return taken;
+}

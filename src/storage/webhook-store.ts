@@ -2,7 +2,7 @@ import type { Database, Key } from 'lmdb';
 import { SHARD_COUNT } from '../actors/shard-map.js';
 import { K, lastPart, ORG_LANE, Ranges } from './keys.js';
 import { mergeOrdered } from './merge-ordered.js';
-import { newestFirst } from './newest-first.js';
+import { newestFirstAcross } from './newest-first.js';
 import { deliveryShard } from './shards.js';
 
 /**
@@ -145,10 +145,8 @@ export function dropLaneEntries(meta: Meta, shard: number, targetId: string, lan
  * every shard merged by id (delivery ids sort by creation time).
  */
 export function* deliveriesNewestFirst(meta: Meta, targetId: string, before?: string): Generator<DeliveryRecord> {
-  const shards = Array.from({ length: SHARD_COUNT }, (_, shard) =>
-    newestFirst(meta, Ranges.webhookDeliveries(shard, targetId), before === undefined ? undefined : K.webhookDelivery(shard, targetId, before)),
-  );
-  for (const { value } of mergeOrdered(shards, (d) => d.id, true)) yield value as DeliveryRecord;
+  const shards = Array.from({ length: SHARD_COUNT }, (_, shard) => Ranges.webhookDeliveries(shard, targetId));
+  for (const { value } of newestFirstAcross(meta, shards, before)) yield value as DeliveryRecord;
 }
 
 /** A target's delivery records on one shard, oldest first (delivery ids sort by creation time). */

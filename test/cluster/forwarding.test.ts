@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { apiAnswers, populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
+import { apiAnswers, DEAD_UPSTREAM, populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
 import { allOwnedBy, startForwardNodes, type ForwardNode } from '../helpers/forward-nodes.js';
 import { cloneUrl, gitClient } from '../git/helpers.js';
 
@@ -87,6 +87,7 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
   const viaA = await apiAnswers(a!);
   t.same(viaB, viaA, 'every answer is the same through either node');
   await orgReadsGathered(t, [a!, b!]);
+  await syncRunsMerged(t, [a!, b!]);
   // Each repository read by name, through both nodes.
   for (const repo of ['r0', 'r1', 'r2', 'r3', 'r4', 'r5']) {
     for (const path of ['', '/bookmarks', '/changes?bookmark=main&limit=200', '/content?depth=10', '/content?path=a.txt', '/upstream/syncs']) {
@@ -149,11 +150,8 @@ async function orgReadsGathered(t: Test, nodes: ForwardNode[]): Promise<void> {
       runs = await node.api('GET', '/acme/sync-runs');
     }
     const own = await node.api('GET', '/acme/r0/upstream/syncs');
-    // The org's index of sync runs is written by the repository's actor into the org's shard
-    // (storage/sync-store.ts indexNewSync): a cross-shard write that a cluster does not carry yet.
-    const todo = 'the org sync index is still written across shards';
-    t.same(runs.json.sync_runs.map((r: { id: string }) => r.id), own.json.syncs.map((s: { id: string }) => s.id), `the org's sync runs are r0's ${via}`, { todo });
-    t.ok(runs.json.sync_runs.length >= 1 && runs.json.sync_runs.every((r: { repo_id: string }) => r.repo_id === repos.get('r0')!.id), `and there are some ${via}`, { todo });
+    t.same(runs.json.sync_runs.map((r: { id: string }) => r.id), own.json.syncs.map((s: { id: string }) => s.id), `the org's sync runs are r0's ${via}`);
+    t.ok(runs.json.sync_runs.length >= 1 && runs.json.sync_runs.every((r: { repo_id: string }) => r.repo_id === repos.get('r0')!.id), `and there are some ${via}`);
     const byName = await node.api('GET', '/acme/sync-runs?repo=r0');
     t.same(byName.json.sync_runs, runs.json.sync_runs, `r0's sync runs ${via}`);
     t.same((await node.api('GET', '/acme/sync-runs?repo=r1')).json.sync_runs, [], `none for r1 ${via}`);
@@ -180,5 +178,52 @@ async function orgReadsGathered(t: Test, nodes: ForwardNode[]): Promise<void> {
     t.equal(refused.status, 403, `not one outside its reach ${via}`);
     const ids = await node.token({ repo_ids: [repos.get(elsewhere[0]!)!.id] });
     t.same((await node.api('GET', '/whoami', { token: ids })).json.repo_ids, [repos.get(elsewhere[0]!)!.id], `an id claim on another node's shard ${via}`);
+  }
+}
+
+/** The id of every item of a cursor-paged list, page by page (`limit` a page). */
+async function pagedIds(node: ForwardNode, path: string, items: string, limit: number, token?: string): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor = '';
+  for (let pages = 0; pages < 50; pages++) {
+    const page = await node.api('GET', `${path}${path.includes('?') ? '&' : '?'}limit=${limit}${cursor}`, token ? { token } : {});
+    if (page.status !== 200) throw new Error(`GET ${path}: ${page.status} ${page.text}`);
+    ids.push(...page.json[items].map((item: { id: string }) => item.id));
+    if (!page.json.has_more) return ids;
+    cursor = `&cursor=${encodeURIComponent(page.json.next_cursor as string)}`;
+  }
+  throw new Error(`GET ${path}: more than 50 pages`);
+}
+
+/**
+ * Sync runs of repositories on both nodes (each node's shards list the syncs of their own
+ * repositories): the org's list merges them newest first, in cursor pages too, through either
+ * node, and a restricted token or a `repo` filter sees only its repositories' syncs.
+ */
+async function syncRunsMerged(t: Test, nodes: ForwardNode[]): Promise<void> {
+  const names = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
+  const { org, repos } = await owners(nodes[0]!, names);
+  for (const name of names.slice(1)) t.equal((await nodes[0]!.api('PATCH', `/acme/${name}`, { body: { upstream: { url: DEAD_UPSTREAM } } })).status, 200, `${name} gets an upstream`);
+  // Two syncs each, enqueued round-robin so that the org's order interleaves the repositories.
+  for (let round = 0; round < 2; round++) {
+    for (const name of names) {
+      const sync = await nodes[round]!.api('POST', `/acme/${name}/upstream/syncs`, { body: { direction: 'pull' } });
+      t.equal(sync.status, 201, `a sync of ${name}`);
+    }
+  }
+  const byRepo = new Map<string, string[]>();
+  for (const name of names) byRepo.set(name, await pagedIds(nodes[0]!, `/acme/${name}/upstream/syncs`, 'syncs', 200));
+  const all = [...byRepo.values()].flat().sort().reverse();
+  t.equal(all.length, 13, 'thirteen syncs (r0 had one)');
+  const elsewhere = names.find((n) => repos.get(n)!.node !== org)!;
+  for (const node of nodes) {
+    const via = `through ${node.id}`;
+    const list = await node.api('GET', '/acme/sync-runs?limit=100');
+    t.same(list.json.sync_runs.map((r: { id: string }) => r.id), all, `every repository's syncs, newest first, ${via}`);
+    t.same(await pagedIds(node, '/acme/sync-runs', 'sync_runs', 3), all, `cursor pages of three add up to the list ${via}`);
+    t.same(await pagedIds(node, '/acme/sync-runs', 'sync_runs', 1), all, `and pages of one ${via}`);
+    t.same(await pagedIds(node, `/acme/sync-runs?repo=${elsewhere}`, 'sync_runs', 1), byRepo.get(elsewhere), `${elsewhere}'s, on a node the org is not on, ${via}`);
+    const token = await node.token({ repos: [`acme/${elsewhere}`] });
+    t.same(await pagedIds(node, '/acme/sync-runs', 'sync_runs', 1, token), byRepo.get(elsewhere), `a token restricted to ${elsewhere} sees its syncs only, page by page, ${via}`);
   }
 }

@@ -16,7 +16,7 @@ const ROOT = 'z'.repeat(32);
 export const SCENARIO_ENV = { REPOHOST_PUBLIC_URL: 'http://repohost.test', REPOHOST_SYNC_RETRY_BASE_MS: '1' };
 
 /** An upstream nothing listens on: a sync against it fails after its retries. */
-const DEAD_UPSTREAM = 'http://127.0.0.1:9/none.git';
+export const DEAD_UPSTREAM = 'http://127.0.0.1:9/none.git';
 
 async function ok(res: Promise<{ status: number; json: any; text: string }>, what: string): Promise<any> {
   const r = await res;

@@ -43,7 +43,7 @@ t.test('every key of a repository sorts inside its shard, org-shard keys inside 
     const owned = [
       K.repo(repoId), K.bookmark(repoId, 'main'), K.operation(repoId, 'op_1'), K.change(repoId, 'c'), K.commit(repoId, OID), K.evolution(repoId, 'c', 'e'),
       K.child(repoId, 'p', 'c'), K.fileMeta(repoId, 'a/b'), K.latestSync(repoId), K.analytics(repoId), K.analyticsState(repoId), K.analyticsCommit(repoId, OID),
-      K.sync(repoId, 's'), K.tag(repoId, 'v1'), K.notes(repoId, 'n'), K.repoBytes(repoId), K.pending(repoId, OID), K.stagedUpload(repoId, 'upl_1'), K.repoSyncIndex(repoId, 's'), K.syncQueue(repoId, 's'), K.repoSagaFence(repoId), K.quotaAllowance(shard, 'org_1'), K.idempotency(shard, 'key_1', 'k'),
+      K.sync(repoId, 's'), K.tag(repoId, 'v1'), K.notes(repoId, 'n'), K.repoBytes(repoId), K.pending(repoId, OID), K.stagedUpload(repoId, 'upl_1'), K.repoSyncIndex(repoId, 's'), K.orgSync('org_1', repoId, 's'), K.syncQueue(repoId, 's'), K.repoSagaFence(repoId), K.quotaAllowance(shard, 'org_1'), K.idempotency(shard, 'key_1', 'k'),
       K.outbox(shard, 'evt_1'), K.webhookDelivery(shard, 'wht_1', 'dlv_1'), K.webhookPending(shard, 'wht_1', repoId, 'dlv_1'),
     ];
     for (const key of owned) storage.meta.putSync(key, true);
@@ -56,7 +56,7 @@ t.test('every key of a repository sorts inside its shard, org-shard keys inside 
     t.notOk(holds(storage.meta, Ranges.repoOwned(repoId), K.repo(repoId)), 'the record is not part of the owned range');
   }
   const orgId = 'org_01M8EV44EE22VXE4B7E6B1SDC7';
-  for (const key of [K.orgRepo(orgId, REPOS[0]!), K.repoName(orgId, 'Name'), K.orgSync(orgId, 's'), K.repoSaga(orgId, 'saga_1'), K.releasedName(orgId, 'Name', REPOS[0]!), K.quotaGrant(orgId, 3)]) {
+  for (const key of [K.orgRepo(orgId, REPOS[0]!), K.repoName(orgId, 'Name'), K.repoSaga(orgId, 'saga_1'), K.releasedName(orgId, 'Name', REPOS[0]!), K.quotaGrant(orgId, 3)]) {
     storage.meta.putSync(key, true);
     t.ok(holds(storage.meta, Ranges.shard(orgShard(orgId)), key), `${JSON.stringify(key)} in the org's shard`);
   }

@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
-import { openStorage } from '../../src/storage/database.js';
+import { openStorage, type Storage } from '../../src/storage/database.js';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
-import { K, LAYOUT_VERSION, Layout1, Layout2, lastPart, Ranges } from '../../src/storage/keys.js';
-import { deliveryShard, laneShard, type DeliveryOwner } from '../../src/storage/shards.js';
-import { apiAnswers, SCENARIO_ENV } from '../helpers/api-scenario.js';
-import { runCli, startTestServer, type TestKey } from '../helpers/server.js';
+import { K, keyInRange, LAYOUT_VERSION, Layout1, Layout2, Layout3, lastPart, Ranges } from '../../src/storage/keys.js';
+import { deliveryShard, laneShard, repoShard, type DeliveryOwner } from '../../src/storage/shards.js';
+import { apiAnswers, DEAD_UPSTREAM, SCENARIO_ENV } from '../helpers/api-scenario.js';
+import { runCli, startTestServer, type TestKey, type TestServer } from '../helpers/server.js';
 
 /**
  * A data directory written by the build before shard-prefixed keys (layout 1) is migrated when
@@ -85,20 +85,32 @@ t.test('a CLI command on an unmigrated directory migrates it first and reads it'
   for (const line of log.stdout.trim().split('\n')) t.ok(clone.includes(line.split(' ')[0]!), `commit ${line} as the old build served it`);
 });
 
-t.test('a migration killed in the middle resumes on the next start; the API answers as before', async (t) => {
-  const dir = legacyDataDir(t);
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/slow-migration.js', import.meta.url)), dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Migrates `dir` five entries a transaction in a process of its own (pausing `pauseMs` after
+ * each), killed after transaction `killAfter`: the transactions it reported (fewer when it
+ * finished first) and the entries moved by then.
+ */
+async function killedMigration(dir: string, killAfter: number, pauseMs = 0): Promise<{ batches: number; moved: number }> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/slow-migration.js', import.meta.url)), dir, String(pauseMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout });
   let batches = 0;
+  let moved = 0;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   for await (const line of lines) {
     if (line === 'done') break;
-    if (++batches === 3) {
+    moved = Number(/^moved (\d+)$/.exec(line)?.[1]);
+    if (++batches === killAfter) {
       child.kill('SIGKILL');
       break;
     }
   }
   await exited;
+  return { batches, moved };
+}
+
+t.test('a migration killed in the middle resumes on the next start; the API answers as before', async (t) => {
+  const dir = legacyDataDir(t);
+  const { batches } = await killedMigration(dir, 3);
   t.equal(batches, 3, 'killed after its third transaction, before it finished');
   compare(t, await answersOf(t, dir));
   t.equal(layoutCounts(dir).old, 0, 'the migration completed');
@@ -210,23 +222,96 @@ t.test('the webhook queues of layout 2 move to the shards of the actors that wro
 
 t.test('a migration of the webhook queues killed in the middle resumes and places everything', async (t) => {
   const { dir, orgId } = await layout2WebhookDir(t, 150);
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/slow-migration.js', import.meta.url)), dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout });
-  let batches = 0;
-  let moved = 0;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  for await (const line of lines) {
-    if (line === 'done') break;
-    moved = Number(/^moved (\d+)$/.exec(line)?.[1]);
-    // Past the outbox (150 entries, 5 per transaction): in the middle of the pending index.
-    if (++batches === 40) {
-      child.kill('SIGKILL');
-      break;
-    }
-  }
-  await exited;
+  // Past the outbox (150 entries, 5 per transaction): in the middle of the pending index.
+  const { batches, moved } = await killedMigration(dir, 40);
   t.equal(batches, 40, 'killed after its 40th transaction, before it finished');
   t.ok(moved > 150 && moved < 150 + 150 + 101, `${moved} entries had moved, the rest not yet`);
   const placed = webhookPlacement(t, dir, orgId);
   t.same(placed, { old: 0, outbox: 150, records: 150, pending: 101 }, 'the next open finished the move');
+});
+
+/** The org's sync runs as the API lists them: whole, in cursor pages of two, and by repository. */
+async function syncRunAnswers(s: TestServer, names: string[]): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  const get = async (path: string): Promise<any> => {
+    const res = await s.api('GET', path);
+    out[path] = { status: res.status, body: res.json };
+    return res.json;
+  };
+  await get('/acme/sync-runs?limit=100');
+  for (let page = await get('/acme/sync-runs?limit=2'); page.has_more; ) page = await get(`/acme/sync-runs?limit=2&cursor=${page.next_cursor}`);
+  for (const name of names) await get(`/acme/sync-runs?repo=${name}`);
+  return out;
+}
+
+/**
+ * Where the org's sync-run entries are: left at layout 3's keys, and on the shards (each checked
+ * to be its repository's).
+ */
+function orgSyncPlacement(t: Test, storage: Storage): { old: number; placed: number } {
+  const orgIds = [...storage.meta.getKeys(Ranges.orgs())].map(lastPart);
+  const old = Layout3.metaRanges(orgIds).reduce((n, r) => n + storage.meta.getKeysCount(r), 0);
+  let placed = 0;
+  for (const orgId of orgIds) {
+    for (let shard = 0; shard < SHARD_COUNT; shard++) {
+      for (const { key, value } of storage.meta.getRange(Ranges.shardOrgSyncs(shard, orgId))) {
+        if (repoShard(value as string) !== shard) t.fail(`${JSON.stringify(key)} of ${String(value)} away from its repository`);
+        placed++;
+      }
+    }
+  }
+  return { old, placed };
+}
+
+t.test('the org sync index of layout 3 moves to the repositories\' shards; a killed move resumes', async (t) => {
+  const s = await startTestServer({ env: SCENARIO_ENV });
+  t.teardown(async () => {
+    await s.stop();
+    s.cleanup();
+  });
+  // Four repositories with four syncs each (against an upstream that refuses them: they fail fast).
+  const names = ['one', 'two', 'three', 'four'];
+  for (const name of names) t.equal((await s.api('POST', '/acme/repos', { body: { name, upstream: { url: DEAD_UPSTREAM } } })).status, 201);
+  for (let round = 0; round < 4; round++) {
+    for (const name of names) t.equal((await s.api('POST', `/acme/${name}/upstream/syncs`, { body: { direction: 'pull' } })).status, 201);
+  }
+  for (const deadline = Date.now() + 30_000; ; ) {
+    const runs = (await s.api('GET', '/acme/sync-runs?limit=100')).json.sync_runs as Array<{ status: string }>;
+    if (runs.length === 16 && runs.every((r) => r.status === 'failed')) break;
+    if (Date.now() > deadline) throw new Error(`the syncs did not fail: ${JSON.stringify(runs)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const before = await syncRunAnswers(s, names);
+  t.ok(Object.keys(before).length > 10, `${Object.keys(before).length} answers`);
+  await s.stop();
+
+  // The index as the build of layout 3 wrote it: one list on the org's shard.
+  const legacy = openStorage(s.dataDir);
+  const orgId = lastPart([...legacy.meta.getKeys(Ranges.orgs())][0]!);
+  const [oldRange] = Layout3.metaRanges([orgId]);
+  legacy.root.transactionSync(() => {
+    for (let shard = 0; shard < SHARD_COUNT; shard++) {
+      for (const { key, value } of [...legacy.meta.getRange(Ranges.shardOrgSyncs(shard, orgId))]) {
+        legacy.meta.putSync(keyInRange(oldRange!, lastPart(key)), value);
+        legacy.meta.removeSync(key);
+      }
+    }
+    legacy.meta.putSync(K.layoutVersion(), 3);
+  });
+  t.same(orgSyncPlacement(t, legacy), { old: 16, placed: 0 }, 'a directory of layout 3');
+  await legacy.close();
+
+  // Killed while it pauses after its second transaction: ten entries moved, six left.
+  const { batches, moved } = await killedMigration(s.dataDir, 2, 2_000);
+  t.same({ batches, moved }, { batches: 2, moved: 10 }, 'killed after two transactions of five');
+  await s.restart();
+  t.same(await syncRunAnswers(s, names), before, 'the API lists the sync runs as before');
+  await s.stop();
+  const migrated = openStorage(s.dataDir);
+  try {
+    t.same(orgSyncPlacement(t, migrated), { old: 0, placed: 16 }, 'every entry on its repository\'s shard');
+    t.equal(migrated.meta.get(K.layoutVersion()), LAYOUT_VERSION);
+  } finally {
+    await migrated.close();
+  }
 });

@@ -64,6 +64,15 @@ t.test('routes - lists are newest first with cursors; sync-runs spans the org wi
   t.ok(runIds.includes(otherId) && ids.every((id) => runIds.includes(id)));
   t.ok(runs.json.sync_runs.every((r: any) => !('ref_globs' in r)), 'no ref_globs in sync runs');
   t.same([...runIds].sort().reverse(), runIds, 'newest first');
+  // The org's runs are kept per shard (each repository's on its own): cursor pages merge them.
+  const pagedRuns: string[] = [];
+  cursor = null;
+  do {
+    const res: { json: any } = await env.s.api('GET', `/acme/sync-runs?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+    pagedRuns.push(...res.json.sync_runs.map((r: any) => r.id));
+    cursor = res.json.next_cursor;
+  } while (cursor);
+  t.same(pagedRuns, runIds, 'cursor pages of two add up to the list');
   const filtered = await env.s.api('GET', '/acme/sync-runs?repo=LISTED&limit=3');
   t.same(filtered.json.sync_runs.map((r: any) => r.id), [...ids].reverse().slice(0, 3), 'by current name, case-insensitively');
   t.equal(filtered.json.has_more, true);

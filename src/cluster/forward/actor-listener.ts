@@ -1,5 +1,5 @@
 import { deserialize, serialize } from 'node:v8';
-import type { Key } from 'lmdb';
+import type { Database, Key } from 'lmdb';
 import { createServer, constants, type Http2Server, type ServerHttp2Session, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { shardOf } from '../../actors/shard-map.js';
 import type { ActorRuntime } from '../../actors/runtime.js';
@@ -8,8 +8,7 @@ import { ACTOR_HEADER, ACTOR_PATH, COMMAND_HEADER, PROTOBUF, STALE_STATUS, encod
 import type { ForwardMetrics } from './forward-metrics.js';
 import { HOP_HEADER, parseHop, staleRoute } from './hop.js';
 import type { ShardOwners } from './shard-owners.js';
-import { READ_PATH, V8_CLONE, readOwnKeys } from './shard-gather.js';
-import type { RecordReader } from '../../storage/read/record-cache.js';
+import { LIST_PATH, READ_PATH, V8_CLONE, readOwnKeys, readOwnLists, type ListRead } from './shard-gather.js';
 
 /**
  * Largest forwarded message read. Peers only send what their front end accepted, so this is a
@@ -22,7 +21,8 @@ const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
  * ActorRequest of a shard they believe this node owns; it runs on the local runtime and the
  * ActorReply goes back. A message for a shard this node does not own is refused as a stale route
  * (never forwarded again); one for an owned shard this node may not serve now gets 503. Peers
- * also post batches of keys of this node's shards to read (READ_PATH, shard-gather.ts).
+ * also post batches of keys of this node's shards to read (READ_PATH), and of lists to read
+ * newest first (LIST_PATH, shard-gather.ts).
  */
 export class ActorListener {
   private readonly server: Http2Server;
@@ -30,7 +30,7 @@ export class ActorListener {
 
   constructor(
     private readonly runtime: ActorRuntime,
-    private readonly meta: RecordReader,
+    private readonly meta: Database<unknown, Key>,
     private readonly owners: ShardOwners,
     private readonly metrics: ForwardMetrics,
   ) {
@@ -56,7 +56,7 @@ export class ActorListener {
   }
 
   private onRequest(req: Http2ServerRequest, res: Http2ServerResponse): void {
-    if ((req.url !== ACTOR_PATH && req.url !== READ_PATH) || req.method !== 'POST') {
+    if ((req.url !== ACTOR_PATH && req.url !== READ_PATH && req.url !== LIST_PATH) || req.method !== 'POST') {
       res.writeHead(404).end();
       return;
     }
@@ -69,8 +69,8 @@ export class ActorListener {
       else parts.push(d);
     });
     req.on('end', () => {
-      if (req.url === READ_PATH) {
-        const { status, bytes } = this.read(Buffer.concat(parts));
+      if (req.url === READ_PATH || req.url === LIST_PATH) {
+        const { status, bytes } = this.read(req.url, Buffer.concat(parts));
         res.writeHead(status, { [constants.HTTP2_HEADER_CONTENT_TYPE]: status === 200 ? V8_CLONE : PROTOBUF }).end(bytes);
         return;
       }
@@ -84,11 +84,11 @@ export class ActorListener {
     });
   }
 
-  /** A batch of keys read from this node's LMDB, all of shards it owns and serves, or refused whole. */
-  private read(bytes: Buffer): { status: number; bytes: Uint8Array } {
+  /** A batch of keys or lists read from this node's LMDB, all of shards it owns and serves, or refused whole. */
+  private read(path: string, bytes: Buffer): { status: number; bytes: Uint8Array } {
     try {
-      const keys = deserialize(bytes) as Key[];
-      const read = readOwnKeys(this.meta, this.owners, keys);
+      const request = deserialize(bytes) as unknown;
+      const read = path === LIST_PATH ? readOwnLists(this.meta, this.owners, request as ListRead) : readOwnKeys(this.meta, this.owners, request as Key[]);
       if ('values' in read) return { status: 200, bytes: serialize(read.values) };
       this.metrics.staleRefused('read');
       return { status: STALE_STATUS, bytes: encodeFailure(staleRoute(read.notOwned)) };

@@ -1,9 +1,11 @@
 import { deserialize, serialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
-import type { Key } from 'lmdb';
+import type { Database, Key } from 'lmdb';
 import type { ShardReads } from '../../http/shard-reads.js';
+import { shardOfKey, type KeyRange } from '../../storage/keys.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
-import { shardOfKey } from '../../storage/keys.js';
+import { firstOf, mergeOrdered } from '../../storage/merge-ordered.js';
+import { newestFirstAcross, type ListEntry } from '../../storage/newest-first.js';
 import { STALE_STATUS, decodeOutcome } from './actor-wire.js';
 import type { ForwardMetrics } from './forward-metrics.js';
 import { ownerUnreachable } from './hop.js';
@@ -12,10 +14,24 @@ import type { ShardOwners } from './shard-owners.js';
 
 /** Where peers post the keys they read from this node's shards (actor-listener.ts). */
 export const READ_PATH = '/read';
-/** Keys and values travel as V8 structured clones: the records as LMDB decoded them, Buffers included. */
+/** Where peers post the lists of this node's shards they read newest first (actor-listener.ts). */
+export const LIST_PATH = '/list';
+/** Keys, ranges and values travel as V8 structured clones: the records as LMDB decoded them, Buffers included. */
 export const V8_CLONE = 'application/x-v8-serialized';
 
-/** A key's shard: the first part of every shard-owned key (storage/keys.ts). */
+/**
+ * A read of lists, each a range of one shard whose keys end in a time-ordered id: their first
+ * `limit` entries, newest first across them, strictly before `before`.
+ */
+export interface ListRead {
+  lists: KeyRange[];
+  limit: number;
+  before?: string;
+}
+
+/** Meta as the gathers read it: records by key, lists by range (through storage's readers). */
+type Meta = Database<unknown, Key>;
+
 /** The shard of a gathered key: only shard-owned records are gathered. */
 function shardOfGathered(key: Key): number {
   const shard = shardOfKey(key);
@@ -23,59 +39,80 @@ function shardOfGathered(key: Key): number {
   return shard;
 }
 
+/** The shard of a list: a range inside one shard. */
+function shardOfList(list: KeyRange): number {
+  const shard = shardOfGathered(list.start);
+  if (shardOfGathered(list.end) !== shard) throw new Error('a gathered list lies inside one shard');
+  return shard;
+}
+
 const idOf = (key: Key): string => JSON.stringify(key);
 
 /**
- * The cluster's ShardReads: keys of shards this node owns are read here when asked for; the
- * others are grouped by owner and fetched with one request per node, in parallel. An owner that
- * no longer owns a key's shard refuses the batch as a stale route (503 with Retry-After for the
- * client), so a listing never mixes in a copy that may be behind.
+ * The cluster's ShardReads: keys (and lists) of shards this node owns are read here when asked
+ * for; the others are grouped by owner and fetched with one request per node, in parallel. An
+ * owner that no longer owns a key's shard refuses the batch as a stale route (503 with
+ * Retry-After for the client), so a listing never mixes in a copy that may be behind. A list read
+ * asks each node for the first entries of its lists merged, and merges the nodes' answers.
  */
 export class ShardGather implements ShardReads {
   constructor(
-    private readonly meta: RecordReader,
+    private readonly meta: Meta,
     private readonly owners: ShardOwners,
     private readonly peers: PeerSessions,
     private readonly metrics: ForwardMetrics,
   ) {}
 
   async gather(keys: Key[]): Promise<RecordReader> {
-    const byNode = new Map<string, { url: string; keys: Key[] }>();
-    const local = new Set<number>();
-    for (const key of keys) {
-      const shard = shardOfGathered(key);
-      const home = this.owners.home(shard);
-      if (home.local) {
-        local.add(shard);
-        continue;
-      }
-      let batch = byNode.get(home.node.id);
-      if (!batch) byNode.set(home.node.id, (batch = { url: home.node.internalUrl, keys: [] }));
-      batch.keys.push(key);
-    }
+    const { local, remote } = this.byOwner(keys, shardOfGathered);
+    const shards = new Set(local.map(shardOfGathered));
     const fetched = new Map<string, unknown>();
     await Promise.all(
-      [...byNode].map(async ([node, batch]) => {
-        const values = await this.fetch(node, batch.url, batch.keys);
-        batch.keys.forEach((key, i) => fetched.set(idOf(key), values[i]));
+      [...remote].map(async ([node, batch]) => {
+        const values = (await this.fetch(node, batch.url, READ_PATH, batch.items)) as unknown[];
+        batch.items.forEach((key, i) => fetched.set(idOf(key), values[i]));
       }),
     );
     const { meta } = this;
-    return { get: (key: Key) => (local.has(shardOfGathered(key)) ? meta.get(key) : fetched.get(idOf(key))) };
+    return { get: (key: Key) => (shards.has(shardOfGathered(key)) ? meta.get(key) : fetched.get(idOf(key))) };
   }
 
-  private async fetch(node: string, url: string, keys: Key[]): Promise<unknown[]> {
+  async newest(lists: KeyRange[], limit: number, before?: string): Promise<ListEntry[]> {
+    const { local, remote } = this.byOwner(lists, shardOfList);
+    const answers = await Promise.all([...remote].map(([node, batch]) => this.fetch(node, batch.url, LIST_PATH, { lists: batch.items, limit, before } satisfies ListRead) as Promise<ListEntry[]>));
+    // Each node's answer is newest first: merged, they are the lists' first entries.
+    return firstOf(mergeOrdered([firstOf(newestFirstAcross(this.meta, local, before), limit), ...answers], (entry) => entry.id, true), limit);
+  }
+
+  /** `items` of shards this node serves, and the others by the node that owns their shard (throws when one has no live owner). */
+  private byOwner<T>(items: T[], shardOf: (item: T) => number): { local: T[]; remote: Map<string, { url: string; items: T[] }> } {
+    const local: T[] = [];
+    const remote = new Map<string, { url: string; items: T[] }>();
+    for (const item of items) {
+      const home = this.owners.home(shardOf(item));
+      if (home.local) {
+        local.push(item);
+        continue;
+      }
+      let batch = remote.get(home.node.id);
+      if (!batch) remote.set(home.node.id, (batch = { url: home.node.internalUrl, items: [] }));
+      batch.items.push(item);
+    }
+    return { local, remote };
+  }
+
+  private async fetch(node: string, url: string, path: string, request: unknown): Promise<unknown> {
     const started = performance.now();
     let answer;
     try {
-      answer = await this.peers.post(url, READ_PATH, { 'content-type': V8_CLONE }, serialize(keys));
+      answer = await this.peers.post(url, path, { 'content-type': V8_CLONE }, serialize(request));
     } catch {
       this.metrics.observe('read', 'unreachable', 0);
       throw ownerUnreachable(node);
     }
     if (answer.status === 200) {
       this.metrics.observe('read', 'answered', (performance.now() - started) / 1000);
-      return deserialize(answer.body) as unknown[];
+      return deserialize(answer.body) as unknown;
     }
     if (answer.status !== STALE_STATUS && answer.status !== 503) {
       this.metrics.observe('read', 'unreachable', 0);
@@ -87,12 +124,23 @@ export class ShardGather implements ShardReads {
   }
 }
 
-/** The owner's side: the values of keys of shards it owns and serves, or the first shard it does not own. */
-export function readOwnKeys(meta: RecordReader, owners: ShardOwners, keys: Key[]): { values: unknown[] } | { notOwned: number } {
-  for (const key of keys) {
-    const shard = shardOfGathered(key);
-    if (!owners.owns(shard)) return { notOwned: shard };
+/** The first of `shards` this node does not own; throws when it owns one it may not serve now. */
+function firstNotOwned(owners: ShardOwners, shards: Iterable<number>): number | null {
+  for (const shard of shards) {
+    if (!owners.owns(shard)) return shard;
     owners.home(shard); // throws when this node may not serve it now
   }
-  return { values: keys.map((key) => meta.get(key)) };
+  return null;
+}
+
+/** The owner's side: the values of keys of shards it owns and serves, or the first shard it does not own. */
+export function readOwnKeys(meta: RecordReader, owners: ShardOwners, keys: Key[]): { values: unknown[] } | { notOwned: number } {
+  const notOwned = firstNotOwned(owners, keys.map(shardOfGathered));
+  return notOwned === null ? { values: keys.map((key) => meta.get(key)) } : { notOwned };
+}
+
+/** The owner's side of a list read: the entries, all of shards it owns and serves, or the first shard it does not own. */
+export function readOwnLists(meta: Meta, owners: ShardOwners, read: ListRead): { values: ListEntry[] } | { notOwned: number } {
+  const notOwned = firstNotOwned(owners, read.lists.map(shardOfList));
+  return notOwned === null ? { values: firstOf(newestFirstAcross(meta, read.lists, read.before), read.limit) } : { notOwned };
 }

@@ -1,3 +1,4 @@
+import type { Database, Key } from 'lmdb';
 import type { ActorCaller } from '../../actors/actor-caller.js';
 import type { ActorRuntime } from '../../actors/runtime.js';
 import type { ClusterConfig } from '../../config.js';
@@ -31,8 +32,8 @@ export interface ForwardingParts {
   /** The local actors: what this node runs for the shards it owns. */
   runtime: ActorRuntime;
   records: RecordReader;
-  /** This node's LMDB, which peers read keys of its shards from. */
-  meta: RecordReader;
+  /** This node's LMDB, which peers read keys and lists of its shards from. */
+  meta: Database<unknown, Key>;
   registry: Registry;
   view: PlacementView;
   gate: ServeGate;

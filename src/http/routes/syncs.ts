@@ -2,11 +2,12 @@ import { invalid, notFound } from '../../errors.js';
 import type { Static } from '@sinclair/typebox';
 import { createSyncBody, pushBody } from '../../protocol/schemas/syncs.js';
 import { syncRunView, syncView } from '../../protocol/views/sync.js';
-import { getSync, orgSyncsNewestFirst, repoSyncsNewestFirst } from '../../storage/sync-store.js';
+import { getSync, orgSyncEntry, orgSyncLists, orgSyncsNewestFirst, repoSyncList, repoSyncsNewestFirst, syncOfEntry, type OrgSyncEntry } from '../../storage/sync-store.js';
 import type { SyncRecord } from '../../storage/records.js';
-import { getRepo, getRepoByName, repoIdByName } from '../../storage/repo-store.js';
+import { getRepo, repoIdByName } from '../../storage/repo-store.js';
 import { repoRecordKey, syncRecordKey } from '../../storage/read/gathered-keys.js';
-import { readerFor } from '../shard-reads.js';
+import { runs } from '../org-repos.js';
+import { newestOf, readerFor } from '../shard-reads.js';
 import type { EnqueueSyncInput } from '../../actors/commands/syncs.js';
 import { wakeSyncActor } from '../../actors/system/sync/index.js';
 import { normalizeRefGlobs } from '../../actors/system/sync/ref-filter.js';
@@ -20,6 +21,8 @@ import { withBody, type Reply, type RequestContext, type RouteDef } from '../rou
  * Upstream sync routes (API §9). Enqueueing goes through the repository's actor (which writes
  * the record and its `sync.queued` event) and then wakes the sync actor; reads are served here
  * from an LMDB snapshot, newest first, with cursors that are sync ids (ULIDs sort by creation).
+ * The org's sync runs are kept per shard (each shard lists the org's syncs of its repositories),
+ * so a listing merges every shard's list.
  */
 
 async function enqueue(ctx: RequestContext, body: Static<typeof createSyncBody>): Promise<Reply> {
@@ -37,15 +40,33 @@ function repoSyncs(ctx: RequestContext, repoId: string, before: string | undefin
 }
 
 /**
- * Up to `count` sync records of the org's repositories this token may see, newest first, from
- * the org's sync list (its shard), optionally only one repository's. In a cluster the records
- * are gathered from the repositories' shards `count` entries at a time.
+ * The org's sync runs newest first, strictly before `before`, in runs of `count` entries: on a
+ * single node read lazily from every shard's list, in a cluster `count` at a time from the lists'
+ * owners (one request per node).
  */
-async function orgSyncs(ctx: RequestContext, before: string | undefined, count: number, onlyRepo?: string): Promise<SyncRecord[]> {
+async function* orgSyncRuns(ctx: RequestContext, before: string | undefined, count: number): AsyncGenerator<OrgSyncEntry[]> {
+  const { services } = ctx;
+  if (!services.shardReads) {
+    yield* runs(orgSyncsNewestFirst(services.storage.meta, ctx.org.id, before), count);
+    return;
+  }
+  const lists = orgSyncLists(services.storage.meta, ctx.org.id);
+  for (let after = before; ; ) {
+    const run = (await newestOf(services, lists, count, after)).map(orgSyncEntry);
+    if (run.length) yield run;
+    if (run.length < count) return;
+    after = run[run.length - 1]!.syncId;
+  }
+}
+
+/**
+ * Up to `count` sync records of the org's repositories this token may see, newest first. In a
+ * cluster each run's records are gathered from the repositories' shards.
+ */
+async function orgSyncs(ctx: RequestContext, before: string | undefined, count: number): Promise<SyncRecord[]> {
   const visible = new Map<string, boolean>();
   const found: SyncRecord[] = [];
-  let run: { syncId: string; repoId: string }[] = [];
-  const take = async (): Promise<void> => {
+  for await (const run of orgSyncRuns(ctx, before, count)) {
     const reader = await readerFor(ctx.services, () => [...new Set(run.map((e) => e.repoId))].filter((id) => !visible.has(id)).map(repoRecordKey).concat(run.map((e) => syncRecordKey(e.repoId, e.syncId))));
     for (const { syncId, repoId } of run) {
       if (!visible.has(repoId)) {
@@ -55,18 +76,22 @@ async function orgSyncs(ctx: RequestContext, before: string | undefined, count: 
       const sync = visible.get(repoId) ? getSync(reader, repoId, syncId) : undefined;
       if (sync && found.length < count) found.push(sync);
     }
-    run = [];
-  };
-  for (const entry of orgSyncsNewestFirst(ctx.services.storage.meta, ctx.org.id, before)) {
-    if (onlyRepo !== undefined && entry.repoId !== onlyRepo) continue;
-    run.push(entry);
-    if (run.length === count) {
-      await take();
-      if (found.length === count) return found;
-    }
+    if (found.length === count) return found;
   }
-  if (run.length) await take();
   return found;
+}
+
+/**
+ * Up to `count` sync records of the repository the org names `name`, newest first, if this
+ * token may see it (a filter, not a lookup: an unknown or out-of-reach repository lists nothing).
+ * Its own list, on its shard, is read: from that shard's owner in a cluster.
+ */
+async function namedRepoSyncs(ctx: RequestContext, name: string, before: string | undefined, count: number): Promise<SyncRecord[]> {
+  const id = repoIdByName(ctx.services.storage.meta, ctx.org.id, name);
+  if (id === undefined) return [];
+  const repo = getRepo(await readerFor(ctx.services, () => [repoRecordKey(id)]), id);
+  if (!repo || !canAccessRepo(ctx.principal, repo)) return [];
+  return (await newestOf(ctx.services, [repoSyncList(id)], count, before)).map(syncOfEntry);
 }
 
 export const syncRoutes: RouteDef[] = [
@@ -111,21 +136,11 @@ export const syncRoutes: RouteDef[] = [
     permission: 'git:read',
     query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 100, default: 50 }, repo: { type: 'string', minLength: 1, maxLength: 100 } } },
     async handler(ctx) {
-      const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
+      // An empty position starts at the newest, as for a repository's own list.
+      const before = decodeCursor(ctx.query.cursor, hasString('before'))?.before || undefined;
       const name = ctx.query.repo as string | undefined;
       const limit = ctx.query.limit as number;
-      let records: Iterable<SyncRecord>;
-      if (name === undefined) {
-        records = await orgSyncs(ctx, cursor?.before, limit + 1);
-      } else if (ctx.services.shardReads) {
-        // The repository's own sync list is on its shard: its entries of the org's list instead.
-        const id = repoIdByName(ctx.services.storage.meta, ctx.org.id, name);
-        records = id === undefined ? [] : await orgSyncs(ctx, cursor?.before, limit + 1, id);
-      } else {
-        // A filter, not a lookup: an unknown or out-of-reach repository lists nothing.
-        const repo = getRepoByName(ctx.services.storage.meta, ctx.org.id, name);
-        records = repo && canAccessRepo(ctx.principal, repo) ? repoSyncs(ctx, repo.id, cursor?.before) : [];
-      }
+      const records = name === undefined ? await orgSyncs(ctx, before, limit + 1) : await namedRepoSyncs(ctx, name, before, limit + 1);
       const page = cursorPage(records, limit, syncRunView);
       return { status: 200, schema: 'syncRunPage', value: { sync_runs: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
