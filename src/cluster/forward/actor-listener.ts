@@ -11,6 +11,7 @@ import { HOP_HEADER, parseHop, staleRoute } from './hop.js';
 import type { ShardOwners } from './shard-owners.js';
 import { READ_PATH, V8_CLONE, readOwnKeys } from './shard-gather.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
+import { isSnapshotRequest } from './shard-snapshot.js';
 
 /**
  * Largest forwarded message read. Peers only send what their front end accepted, so this is a
@@ -23,7 +24,8 @@ const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
  * ActorRequest of a shard they believe this node owns; it runs on the local runtime and the
  * ActorReply goes back. A message for a shard this node does not own is refused as a stale route
  * (never forwarded again); one for an owned shard this node may not serve now gets 503. Peers
- * also post batches of keys of this node's shards to read (READ_PATH, shard-gather.ts).
+ * also post batches of keys of this node's shards to read (READ_PATH, shard-gather.ts), and ask
+ * for a whole copy of a shard (`snapshots`, shard-snapshot.ts).
  */
 export class ActorListener {
   private readonly server: Http2Server;
@@ -34,6 +36,7 @@ export class ActorListener {
     private readonly meta: RecordReader,
     private readonly owners: ShardOwners,
     private readonly metrics: ForwardMetrics,
+    private readonly snapshots: (req: Http2ServerRequest, res: Http2ServerResponse) => void,
   ) {
     this.server = createServer((req, res) => this.onRequest(req, res));
     this.server.on('session', (session: ServerHttp2Session) => {
@@ -57,6 +60,10 @@ export class ActorListener {
   }
 
   private onRequest(req: Http2ServerRequest, res: Http2ServerResponse): void {
+    if (isSnapshotRequest(req)) {
+      this.snapshots(req, res);
+      return;
+    }
     if ((req.url !== ACTOR_PATH && req.url !== READ_PATH) || req.method !== 'POST') {
       res.writeHead(404).end();
       return;

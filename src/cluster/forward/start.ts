@@ -4,6 +4,7 @@ import type { ClusterConfig } from '../../config.js';
 import type { RequestForwarding } from '../../http/forwarding.js';
 import type { ShardReads } from '../../http/shard-reads.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
+import type { Storage } from '../../storage/database.js';
 import type { Registry } from 'prom-client';
 import type { PlacementView } from '../placement.js';
 import { ActorListener } from './actor-listener.js';
@@ -14,6 +15,7 @@ import { RequestForwarder } from './request-forwarder.js';
 import type { ServeGate } from './serve-gate.js';
 import { ShardGather } from './shard-gather.js';
 import { ShardOwners } from './shard-owners.js';
+import { serveShardSnapshot } from './shard-snapshot.js';
 
 /** A node's forwarding: what its routes send actor messages through, and where its front end places requests. */
 export interface Forwarding {
@@ -33,6 +35,8 @@ export interface ForwardingParts {
   records: RecordReader;
   /** This node's LMDB, which peers read keys of its shards from. */
   meta: RecordReader;
+  /** This node's storage as opened: peers copy whole shards from it (shard-snapshot.ts). */
+  storage: Storage;
   registry: Registry;
   view: PlacementView;
   gate: ServeGate;
@@ -43,7 +47,7 @@ export async function startForwarding(parts: ForwardingParts): Promise<Forwardin
   const owners = new ShardOwners(parts.view, parts.gate);
   const metrics = new ForwardMetrics(parts.registry);
   const peers = new PeerSessions(parts.cluster.leaseTtlS * 1000);
-  const listener = new ActorListener(parts.runtime, parts.meta, owners, metrics);
+  const listener = new ActorListener(parts.runtime, parts.meta, owners, metrics, (req, res) => serveShardSnapshot(parts.storage, req, res));
   const internal = new URL(parts.cluster.internalUrl);
   const internalPort = await listener.listen(internal.hostname.replace(/^\[(.*)\]$/, '$1'), Number(internal.port));
   const requests = new RequestForwarder(owners, parts.records, metrics);
