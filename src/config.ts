@@ -64,6 +64,8 @@ export interface ClusterConfig {
   shardLogReplicas: number;
   rebalanceMaxMoves: number;
   rebalanceStableS: number;
+  /** Entries an owner appends to a shard's log between two trims of it (0: never trims; replica/log-trim.ts). */
+  logTrimEntries: number;
 }
 
 const SETTINGS: Array<[keyof Config, string, string]> = [
@@ -106,6 +108,7 @@ const CLUSTER_SETTINGS: Array<[keyof ClusterConfig, string, string]> = [
   ['shardLogReplicas', 'REPOHOST_SHARD_LOG_REPLICAS', 'shard-log-replicas'],
   ['rebalanceMaxMoves', 'REPOHOST_REBALANCE_MAX_MOVES', 'rebalance-max-moves'],
   ['rebalanceStableS', 'REPOHOST_REBALANCE_STABLE_S', 'rebalance-stable-s'],
+  ['logTrimEntries', 'REPOHOST_LOG_TRIM_ENTRIES', 'log-trim-entries'],
 ];
 
 export const SETTING_FLAGS = [...SETTINGS, ...CLUSTER_SETTINGS].map(([, , flag]) => flag);
@@ -186,5 +189,6 @@ function loadClusterConfig(raw: (key: keyof ClusterConfig) => string | undefined
     shardLogReplicas: Math.max(1, int(raw('shardLogReplicas'), 3, 'REPOHOST_SHARD_LOG_REPLICAS')),
     rebalanceMaxMoves: Math.max(1, int(raw('rebalanceMaxMoves'), 8, 'REPOHOST_REBALANCE_MAX_MOVES')),
     rebalanceStableS: int(raw('rebalanceStableS'), 10, 'REPOHOST_REBALANCE_STABLE_S'),
+    logTrimEntries: int(raw('logTrimEntries'), 1000, 'REPOHOST_LOG_TRIM_ENTRIES'),
   };
 }

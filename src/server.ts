@@ -113,7 +113,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   let cluster: ClusterNode | null = null;
   if (config.cluster) {
     const { startClusterNode } = await import('./cluster/cluster-node.js');
-    cluster = await startClusterNode({ cluster: config.cluster, storage: opened, runtime, records, registry: metrics.registry, onServed: setWebhookShards });
+    cluster = await startClusterNode({ cluster: config.cluster, storage: opened, dataDir: config.dataDir, runtime, records, registry: metrics.registry, onServed: setWebhookShards });
   }
   const forwarding = cluster?.forwarding ?? null;
   const services: Services = { config, storage, directory, records, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null, shardReads: forwarding?.reads ?? null };

@@ -15,8 +15,10 @@ import type { NodeInfo, ShardPlacement } from './placement.js';
 import { NodeReplicas } from './replica/node-replicas.js';
 import { ReplicaMetrics } from './replica/replica-metrics.js';
 import type { ShardReport } from './replica/replica-report.js';
+import { ShardSeeder } from './replica/shard-seeder.js';
+import { logTrimFloor } from './replica/log-trim.js';
 
-/** How often followers look at their log's end and the node reports its shards' progress. */
+/** How often followers look at their log's end, the node reports its shards' progress and owners trim their logs. */
 const PROGRESS_INTERVAL_MS = 1000;
 
 /** Exit status of a node that lost its lease: its supervisor starts it again, as a new member. */
@@ -43,6 +45,8 @@ export interface ClusterNodeParts {
   cluster: ClusterConfig;
   /** The data directory's storage as opened (not the recording view): the log is applied through it. */
   storage: Storage;
+  /** The data directory: shard copies taken from peers are received into it. */
+  dataDir: string;
   runtime: ActorRuntime;
   records: RecordCache;
   registry: Registry;
@@ -72,10 +76,13 @@ export async function startClusterNode(parts: ClusterNodeParts): Promise<Cluster
   let metrics: ReplicaMetrics | null = null;
   const served = new Set<number>();
   parts.onServed([]);
+  const seeder = new ShardSeeder(storage, view, parts.dataDir, cluster.leaseTtlS * 1000);
   const replicas = new NodeReplicas({
     storage,
     log: shardLog,
     view,
+    seed: (shard) => seeder.seed(shard),
+    trimEvery: cluster.logTrimEntries,
     unknownDeadlineMs: cluster.leaseTtlS * 1000,
     onActiveChange: (shard, active) => {
       if (active) served.add(shard);
@@ -112,14 +119,19 @@ export async function startClusterNode(parts: ClusterNodeParts): Promise<Cluster
       await new Promise((r) => setTimeout(r, PROGRESS_INTERVAL_MS));
       if (!reporting) break;
       await replicas.probe();
-      for (const r of replicas.reports()) {
+      const reports = await replicas.durableReports().catch((err: unknown) => {
+        log.warn('the data directory could not be synced: progress not reported this round', { err });
+        return [];
+      });
+      for (const r of reports) {
         if (r.role === 'none') control.progress.forget(r.shard);
         else control.progress.report(r.shard, { epoch: view.shard(r.shard)?.epoch ?? 0, applied: r.applied, lag: r.lag });
       }
+      await replicas.trimLogs((shard) => logTrimFloor(view, (node, s) => control.controller.progressOf(node, s), shard));
     }
   })();
 
-  const forwarding = await startForwarding({ cluster, runtime: parts.runtime, records, meta: storage.meta, registry: parts.registry, view, gate });
+  const forwarding = await startForwarding({ cluster, runtime: parts.runtime, records, storage, registry: parts.registry, view, gate });
   return {
     gate,
     forwarding,
@@ -136,6 +148,7 @@ export async function startClusterNode(parts: ClusterNodeParts): Promise<Cluster
       await forwarding.close();
       await progressLoop;
       await replicas.close();
+      seeder.close();
       await control.close();
     },
   };

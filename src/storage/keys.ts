@@ -54,6 +54,8 @@ import { deliveryShard, eventShard, laneShard, orgShard, repoShard, type Deliver
  *                                        (replica-position.ts)
  *   [s, 'commits']                       number   cluster mode: transactions that wrote the shard,
  *                                        here or on the owners it was copied from (replica-position.ts)
+ *   [s, 'importing']                     true     cluster mode: the shard is being cleared or copied from a
+ *                                        peer; its data is not whole until the key goes (replica-position.ts)
  *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
  *   [o, 'o', orgId, 'name', lowerName]   repoId   case-insensitive name index; a NameClaim instead
  *                                        while a saga holds the name (repo-saga-store.ts)
@@ -156,6 +158,7 @@ export const K = {
   outbox: (shard: number, eventId: string): Key => [shard, 'outbox', eventId],
   idempotency: (shard: number, keyId: string, key: string): Key => [shard, 'idem', keyId, key],
   commitCount: (shard: number): Key => [shard, 'commits'],
+  shardImporting: (shard: number): Key => [shard, 'importing'],
   /** Where records were kept before they moved into shards (idempotency-store.ts reads it as a fallback). */
   legacyIdempotency: (keyId: string, key: string): Key => ['idem', keyId, key],
   releasedName: (orgId: string, name: string, repoId: string): Key => inOrg(orgId, 'was', name.toLowerCase(), repoId),

@@ -1,6 +1,7 @@
-import { COMMIT_NO_SYNC, type Storage } from './database.js';
+import type { Transaction } from 'lmdb';
+import { COMMIT_NO_SYNC, COMMIT_THEN_SYNC, type Storage } from './database.js';
 import { K } from './keys.js';
-import { clearShard } from './shard-stream.js';
+import { clearShard, importShardSteps } from './shard-stream.js';
 
 /**
  * Where a shard's local data stands against its shard log (cluster mode), kept under the shard's
@@ -12,6 +13,11 @@ import { clearShard } from './shard-stream.js';
  * commit count it covers. A count above it means the data holds a commit the log never
  * acknowledged (a crash between the local commit and the append): that copy is rebuilt from the
  * log before this node serves or follows the shard again.
+ *
+ * A shard being cleared, or copied from a peer (when the log no longer holds what this copy
+ * misses), carries the marker `[s, 'importing']` from the first transaction that changes it to
+ * the last: the clearing and the copy take many bounded transactions, and a copy that a crash
+ * cut short reads as dirty too, so it is cleared and copied again rather than served.
  */
 export interface ReplicaPosition {
   /** The last log sequence the data reflects (0: none). */
@@ -24,14 +30,17 @@ export interface ReplicaPosition {
 
 const NONE: ReplicaPosition = { seq: 0, epoch: 0, commit: 0 };
 
-export function readReplicaPosition(storage: Storage, shard: number): ReplicaPosition & { dirty: boolean; commits: number } {
-  const position = (storage.meta.get(K.appliedPosition(shard)) as ReplicaPosition | undefined) ?? NONE;
-  const commits = commitCount(storage, shard);
-  return { ...position, commits, dirty: commits > position.commit };
+/** The shard's position here, as of `txn` when given (a snapshot a peer copies). */
+export function readReplicaPosition(storage: Storage, shard: number, txn?: Transaction): ReplicaPosition & { dirty: boolean; commits: number } {
+  const at = txn ? { transaction: txn } : undefined;
+  const position = (storage.meta.get(K.appliedPosition(shard), at) as ReplicaPosition | undefined) ?? NONE;
+  const commits = commitCount(storage, shard, txn);
+  const importing = storage.meta.get(K.shardImporting(shard), at) !== undefined;
+  return { ...position, commits, dirty: importing || commits > position.commit };
 }
 
-function commitCount(storage: Storage, shard: number): number {
-  return (storage.meta.get(K.commitCount(shard)) as number | undefined) ?? 0;
+function commitCount(storage: Storage, shard: number, txn?: Transaction): number {
+  return (storage.meta.get(K.commitCount(shard), txn ? { transaction: txn } : undefined) as number | undefined) ?? 0;
 }
 
 /** Inside a transaction that wrote the shard: its commit number. */
@@ -69,7 +78,52 @@ export function applyLogEntries(
   }, COMMIT_NO_SYNC);
 }
 
+/** Keys deleted per transaction when a shard is cleared. */
+const CLEAR_STEP_KEYS = 2000;
+
+/** Lets the thread's other work run between two bounded transactions of a long job. */
+const pause = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** Marks the shard as importing, then deletes the rest of what it holds here, a step at a time. */
+async function clearShardStepped(storage: Storage, shard: number): Promise<void> {
+  const marker = K.shardImporting(shard);
+  storage.root.transactionSync(() => storage.meta.putSync(marker, true), COMMIT_NO_SYNC);
+  while (storage.root.transactionSync(() => clearShard(storage, shard, { limit: CLEAR_STEP_KEYS, keep: marker }), COMMIT_NO_SYNC) > 0) await pause();
+}
+
 /** Drops everything the shard holds here (position and count included), to rebuild it from the log. */
-export function dropShardData(storage: Storage, shard: number): void {
-  storage.root.transactionSync(() => clearShard(storage, shard), COMMIT_NO_SYNC);
+export async function dropShardData(storage: Storage, shard: number): Promise<void> {
+  await clearShardStepped(storage, shard);
+  storage.root.transactionSync(() => storage.meta.removeSync(K.shardImporting(shard)), COMMIT_NO_SYNC);
+}
+
+/**
+ * Replaces the shard's data here with a peer's copy (a shard file, shard-stream.ts), in bounded
+ * transactions; returns the position the copy carries. The marker goes in the last transaction,
+ * which waits for the disk: from then the copy is whole and durable. A damaged file throws with
+ * the marker still set.
+ */
+export async function importShardCopy(storage: Storage, shard: number, file: string): Promise<ReplicaPosition & { records: number }> {
+  await clearShardStepped(storage, shard);
+  const steps = importShardSteps(storage, file, shard);
+  let step = steps.next();
+  for (; !step.done; step = steps.next()) await pause();
+  const position = storage.root.transactionSync(() => {
+    const copied = (storage.meta.get(K.appliedPosition(shard)) as ReplicaPosition | undefined) ?? NONE;
+    // Thrown inside the transaction: the marker stays.
+    if (commitCount(storage, shard) !== copied.commit || copied.seq === 0) throw new Error(`shard ${shard}: the copy received is not at a log position`);
+    storage.meta.removeSync(K.shardImporting(shard));
+    return copied;
+  }, COMMIT_THEN_SYNC);
+  return { ...position, records: step.value };
+}
+
+/**
+ * Flushes every commit made so far to disk, off the thread (LMDB's environment sync in lmdb-js's
+ * worker pool): after it, the positions a follower applied without waiting for the disk are
+ * durable, and the owner may trim its log up to them.
+ */
+export function syncToDisk(storage: Storage): Promise<void> {
+  const root = storage.root as unknown as { sync(done: (err?: Error) => void): void };
+  return new Promise((resolve, reject) => root.sync((err) => (err ? reject(err) : resolve())));
 }

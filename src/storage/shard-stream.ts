@@ -1,9 +1,9 @@
 import { createHash, type Hash } from 'node:crypto';
 import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
-import type { Database, Key } from 'lmdb';
+import type { Database, Key, Transaction } from 'lmdb';
 import { invalid } from '../errors.js';
 import { SHARD_COUNT } from '../actors/shard-map.js';
-import type { Storage } from './database.js';
+import { COMMIT_NO_SYNC, type Storage } from './database.js';
 import { K, LAYOUT_VERSION, Ranges, type KeyRange } from './keys.js';
 
 /**
@@ -19,7 +19,8 @@ import { K, LAYOUT_VERSION, Ranges, type KeyRange } from './keys.js';
  *
  * An export reads one snapshot. An import is one write transaction: it checks the checksum, the
  * record count and that every key belongs to the named shard before it commits, so a corrupt or
- * truncated file, or a `kill -9` during the import, writes nothing.
+ * truncated file, or a `kill -9` during the import, writes nothing. A node seeding its copy of a
+ * shard from a peer imports in bounded steps instead, under a marker (`importShardSteps`).
  */
 const MAGIC = Buffer.from('RHSHARD\n', 'latin1');
 const FORMAT = 1;
@@ -69,19 +70,20 @@ export function parseShardName(text: string | undefined): ShardName {
   return n;
 }
 
-/** Buffered writes to a file, hashed as they go. */
+/** Bytes gathered into pieces of about IO_BUFFER, hashed as they go. */
 class HashedWriter {
-  private readonly buffer = Buffer.allocUnsafe(IO_BUFFER);
+  private buffer = Buffer.allocUnsafe(IO_BUFFER);
   private fill = 0;
+  /** Whole pieces not taken yet. */
+  private readonly ready: Buffer[] = [];
   readonly hash: Hash = createHash('sha256');
   bytes = 0;
-  constructor(private readonly fd: number) {}
 
   write(bytes: Uint8Array, hashed = true): void {
     if (hashed) this.hash.update(bytes);
     this.bytes += bytes.length;
     if (this.fill + bytes.length > this.buffer.length) this.flush();
-    if (bytes.length > this.buffer.length) writeSync(this.fd, bytes);
+    if (bytes.length > this.buffer.length) this.ready.push(Buffer.from(bytes));
     else {
       this.buffer.set(bytes, this.fill);
       this.fill += bytes.length;
@@ -99,9 +101,51 @@ class HashedWriter {
   }
 
   flush(): void {
-    if (this.fill > 0) writeSync(this.fd, this.buffer, 0, this.fill);
+    if (this.fill > 0) {
+      this.ready.push(this.buffer.subarray(0, this.fill));
+      this.buffer = Buffer.allocUnsafe(IO_BUFFER);
+    }
     this.fill = 0;
   }
+
+  /** The pieces filled so far. */
+  take(): Buffer[] {
+    return this.ready.splice(0);
+  }
+}
+
+/**
+ * The file of `shard` as read in `txn` (one snapshot; the caller ends it), in pieces of about
+ * IO_BUFFER: what an export writes, and what a node streams to a peer that takes a copy of the
+ * shard (src/cluster/forward/shard-snapshot.ts). Returns the number of records and bytes.
+ */
+export function* shardFileChunks(storage: Storage, shard: ShardName, txn: Transaction): Generator<Buffer, { records: number; bytes: number }> {
+  const out = new HashedWriter();
+  out.write(MAGIC);
+  const header = Buffer.from(JSON.stringify({ format: FORMAT, layout: LAYOUT_VERSION, shard } satisfies Header));
+  out.u32(header.length);
+  out.write(header);
+  let records = 0;
+  for (const [tag, { db, range }] of parts(storage, shard)) {
+    for (const { key, value } of db.getRange({ ...range, transaction: txn })) {
+      const encoded = Buffer.from(JSON.stringify(key));
+      out.u8(tag);
+      out.u32(encoded.length);
+      out.write(encoded);
+      out.u32(value.length);
+      out.write(value);
+      records++;
+      yield* out.take();
+    }
+  }
+  out.u8(END);
+  const count = Buffer.allocUnsafe(8);
+  count.writeBigUInt64BE(BigInt(records));
+  out.write(count);
+  out.write(out.hash.digest(), false);
+  out.flush();
+  yield* out.take();
+  return { records, bytes: out.bytes };
 }
 
 /**
@@ -112,38 +156,23 @@ export function exportShard(storage: Storage, shard: ShardName, file: string): {
   const temp = `${file}.partial`;
   const fd = openSync(temp, 'w', 0o600);
   const txn = storage.root.useReadTransaction();
-  let records = 0;
-  let out: HashedWriter;
+  let written: { records: number; bytes: number };
   try {
-    out = new HashedWriter(fd);
-    out.write(MAGIC);
-    const header = Buffer.from(JSON.stringify({ format: FORMAT, layout: LAYOUT_VERSION, shard } satisfies Header));
-    out.u32(header.length);
-    out.write(header);
-    for (const [tag, { db, range }] of parts(storage, shard)) {
-      for (const { key, value } of db.getRange({ ...range, transaction: txn })) {
-        const encoded = Buffer.from(JSON.stringify(key));
-        out.u8(tag);
-        out.u32(encoded.length);
-        out.write(encoded);
-        out.u32(value.length);
-        out.write(value);
-        records++;
+    const chunks = shardFileChunks(storage, shard, txn);
+    for (let next = chunks.next(); ; next = chunks.next()) {
+      if (next.done) {
+        written = next.value;
+        break;
       }
+      writeSync(fd, next.value);
     }
-    out.u8(END);
-    const count = Buffer.allocUnsafe(8);
-    count.writeBigUInt64BE(BigInt(records));
-    out.write(count);
-    out.write(out.hash.digest(), false);
-    out.flush();
     fsyncSync(fd);
   } finally {
     txn.done();
     closeSync(fd);
   }
   renameSync(temp, file);
-  return { records, bytes: out.bytes };
+  return written;
 }
 
 /** Buffered reads from a file, hashed as they go; a read past the end is a truncated file. */
@@ -223,17 +252,54 @@ function shardHasData(storage: Storage, shard: ShardName): boolean {
   return false;
 }
 
+interface ShardRecord {
+  db: RawDb;
+  key: Key;
+  value: Buffer;
+}
+
 /**
- * Removes everything the shard holds in this data directory, in the caller's write transaction:
- * what an import with `replace` overwrites, and what a cluster node drops to rebuild its copy
- * from the shard's log.
+ * The records after a shard file's header, each checked to belong to `shard`; after the last one,
+ * the record count and the checksum are checked (a damaged or cut file throws there, or before).
  */
-export function clearShard(storage: Storage, shard: ShardName): void {
+function* readRecords(input: HashedReader, dbs: Map<number, Part>, shard: ShardName): Generator<ShardRecord> {
+  let records = 0;
+  for (;;) {
+    const tag = input.read(1)[0]!;
+    if (tag === END) break;
+    const part = dbs.get(tag);
+    if (!part) throw invalid('the shard file is damaged');
+    const key = parseKey(input.read(input.read(4).readUInt32BE()));
+    const value = Buffer.from(input.read(input.read(4).readUInt32BE()));
+    if (!part.owns(key)) throw invalid(`the shard file holds a key outside shard ${shard}`);
+    records++;
+    yield { db: part.db, key: key as Key, value };
+  }
+  const count = Number(input.read(8).readBigUInt64BE());
+  const expected = input.hash.digest();
+  if (!input.read(DIGEST_BYTES, false).equals(expected) || count !== records || !input.atEnd()) throw invalid('the shard file is damaged (checksum)');
+}
+
+/**
+ * Removes what the shard holds in this data directory, in the caller's write transaction: what an
+ * import with `replace` overwrites, and what a cluster node drops to rebuild or re-copy its copy.
+ * With `step`, at most `limit` keys and never `keep` (a long clear goes in bounded transactions,
+ * under a marker that must outlive them); returns how many keys went.
+ */
+export function clearShard(storage: Storage, shard: ShardName, step?: { limit: number; keep: Key }): number {
+  const keep = step ? JSON.stringify(step.keep) : null;
+  let removed = 0;
   for (const { name, range } of shardRanges(shard)) {
     const db: Database<unknown, Key> = storage[name];
     // Keys are collected first: a range is not iterated while it is being deleted.
-    for (const key of [...db.getKeys(range)]) db.removeSync(key);
+    const keys = [...db.getKeys(step ? { ...range, limit: step.limit - removed + 1 } : range)];
+    for (const key of keys) {
+      if (keep !== null && JSON.stringify(key) === keep) continue;
+      db.removeSync(key);
+      if (++removed === step?.limit) return removed;
+    }
   }
+  return removed;
 }
 
 /**
@@ -252,22 +318,54 @@ export function importShard(storage: Storage, file: string, options: { replace: 
         clearShard(storage, header.shard);
       }
       let records = 0;
-      for (;;) {
-        const tag = input.read(1)[0]!;
-        if (tag === END) break;
-        const part = dbs.get(tag);
-        if (!part) throw invalid('the shard file is damaged');
-        const key = parseKey(input.read(input.read(4).readUInt32BE()));
-        const value = Buffer.from(input.read(input.read(4).readUInt32BE()));
-        if (!part.owns(key)) throw invalid(`the shard file holds a key outside shard ${header.shard}`);
-        part.db.putSync(key as Key, value);
+      for (const { db, key, value } of readRecords(input, dbs, header.shard)) {
+        db.putSync(key, value);
         records++;
       }
-      const count = Number(input.read(8).readBigUInt64BE());
-      const expected = input.hash.digest();
-      if (!input.read(DIGEST_BYTES, false).equals(expected) || count !== records || !input.atEnd()) throw invalid('the shard file is damaged (checksum)');
       return { shard: header.shard, records };
     });
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** What `importShardSteps` writes per transaction, in value bytes. */
+const IMPORT_STEP_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Writes the file of shard `shard` into this data directory in bounded transactions, one per step
+ * (the caller may let other work run between steps); returns the number of records. Unlike
+ * `importShard`, the steps committed stay if the file turns out damaged at its end: the caller
+ * clears the shard first and marks it as not whole until this returned (replica-position.ts).
+ */
+export function* importShardSteps(storage: Storage, file: string, shard: number): Generator<void, number> {
+  const fd = openSync(file, 'r');
+  try {
+    const input = new HashedReader(fd);
+    const header = readHeader(input);
+    if (header.shard !== shard) throw invalid(`the shard file holds shard ${header.shard}, not ${shard}`);
+    let batch: ShardRecord[] = [];
+    let bytes = 0;
+    let records = 0;
+    const commit = (): void => {
+      const puts = batch;
+      batch = [];
+      bytes = 0;
+      storage.root.transactionSync(() => {
+        for (const { db, key, value } of puts) db.putSync(key, value);
+      }, COMMIT_NO_SYNC);
+    };
+    for (const record of readRecords(input, parts(storage, shard), shard)) {
+      batch.push(record);
+      bytes += record.value.length + 64;
+      records++;
+      if (bytes >= IMPORT_STEP_BYTES) {
+        commit();
+        yield;
+      }
+    }
+    commit();
+    return records;
   } finally {
     closeSync(fd);
   }

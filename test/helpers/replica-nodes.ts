@@ -26,6 +26,8 @@ export interface ReplicaCluster {
   etcd: EngineCluster;
   nats: EngineCluster | null;
   key: TestKey;
+  /** The settings every node shares (cluster name, engines, log backend). */
+  settings: Record<string, string>;
   /** Resolves once every shard is active on its placed owner, as every live node sees it. */
   settled(timeoutMs?: number, live?: ReplicaNode[]): Promise<void>;
 }
@@ -75,7 +77,7 @@ export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'je
     }),
   );
 
-  return { nodes, etcd, nats, key, settled: (timeoutMs, live = nodes) => settleCluster(live, timeoutMs) };
+  return { nodes, etcd, nats, key, settings: common, settled: (timeoutMs, live = nodes) => settleCluster(live, timeoutMs) };
 }
 
 /** A started server in cluster mode as a `ReplicaNode`: its id, and its `/cluster/status`. */

@@ -6,7 +6,7 @@ import type { ControlKeys } from './keys.js';
 import type { Membership } from './membership.js';
 import { planPlacement, type PlacementWrite, type WriteReason } from './planner.js';
 import { PrefixCache } from './prefix-cache.js';
-import { decodeControllerRecord, decodeProgress, encodePlacement, type ControllerRecord, type NodeProgress } from './records.js';
+import { decodeControllerRecord, decodeProgress, encodePlacement, type ControllerRecord, type NodeProgress, type ShardProgress } from './records.js';
 
 /**
  * The controller: every node runs one, exactly one of them is elected and writes the placement
@@ -80,6 +80,11 @@ export class Controller {
     this.kick();
   }
 
+  /** What a node last reported of a shard (progress-reporter.ts), as this node's watch has it; the owner trims its log by it. */
+  progressOf(node: string, shard: number): ShardProgress | undefined {
+    return this.progressCache.get(node)?.value.shards[String(shard)];
+  }
+
   isLeader(): boolean {
     return this.term !== null && this.membership.mayServe();
   }
@@ -143,7 +148,7 @@ export class Controller {
       live,
       draining: new Set([...this.drainCache.entriesNow()].map(([id]) => id)),
       placement: (shard: number) => this.view.placementCache.get(String(shard)),
-      progress: (node: string, shard: number) => this.progressCache.get(node)?.value.shards[String(shard)],
+      progress: (node: string, shard: number) => this.progressOf(node, shard),
       replicas: this.opts.replicas,
       maxMoves: this.opts.maxMoves,
       stable,

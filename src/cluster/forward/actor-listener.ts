@@ -9,6 +9,7 @@ import type { ForwardMetrics } from './forward-metrics.js';
 import { HOP_HEADER, parseHop, staleRoute } from './hop.js';
 import type { ShardOwners } from './shard-owners.js';
 import { LIST_PATH, READ_PATH, V8_CLONE, readOwnKeys, readOwnLists, type ListRead } from './shard-gather.js';
+import { isSnapshotRequest } from './shard-snapshot.js';
 
 /**
  * Largest forwarded message read. Peers only send what their front end accepted, so this is a
@@ -22,7 +23,8 @@ const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
  * ActorReply goes back. A message for a shard this node does not own is refused as a stale route
  * (never forwarded again); one for an owned shard this node may not serve now gets 503. Peers
  * also post batches of keys of this node's shards to read (READ_PATH), and of lists to read
- * newest first (LIST_PATH, shard-gather.ts).
+ * newest first (LIST_PATH, shard-gather.ts), and ask for a whole copy of a shard (`snapshots`,
+ * shard-snapshot.ts).
  */
 export class ActorListener {
   private readonly server: Http2Server;
@@ -33,6 +35,7 @@ export class ActorListener {
     private readonly meta: Database<unknown, Key>,
     private readonly owners: ShardOwners,
     private readonly metrics: ForwardMetrics,
+    private readonly snapshots: (req: Http2ServerRequest, res: Http2ServerResponse) => void,
   ) {
     this.server = createServer((req, res) => this.onRequest(req, res));
     this.server.on('session', (session: ServerHttp2Session) => {
@@ -56,6 +59,10 @@ export class ActorListener {
   }
 
   private onRequest(req: Http2ServerRequest, res: Http2ServerResponse): void {
+    if (isSnapshotRequest(req)) {
+      this.snapshots(req, res);
+      return;
+    }
     if ((req.url !== ACTOR_PATH && req.url !== READ_PATH && req.url !== LIST_PATH) || req.method !== 'POST') {
       res.writeHead(404).end();
       return;

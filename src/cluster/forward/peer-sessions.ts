@@ -1,4 +1,4 @@
-import { connect, constants, type ClientHttp2Session } from 'node:http2';
+import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 
 /**
  * One keep-alive HTTP/2 (cleartext) session per peer's internal listener, opened on first use and
@@ -45,7 +45,8 @@ export class PeerSessions {
         session.destroy(new Error('the peer stopped answering pings'));
         return;
       }
-      if (!session.connecting) session.ping((err) => {
+      // A session closing (its streams finishing) refuses pings.
+      if (!session.connecting && !session.closed && !session.destroyed) session.ping((err) => {
           if (!err) answered = Date.now();
         });
     }, PING_INTERVAL_MS);
@@ -75,6 +76,11 @@ export class PeerSessions {
       });
       stream.end(body);
     });
+  }
+
+  /** Opens a GET of `path` on the peer; the caller reads the answer as a stream. */
+  get(url: string, path: string): ClientHttp2Stream {
+    return this.session(url).request({ [constants.HTTP2_HEADER_METHOD]: 'GET', [constants.HTTP2_HEADER_PATH]: path });
   }
 
   close(): void {

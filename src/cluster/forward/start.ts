@@ -1,10 +1,10 @@
-import type { Database, Key } from 'lmdb';
 import type { ActorCaller } from '../../actors/actor-caller.js';
 import type { ActorRuntime } from '../../actors/runtime.js';
 import type { ClusterConfig } from '../../config.js';
 import type { RequestForwarding } from '../../http/forwarding.js';
 import type { ShardReads } from '../../http/shard-reads.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
+import type { Storage } from '../../storage/database.js';
 import type { Registry } from 'prom-client';
 import type { PlacementView } from '../placement.js';
 import { ActorListener } from './actor-listener.js';
@@ -15,6 +15,7 @@ import { RequestForwarder } from './request-forwarder.js';
 import type { ServeGate } from './serve-gate.js';
 import { ShardGather } from './shard-gather.js';
 import { ShardOwners } from './shard-owners.js';
+import { serveShardSnapshot } from './shard-snapshot.js';
 
 /** A node's forwarding: what its routes send actor messages through, and where its front end places requests. */
 export interface Forwarding {
@@ -32,8 +33,8 @@ export interface ForwardingParts {
   /** The local actors: what this node runs for the shards it owns. */
   runtime: ActorRuntime;
   records: RecordReader;
-  /** This node's LMDB, which peers read keys and lists of its shards from. */
-  meta: Database<unknown, Key>;
+  /** This node's storage as opened: peers read keys and lists of its shards, and copy whole shards from it (shard-snapshot.ts). */
+  storage: Storage;
   registry: Registry;
   view: PlacementView;
   gate: ServeGate;
@@ -44,14 +45,14 @@ export async function startForwarding(parts: ForwardingParts): Promise<Forwardin
   const owners = new ShardOwners(parts.view, parts.gate);
   const metrics = new ForwardMetrics(parts.registry);
   const peers = new PeerSessions(parts.cluster.leaseTtlS * 1000);
-  const listener = new ActorListener(parts.runtime, parts.meta, owners, metrics);
+  const listener = new ActorListener(parts.runtime, parts.storage.meta, owners, metrics, (req, res) => serveShardSnapshot(parts.storage, req, res));
   const internal = new URL(parts.cluster.internalUrl);
   const internalPort = await listener.listen(internal.hostname.replace(/^\[(.*)\]$/, '$1'), Number(internal.port));
   const requests = new RequestForwarder(owners, parts.records, metrics);
   return {
     actors: new ActorRouter(parts.runtime, owners, peers, metrics),
     requests,
-    reads: new ShardGather(parts.meta, owners, peers, metrics),
+    reads: new ShardGather(parts.storage.meta, owners, peers, metrics),
     internalPort,
     async close() {
       await listener.close();

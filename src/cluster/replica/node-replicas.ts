@@ -9,10 +9,13 @@ import type { ShardLog } from '../shard-log.js';
 import { APPEND_CHANNEL, SERVING_CHANNEL, ackChannel, type AppendReply, type AppendRequest, type ServingMessage } from './replica-channels.js';
 import type { ReplicaRole, ShardReport } from './replica-report.js';
 import { ShardReplica, type ReplicaContext } from './shard-replica.js';
-import { ActivationQueue } from './activation-queue.js';
+import { ActivationQueue, ActivationUrgency } from './activation-queue.js';
+import { syncToDisk } from '../../storage/replica-position.js';
 
 /** Shards catching up and fencing at once: more only queue up in the log's engine and slow the lease's keepalives. */
 const ACTIVATIONS_AT_ONCE = 16;
+/** Shards copied from peers at once: each is a stream and a file, and a joining node has many. */
+const SEEDS_AT_ONCE = 2;
 
 export interface NodeReplicaOptions {
   /** The node's storage as opened, NOT the recording view: applying the log must not be logged again. */
@@ -21,6 +24,10 @@ export interface NodeReplicaOptions {
   view: PlacementView;
   /** How long an append of unknown outcome is retried before the shard demotes (ms). */
   unknownDeadlineMs: number;
+  /** Replaces the local copy of a shard with a peer's; resolves to its log sequence (shard-seeder.ts). */
+  seed(shard: number): Promise<number>;
+  /** Entries an owner appends between two trims of a shard's log (0: it never trims). */
+  trimEvery: number;
   /** Called when a shard stops or starts being active here: the front end's cached reads are dropped. */
   onActiveChange(shard: number, active: boolean): void;
   appended(ms: number): void;
@@ -42,6 +49,7 @@ export class NodeReplicas {
   private unsubscribe: (() => void) | null = null;
   private broadcastQueued = false;
   private readonly activations = new ActivationQueue(ACTIVATIONS_AT_ONCE);
+  private readonly seeds = new ActivationQueue(SEEDS_AT_ONCE);
 
   constructor(private readonly options: NodeReplicaOptions) {
     const ctx: ReplicaContext = {
@@ -52,6 +60,7 @@ export class NodeReplicas {
       unknownDeadlineMs: options.unknownDeadlineMs,
       gapDeadlineMs: 2000,
       changed: (replica) => this.changed(replica),
+      seed: (shard) => this.seeds.run(shard, ActivationUrgency.Placed, () => options.seed(shard)),
       limit: (shard, urgency, step) => this.activations.run(shard, urgency, step),
       appended: (ms) => options.appended(ms),
       refused: () => options.refused(),
@@ -81,6 +90,35 @@ export class NodeReplicas {
 
   reports(): ShardReport[] {
     return this.replicas.map((r) => r.report());
+  }
+
+  /**
+   * The reports, with every position in them on disk (LMDB is synced after reading them): what
+   * the node reports as applied, an owner may trim its log up to.
+   */
+  async durableReports(): Promise<ShardReport[]> {
+    const reports = this.reports();
+    await syncToDisk(this.options.storage);
+    return reports;
+  }
+
+  /**
+   * Each shard active here trims its log once it appended `trimEvery` entries since its last
+   * trim, up to `floor(shard)`: the lowest position every other copy placed reports durable (null
+   * while one has not reported; log-trim.ts). A few shards at a time.
+   */
+  async trimLogs(floor: (shard: number) => number | null): Promise<void> {
+    if (this.options.trimEvery === 0) return;
+    const owned = this.replicas.filter((r) => r.serving);
+    for (let i = 0; i < owned.length; i += 16) {
+      await Promise.all(
+        owned.slice(i, i + 16).map(async (r) => {
+          const upTo = floor(r.shard);
+          if (upTo === null) return;
+          await r.trimLog(upTo, this.options.trimEvery).catch((err: unknown) => log.warn('shard log not trimmed', { shard: r.shard, err }));
+        }),
+      );
+    }
   }
 
   /** Followers read their log's last sequence (for their lag), a few at a time. */

@@ -2,7 +2,7 @@
 export type ReplicaRole = 'owner' | 'follower' | 'none';
 
 /** Where a shard's copy on this node stands (shard-replica.ts has the transitions). */
-export type ReplicaState = 'idle' | 'follower' | 'catching-up' | 'active' | 'demoted' | 'divergent';
+export type ReplicaState = 'idle' | 'follower' | 'catching-up' | 'active' | 'demoted' | 'divergent' | 'seeding';
 
 /**
  * One shard's replica as its worker reports it to the front end (which serves only `active`
@@ -24,4 +24,9 @@ export interface ShardReport {
   lag: number;
   /** Activations of this shard on this node. */
   moves: number;
+  /**
+   * The sequence this node last trimmed the shard's log up to, as its owner (0: never): the log
+   * keeps the entries after it.
+   */
+  trimmedTo: number;
 }

@@ -23,6 +23,11 @@ export interface ReplicaContext {
   gapDeadlineMs: number;
   /** Called after every change of state (the front end stops or starts serving the shard). */
   changed(replica: ShardReplica): void;
+  /**
+   * Replaces the local copy of the shard with a peer's (the log no longer holds what it misses):
+   * resolves to the log sequence the copy reflects (shard-seeder.ts).
+   */
+  seed(shard: number): Promise<number>;
   /** Runs a catch-up step within the node's limit of concurrent ones (a node starting or taking over many shards), most urgent first. */
   limit<T>(shard: number, urgency: ActivationUrgency, step: () => Promise<T>): Promise<T>;
   /** An acknowledged append's latency; an append that failed (refused or never confirmed). */
@@ -40,6 +45,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  *   active ─► demoted (placement moved: in-flight appends finish) ─► follower / idle
  *   active ─► divergent (an append was refused or never confirmed; the local copy holds a batch
  *             the log does not) ─► rebuilt from the log ─► follower / catching-up
+ *   follower / catching-up ─► seeding (the log was trimmed past the local copy: a peer's copy
+ *             replaces it) ─► idle ─► follower / catching-up
  *
  * An owner becomes active only after it has applied the whole log and appended its epoch record
  * conditionally on the last sequence it read: from then, the previous owner's appends are refused.
@@ -67,6 +74,11 @@ export class ShardReplica {
   private target: { role: ReplicaRole; epoch: number } = { role: 'none', epoch: 0 };
   private driving = false;
   private closed = false;
+  /** The log no longer holds the entries after `applied`: only a peer's copy can bring this one up. */
+  private behindLog = false;
+  /** As the active owner: entries appended since it last trimmed the log, and where it trimmed to. */
+  private appendedSinceTrim = 0;
+  private trimmedTo = 0;
 
   constructor(
     readonly shard: number,
@@ -147,9 +159,25 @@ export class ShardReplica {
       role: this.target.role,
       epoch: this.epoch,
       applied: this.appender ? this.appender.lastSeq : this.applied,
-      lag: this.state === 'follower' ? Math.max(0, this.logLast - this.applied) : 0,
+      // A copy the log cannot bring up is as far behind as can be: the controller must not hand it the shard.
+      lag: this.behindLog || this.state === 'seeding' ? Number.MAX_SAFE_INTEGER : this.state === 'follower' ? Math.max(0, this.logLast - this.applied) : 0,
       moves: this.moves,
+      trimmedTo: this.trimmedTo,
     };
+  }
+
+  /**
+   * The active owner's side of trimming (log-trim.ts has the rule): once it has appended
+   * `every` entries since its last trim, drops the log's entries up to `floor` (capped at its own
+   * last append; the log keeps its last entry anyway).
+   */
+  async trimLog(floor: number, every: number): Promise<void> {
+    if (!this.serving || this.appendedSinceTrim < every) return;
+    const upTo = Math.min(floor, this.appender!.lastSeq);
+    if (upTo <= this.trimmedTo) return;
+    await this.ctx.log.trim(this.shard, upTo);
+    this.trimmedTo = upTo;
+    this.appendedSinceTrim = 0;
   }
 
   /** A follower reads the log's last sequence, for its lag. */
@@ -211,6 +239,10 @@ export class ShardReplica {
           await this.rebuild();
           continue;
         }
+        if (this.behindLog && target.role !== 'none') {
+          await this.seed();
+          continue;
+        }
         if (target.role === 'owner') {
           // A follower promoted (its owner failed) is current and its clients are retrying.
           const urgency = this.state === 'follower' ? ActivationUrgency.Promoted : ActivationUrgency.Placed;
@@ -229,8 +261,11 @@ export class ShardReplica {
         break;
       }
     } catch (err) {
-      // A log that cannot be reached: try again shortly (the state already says what holds).
-      log.warn('shard replica step failed', { shard: this.shard, state: this.state, err });
+      // A log trimmed past this copy: the next step seeds it from a peer.
+      if (err instanceof ShardLogTrimmed) this.behindLog = true;
+      // A log that cannot be reached, or no peer that could send a copy: try again shortly (the
+      // state already says what holds).
+      else log.warn('shard replica step failed', { shard: this.shard, state: this.state, err });
       this.ctx.changed(this);
       if (!this.closed) setTimeout(() => this.kick(), 500).unref();
     } finally {
@@ -249,12 +284,26 @@ export class ShardReplica {
     this.set('idle');
   }
 
-  /** Drops the shard's data and position: the log (from its start) rebuilds it. */
+  /** Drops the shard's data and position: the log (from its start, or after a peer's copy) rebuilds it. */
   private async rebuild(): Promise<void> {
     await this.stopTail();
-    dropShardData(this.ctx.storage, this.shard);
+    await dropShardData(this.ctx.storage, this.shard);
     this.applied = 0;
     this.stray = false;
+    this.set('idle');
+  }
+
+  /**
+   * Replaces the local copy with a peer's, which reflects the log up to some sequence; the log
+   * is read after it. Until the copy is whole the shard's data is marked as importing (a crash
+   * leaves it divergent, to be cleared and seeded again).
+   */
+  private async seed(): Promise<void> {
+    await this.stopTail();
+    this.set('seeding');
+    this.applied = 0;
+    this.applied = await this.ctx.seed(this.shard);
+    this.behindLog = false;
     this.set('idle');
   }
 
@@ -293,6 +342,7 @@ export class ShardReplica {
         unknownDeadlineMs: this.ctx.unknownDeadlineMs,
         onAck: (acked, commit, ms) => {
           markAcknowledged(this.ctx.storage, this.shard, { seq: acked, epoch, commit });
+          this.appendedSinceTrim++;
           this.ctx.appended(ms);
         },
       });
@@ -327,13 +377,9 @@ export class ShardReplica {
     }
   }
 
-  private async readAfter(after: number): Promise<ShardLogEntry[]> {
-    try {
-      return await this.ctx.log.read(this.shard, after, 512);
-    } catch (err) {
-      if (err instanceof ShardLogTrimmed) throw new Error(`shard ${this.shard}: the log was trimmed past this copy (${after}); it needs a snapshot`);
-      throw err;
-    }
+  /** Throws `ShardLogTrimmed` when the log no longer holds the entry after `after` (the copy is seeded then). */
+  private readAfter(after: number): Promise<ShardLogEntry[]> {
+    return this.ctx.log.read(this.shard, after, 512);
   }
 
   private apply(entries: ShardLogEntry[]): void {
@@ -357,8 +403,9 @@ export class ShardReplica {
       async (err: unknown) => {
         if (this.tail !== tail) return;
         this.tail = null;
-        // A trimmed gap or a failed apply: start over from what is applied, after a pause.
-        if (!(err instanceof ShardLogTrimmed)) await sleep(500);
+        // A trimmed gap: seed from a peer. A failed apply: start over from what is applied, after a pause.
+        if (err instanceof ShardLogTrimmed) this.behindLog = true;
+        else await sleep(500);
         if (this.state === 'follower') this.set('idle');
         this.kick();
       },
