@@ -1,6 +1,6 @@
 import t from 'tap';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
-import { planPlacement, type PlacementWrite, type PlanInput } from '../../src/cluster/control/planner.js';
+import { CATCH_UPS_PER_NODE, planPlacement, type PlacementWrite, type PlanInput } from '../../src/cluster/control/planner.js';
 import { rendezvousRank } from '../../src/cluster/control/rendezvous.js';
 import type { ShardProgress } from '../../src/cluster/control/records.js';
 import type { ShardPlacement } from '../../src/cluster/placement.js';
@@ -133,6 +133,32 @@ t.test('a join moves gracefully: follower first, flip only when caught up, K at 
   const want = (s: number) => rendezvousRank(nodes(...live), s);
   t.ok([...c.table].every(([s, e]) => e.value.owner === want(s)[0] && [...e.value.followers].sort().join() === want(s).slice(1, 3).sort().join()), `settled on the rendezvous targets after ${rounds} rounds`);
   t.ok([...c.table.values()].every((e) => e.value.epoch <= 2), 'each shard changed owner at most once');
+});
+
+t.test('a join under a large K: the joiner catches up a few copies at a time, and flips come first', async (t) => {
+  const c = placed(['a', 'b', 'c']);
+  const live = ['a', 'b', 'c', 'd'];
+  const maxMoves = 256;
+  /** Shards where d is a follower that has not reported itself caught up. */
+  const catchingUp = (): number => [...c.table].filter(([s, e]) => e.value.followers.includes('d') && c.progress.get(`d/${s}`)?.epoch !== e.value.epoch).length;
+  const first = planPlacement(input(c, { live, maxMoves }));
+  apply(c, first);
+  t.ok(first.length > 0 && catchingUp() <= CATCH_UPS_PER_NODE, `the first round gives d ${catchingUp()} copies to catch up (at most ${CATCH_UPS_PER_NODE})`);
+  t.ok(first.every((w) => w.reason === 'move-follow'), 'shards d is to own come first');
+  t.same(planPlacement(input(c, { live, maxMoves })).filter((w) => w.next.followers.includes('d') || w.next.owner === 'd'), [], 'nothing more for d before it reports');
+  caughtUp(c);
+  const second = planPlacement(input(c, { live, maxMoves }));
+  t.ok(second.filter((w) => w.reason === 'move-flip' && w.next.owner === 'd').length === first.length, 'the caught-up copies flip in the next round');
+  let rounds = 2;
+  let over = 0;
+  for (let writes = second; writes.length > 0 && rounds < 200; rounds++, writes = planPlacement(input(c, { live, maxMoves }))) {
+    apply(c, writes);
+    if (catchingUp() > CATCH_UPS_PER_NODE) over++;
+    caughtUp(c);
+  }
+  t.equal(over, 0, 'never more than the limit catching up');
+  const want = (s: number) => rendezvousRank(nodes(...live), s);
+  t.ok([...c.table].every(([s, e]) => e.value.owner === want(s)[0] && [...e.value.followers].sort().join() === want(s).slice(1, 3).sort().join()), `settled on the rendezvous targets after ${rounds} rounds`);
 });
 
 t.test('a drain empties the node; extra followers go only once the new ones caught up', async (t) => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LEASE_LOST_EXIT, type NodeStatus } from '../../src/cluster/cluster-node.js';
+import { rendezvousRank } from '../../src/cluster/control/rendezvous.js';
 import { freePorts, startEtcd, startNats, type EngineCluster } from './cluster-engines.js';
 import { CLI_NODE_SETTINGS, clusterSettings, nodeSettings, unsettledReason, type ShardLogKind } from './cluster-settings.js';
 import type { NetLab, NetNode } from './netns.js';
@@ -61,6 +62,11 @@ export interface FaultCluster {
    * node that exited on a lost lease is restarted (a killed one is not).
    */
   settled(timeoutMs?: number): Promise<void>;
+  /**
+   * Resolves once every shard's owner and followers are their rendezvous targets among the live
+   * nodes not drained, as every live node sees it: no move is in progress.
+   */
+  balanced(timeoutMs?: number): Promise<void>;
   /** The node that owns `shard`, by the placement the first live node sees. */
   ownerOf(shard: number): Promise<FaultNode | undefined>;
   live(): FaultNode[];
@@ -149,6 +155,7 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
   for (let i = 0; i < (opts.count ?? 3); i++) await startNode();
 
   const live = (): FaultNode[] => nodes.filter((n) => n.alive());
+  const drained = new Set<string>();
   const cluster: FaultCluster = {
     log: opts.log,
     nodes,
@@ -167,6 +174,7 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
       const client = new Etcd3({ hosts: etcd.endpoints, defaultCallOptions: () => ({ deadline: Date.now() + 1000 }) });
       try {
         await requestDrain(client, controlKeys(env.REPOHOST_CLUSTER_NAME!), node.id);
+        drained.add(node.id);
       } finally {
         client.close();
       }
@@ -191,6 +199,22 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
       }
       throw new Error(`the cluster did not settle in ${timeoutMs} ms: ${last}`);
     },
+    async balanced(timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
+      let moving = -1;
+      while (Date.now() < deadline) {
+        const eligible = live()
+          .filter((n) => !drained.has(n.id))
+          .map((n) => ({ id: n.id }));
+        const statuses = await Promise.all(live().map((n) => n.status().catch(() => null)));
+        const seen = statuses.filter((s): s is NodeStatus => s !== null);
+        // A node that did not answer counts as not balanced (-1).
+        moving = seen.length === statuses.length ? Math.max(0, ...seen.map((s) => unbalancedShards(s, eligible))) : -1;
+        if (moving === 0) return;
+        await sleep(250);
+      }
+      throw new Error(`the cluster did not balance in ${timeoutMs} ms: ${moving} shards off their targets`);
+    },
     async ownerOf(shard) {
       const s = await live()[0]!.status();
       const owner = s.shards.find((r) => r.shard === shard)?.placement?.owner;
@@ -198,4 +222,14 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
     },
   };
   return cluster;
+}
+
+/** Shards whose placement, as `status` sees it, is not the rendezvous targets of `eligible`. */
+function unbalancedShards(status: NodeStatus, eligible: Array<{ id: string }>): number {
+  // The nodes keep the default REPOHOST_REPLICAS (3): an owner and two followers.
+  const sorted = (ids: string[]): string => [...ids].sort().join();
+  return status.shards.filter((r) => {
+    const rank = rendezvousRank(eligible, r.shard);
+    return !r.placement || r.placement.owner !== rank[0] || sorted(r.placement.followers) !== sorted(rank.slice(1, 3));
+  }).length;
 }

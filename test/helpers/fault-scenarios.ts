@@ -55,6 +55,10 @@ async function retrying(fn: () => Promise<{ status: number; text: string; json: 
 
 export async function runFaultScenario(t: Test, cluster: FaultCluster, o: ScenarioOptions): Promise<void> {
   await cluster.settled();
+  // Nodes that joined after the first placement take their shards a few at a time: the scenario
+  // starts once those moves are done, so that its faults and checks meet a quiet cluster.
+  await cluster.balanced();
+  await cluster.settled();
   const first = cluster.nodes[0]!;
   const repos: FaultContext['repos'] = [];
   for (let i = 0; i < (o.repos ?? 6); i++) {

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Etcd3 } from 'etcd3';
 import { SHARD_COUNT } from '../../actors/shard-map.js';
+import { log } from '../../log.js';
 import type { EtcdPlacementView } from './etcd-placement-view.js';
 import type { ControlKeys } from './keys.js';
 import type { Membership } from './membership.js';
@@ -57,6 +58,8 @@ export class Controller {
   private readonly reborn = new Set<string>();
   readonly writes: WriteCounts = { place: 0, promote: 0, repair: 0, 'move-follow': 0, 'move-flip': 0, follow: 0, trim: 0 };
   private readonly roundListeners = new Set<(applied: PlacementWrite[]) => void>();
+  /** The suspect nodes that held the last round's rebalancing back, for the log. */
+  private held = '';
 
   constructor(
     private readonly client: Etcd3,
@@ -156,10 +159,15 @@ export class Controller {
     };
     let plan = planPlacement(input);
     // Rebalancing waits while a node is suspect; ask etcd only when there is something to move.
-    if (plan.some((w) => isMove(w.reason)) && (await this.anySuspect(live))) plan = planPlacement({ ...input, calm: false });
+    const suspects = plan.some((w) => isMove(w.reason)) ? await this.suspects(live) : [];
+    this.noteHeld(suspects);
+    if (suspects.length) plan = planPlacement({ ...input, calm: false });
     const applied = await this.apply(plan);
     if (applied.length === plan.length) this.reborn.clear();
-    if (applied.length) for (const listener of this.roundListeners) listener(applied);
+    if (applied.length) {
+      log.info('placement written', { controller: this.membership.info.id, ...countByReason(applied) });
+      for (const listener of this.roundListeners) listener(applied);
+    }
   }
 
   /**
@@ -199,16 +207,26 @@ export class Controller {
   }
 
   /** A node is suspect when its lease has less than half its TTL left: it missed renewals. */
-  private async anySuspect(live: string[]): Promise<boolean> {
+  private async suspects(live: string[]): Promise<string[]> {
     const answers = await Promise.all(
       live.map(async (id) => {
         const lease = this.view.nodesCache.get(id)?.value.lease;
-        if (!lease) return true;
-        const res = await this.client.leaseClient.leaseTimeToLive({ ID: lease }).catch(() => null);
-        return !res || Number(res.TTL) * 2 < Number(res.grantedTTL);
+        if (!lease) return `${id}: no lease`;
+        const res = await this.client.leaseClient.leaseTimeToLive({ ID: lease }).catch((err: Error) => err);
+        if (res instanceof Error) return `${id}: ${res.name}`;
+        return Number(res.TTL) * 2 < Number(res.grantedTTL) ? `${id}: ${res.TTL}/${res.grantedTTL} s left` : null;
       }),
     );
-    return answers.some(Boolean);
+    return answers.filter((a): a is string => a !== null);
+  }
+
+  /** Logs when rebalancing starts or stops being held back by suspect nodes (not every round). */
+  private noteHeld(suspects: string[]): void {
+    const held = suspects.map((s) => s.split(':')[0]).join(',');
+    if (held === this.held) return;
+    this.held = held;
+    if (held) log.info('rebalancing held: suspect nodes', { controller: this.membership.info.id, suspects });
+    else log.info('rebalancing resumed', { controller: this.membership.info.id });
   }
 
   /**
@@ -245,6 +263,12 @@ export class Controller {
     );
     return applied;
   }
+}
+
+function countByReason(writes: PlacementWrite[]): Partial<WriteCounts> {
+  const out: Partial<WriteCounts> = {};
+  for (const w of writes) out[w.reason] = (out[w.reason] ?? 0) + 1;
+  return out;
 }
 
 const isMove = (reason: WriteReason): boolean => reason === 'move-follow' || reason === 'move-flip' || reason === 'follow' || reason === 'trim';

@@ -17,7 +17,13 @@ import { rendezvousRank } from './rendezvous.js';
  *   a move's target or a new follower, has not caught up yet). A move is graceful: the
  *   target is added as a follower, and ownership flips (epoch + 1) only once the target reports
  *   it has caught up; extra followers are dropped only once the desired ones have caught up.
+ * - Whatever `maxMoves` allows, one node is catching up at most CATCH_UPS_PER_NODE new copies at
+ *   a time: a joining node handed ~200 at once spent its event loop starting tails and applying
+ *   logs, missed its lease renewals and left the cluster before any flip.
  */
+
+/** New copies (move targets, new followers) one node may be catching up at once. */
+export const CATCH_UPS_PER_NODE = 16;
 
 export interface PlanInput {
   shardCount: number;
@@ -121,12 +127,18 @@ export function planPlacement(input: PlanInput): PlacementWrite[] {
     if (!entry || touched.has(shard)) continue;
     candidates.push({ shard, entry, rank: rankOf(shard) });
   }
-  const waiting = (c: (typeof candidates)[number]): boolean => {
+  // Per node, the new copies it is still catching up; a shard with any is in motion.
+  const catchingUp = new Map<string, number>();
+  const room = (id: string): boolean => (catchingUp.get(id) ?? 0) < CATCH_UPS_PER_NODE;
+  const take = (id: string): void => void catchingUp.set(id, (catchingUp.get(id) ?? 0) + 1);
+  let inMotion = 0;
+  for (const c of candidates) {
     const { owner, epoch, followers } = c.entry.value;
     const added = owner === c.rank[0] ? c.rank.slice(1, 1 + want) : [c.rank[0]!];
-    return added.some((id) => followers.includes(id) && !ready(id, c.shard, epoch));
-  };
-  let inMotion = candidates.filter(waiting).length;
+    const behind = added.filter((id) => followers.includes(id) && !ready(id, c.shard, epoch));
+    behind.forEach(take);
+    if (behind.length) inMotion++;
+  }
   const moving = candidates.filter(({ entry, rank }) => entry.value.owner !== rank[0]);
   for (const { shard, entry, rank } of moving) {
     const { owner, epoch, followers } = entry.value;
@@ -141,8 +153,9 @@ export function planPlacement(input: PlanInput): PlacementWrite[] {
   }
   for (const { shard, entry, rank } of moving) {
     if (budget <= 0 || inMotion >= input.maxMoves) break;
-    if (touched.has(shard) || entry.value.followers.includes(rank[0]!)) continue;
+    if (touched.has(shard) || entry.value.followers.includes(rank[0]!) || !room(rank[0]!)) continue;
     push(shard, entry.modRevision, { ...entry.value, followers: [...entry.value.followers, rank[0]!] }, 'move-follow');
+    take(rank[0]!);
     budget--;
     inMotion++;
   }
@@ -152,8 +165,10 @@ export function planPlacement(input: PlanInput): PlacementWrite[] {
     if (touched.has(shard) || owner !== rank[0]) continue;
     const desired = rank.slice(1, 1 + want);
     const missing = desired.filter((id) => !followers.includes(id));
-    if (missing.length && inMotion < input.maxMoves) {
-      push(shard, entry.modRevision, { owner, epoch, followers: [...followers, ...missing] }, 'follow');
+    const adding = missing.filter(room);
+    if (adding.length && inMotion < input.maxMoves) {
+      push(shard, entry.modRevision, { owner, epoch, followers: [...followers, ...adding] }, 'follow');
+      adding.forEach(take);
       budget--;
       inMotion++;
     } else if (!missing.length && followers.length !== desired.length && desired.every((id) => ready(id, shard, epoch))) {
