@@ -102,7 +102,8 @@ export async function startClusterNode(parts: ClusterNodeParts): Promise<Cluster
   const stopLeaseWatch = control.membership.onStatus((status) => {
     if (status !== 'lost') return;
     log.error('cluster lease lost: leaving so that the moved shards are not served here', { node: cluster.nodeId });
-    process.exit(LEASE_LOST_EXIT);
+    // Nothing is served from here on (mayServe is false); the exit waits for a disk sync only.
+    void replicas.syncSettled(1000).then(() => process.exit(LEASE_LOST_EXIT));
   });
   const gate: ServeGate = {
     canServe: (shard) => {

@@ -105,7 +105,11 @@ t.test('bench smoke - every scenario runs for about a second and verifies its wr
   }
 });
 
-t.test('bench smoke - --sweep-workers restarts the server per worker count and compares', async (t) => {
+// The options below have their own runs (47 s together): behind the long-test flag, to keep the
+// default suite inside its time budget.
+const options = process.env.REPOHOST_LONG_TESTS === '1' ? {} : { skip: 'bench options: set REPOHOST_LONG_TESTS=1' };
+
+t.test('bench smoke - --sweep-workers restarts the server per worker count and compares', options, async (t) => {
   const run = await bench(['--scenarios', 'read:reused-token', '--sweep-workers', '1,2']);
   t.equal(run.code, 0, `bench exits 0 (stderr tail: ${run.stderr.slice(-2000)})`);
   t.same(run.report.runs.map((r) => r.workers), [1, 2], 'one run per worker count');
@@ -114,8 +118,7 @@ t.test('bench smoke - --sweep-workers restarts the server per worker count and c
   t.match(run.stdout, /by worker count/, 'prints the comparison');
 });
 
-
-t.test('bench smoke - --open-rates runs one labelled open loop per fixed rate', async (t) => {
+t.test('bench smoke - --open-rates runs one labelled open loop per fixed rate', options, async (t) => {
   const run = await bench(['--scenarios', 'agent-fleet,hot-repo', '--open-rates', '40,20']);
   t.equal(run.code, 0, `bench exits 0 (stderr tail: ${run.stderr.slice(-2000)})`);
   for (const scenario of ['agent-fleet', 'hot-repo']) {

@@ -208,7 +208,8 @@ export async function startEventLog(s: TestServer, opts: { brand?: string } = {}
       const all = receiver.unique(path).map((d) => d.body as EventEnvelope);
       return repo === undefined ? all : all.filter((e) => e.repository?.id === repo || e.repository?.name === repo);
     },
-    async settled(timeoutMs = 10_000) {
+    // A delivery that timed out on a loaded machine is retried after its backoff: wait for it.
+    async settled(timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (!deliveriesDrained(s.dataDir, [targetId])) {
         if (Date.now() > deadline) throw new Error('event log: deliveries still pending');

@@ -47,6 +47,7 @@ export class NodeReplicas {
   private readonly acks = new Map<number, BroadcastChannel>();
   private readonly wasActive = new Uint8Array(SHARD_COUNT);
   private unsubscribe: (() => void) | null = null;
+  private syncing: Promise<void> = Promise.resolve();
   private broadcastQueued = false;
   private readonly activations = new ActivationQueue(ACTIVATIONS_AT_ONCE);
   private readonly seeds = new ActivationQueue(SEEDS_AT_ONCE);
@@ -98,8 +99,18 @@ export class NodeReplicas {
    */
   async durableReports(): Promise<ShardReport[]> {
     const reports = this.reports();
-    await syncToDisk(this.options.storage);
+    const synced = syncToDisk(this.options.storage);
+    this.syncing = synced.catch(() => undefined);
+    await synced;
     return reports;
+  }
+
+  /**
+   * Settles once no disk sync runs (or after `ms`): a process that exits while LMDB syncs on
+   * another thread is aborted by lmdb-js (SIGABRT) instead of leaving with its exit code.
+   */
+  syncSettled(ms: number): Promise<void> {
+    return Promise.race([this.syncing, new Promise<void>((r) => setTimeout(r, ms).unref())]);
   }
 
   /**
