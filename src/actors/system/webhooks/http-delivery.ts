@@ -56,7 +56,8 @@ export class HttpDelivery {
         retryAfterMs: verdict === 'transient' ? parseRetryAfter(outcome.retryAfter, clock.now()) : null,
       };
     }
-    if (deadline.timedOut) return { verdict: 'transient', statusCode: null, error: `no answer within ${timeoutMs / 1000} s`, retryAfterMs: null };
+    // undici's own header and body timers (set to the same bound, a backstop) may fire first.
+    if (deadline.timedOut || answerTimedOut(outcome.error)) return { verdict: 'transient', statusCode: null, error: `no answer within ${timeoutMs / 1000} s`, retryAfterMs: null };
     const refused = findRefusal(outcome.error);
     if (refused) return { verdict: 'permanent', statusCode: null, error: `address refused: ${refused.message}`, retryAfterMs: null };
     return { verdict: 'transient', statusCode: null, error: connectionFailure(outcome.error), retryAfterMs: null };
@@ -107,6 +108,11 @@ type Outcome = { status: number; retryAfter: string | string[] | undefined } | {
  * status and Retry-After are read. Ends with the status once the answer's body is read (or its
  * first MAX_ANSWER_BYTES), or with the error that ended it, or when the deadline passes.
  */
+const answerTimedOut = (err: unknown): boolean => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
+};
+
 function exchange(dispatcher: Dispatcher, endpoint: Endpoint, headers: Record<string, string>, body: string, deadline: Deadline, timeoutMs: number): Promise<Outcome> {
   return new Promise((resolve) => {
     let answer: { status: number; retryAfter: string | string[] | undefined } | null = null;
