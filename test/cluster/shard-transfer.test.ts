@@ -4,7 +4,6 @@ import { createServer } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Key } from 'lmdb';
 import t from 'tap';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import { serveShardSnapshot } from '../../src/cluster/forward/shard-snapshot.js';
@@ -18,6 +17,7 @@ import { repoShard } from '../../src/storage/shards.js';
 import { populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
 import { startTestServer } from '../helpers/server.js';
 import { noise, uploadBlob } from '../storage/storage-helpers.js';
+import { shardEntries } from '../helpers/shard-entries.js';
 
 /**
  * The state transfer of cluster mode (src/cluster/replica/shard-seeder.ts, forward/shard-snapshot.ts):
@@ -30,15 +30,6 @@ const work = mkdtempSync(join(tmpdir(), 'repohost-shard-transfer-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
 const BIG = 24 * 1024 * 1024 + 5;
 
-/** Every entry of a shard's ranges, as stored bytes: `db key` → value hex. */
-function shardEntries(storage: Storage, shard: number): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const name of ['meta', 'objects', 'chunks']) {
-    const db = storage.root.openDB<Buffer, Key>({ name, encoding: 'binary' });
-    for (const { key, value } of db.getRange(Ranges.shard(shard))) out.set(`${name} ${JSON.stringify(key)}`, value.toString('hex'));
-  }
-  return out;
-}
 
 function differences(source: Storage, copy: Storage, shard: number): string[] {
   const want = shardEntries(source, shard);

@@ -5,11 +5,10 @@ import { openShardLog } from '../../src/cluster/log/open-shard-log.js';
 import { ShardLogTrimmed } from '../../src/cluster/shard-log.js';
 import { loadConfig } from '../../src/config.js';
 import { repoShard } from '../../src/storage/shards.js';
-import { openStorage, type Storage } from '../../src/storage/database.js';
-import { Ranges } from '../../src/storage/keys.js';
-import type { Key } from 'lmdb';
+import { openStorage } from '../../src/storage/database.js';
 import { CLI_NODE_SETTINGS } from './cluster-settings.js';
 import type { ReplicaCluster, ReplicaNode } from './replica-nodes.js';
+import { shardEntries } from './shard-entries.js';
 import { checkAcknowledged, createRepos, ownerOf, writeLoad } from './replica-scenarios.js';
 
 /**
@@ -104,14 +103,4 @@ export async function logTrimScenario(t: Test, cluster: ReplicaCluster): Promise
   const diff = [...want].filter(([k, v]) => got.get(k) !== v).map(([k]) => k).concat([...got.keys()].filter((k) => !want.has(k)));
   t.same(diff.slice(0, 10), [], `${wiped.id}'s copy of shard ${seeded} equals ${source.id}'s (${want.size} entries)`);
   await checkAcknowledged(t, [wiped], load.acked);
-}
-
-/** Every entry of a shard's ranges, as stored bytes: `db key` → value hex. */
-function shardEntries(storage: Storage, shard: number): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const name of ['meta', 'objects', 'chunks']) {
-    const db = storage.root.openDB<Buffer, Key>({ name, encoding: 'binary' });
-    for (const { key, value } of db.getRange(Ranges.shard(shard))) out.set(`${name} ${JSON.stringify(key)}`, value.toString('hex'));
-  }
-  return out;
 }
