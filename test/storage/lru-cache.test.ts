@@ -35,4 +35,20 @@ t.test('the read cache keeps what is used and forgets what is not, within its bo
     cache.set('a', 'two');
     t.equal(cache.get('a'), 'two');
   });
+
+  t.test('scopes: the same key in two scopes is two entries; the bounds count every scope', async (t) => {
+    const cache = new LruCache<string>(100, Infinity, () => 0);
+    cache.set('oid', 'in a', 'repo-a');
+    cache.set('oid', 'in b', 'repo-b');
+    t.equal(cache.get('oid', 'repo-a'), 'in a');
+    t.equal(cache.get('oid', 'repo-b'), 'in b');
+    t.equal(cache.get('oid'), undefined, 'nor is it in the default scope');
+    cache.delete('oid', 'repo-a');
+    t.equal(cache.get('oid', 'repo-a'), undefined);
+    t.equal(cache.get('oid', 'repo-b'), 'in b', 'deleting in one scope leaves the other');
+    for (let i = 0; i < 1000; i++) cache.set(`k${i}`, 'v', `repo-${i % 7}`);
+    let kept = 0;
+    for (let i = 0; i < 1000; i++) if (cache.get(`k${i}`, `repo-${i % 7}`) !== undefined) kept++;
+    t.ok(kept <= 100, `${kept} entries kept over 7 scopes`);
+  });
 });

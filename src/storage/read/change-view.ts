@@ -68,7 +68,6 @@ function overlayBytes(view: MaterializedView): number {
 const cache = new LruCache<MaterializedView>(128, 32 * 1024 * 1024, overlayBytes);
 /** The tree set of each commit read here (one tree when clean): parsing a commit per read costs more than the lookup. */
 const commitTrees = new LruCache<readonly string[]>(50_000, Infinity, () => 0);
-const cacheKey = (repoId: string, commitOid: string): string => `${repoId}\0${commitOid}`;
 
 /** A materialized view as plain data (for postMessage between threads). */
 export interface ShippedView {
@@ -90,19 +89,18 @@ export function adoptView(shipped: ShippedView): MaterializedView {
     if (objects.write(object.type, object.content) !== oid) throw new ServiceError('INTERNAL_ERROR', 'a shipped view object does not match its oid');
   }
   const view: MaterializedView = { treeOid: shipped.treeOid, objects, conflicts: shipped.conflicts };
-  cache.set(cacheKey(shipped.repoId, shipped.commitOid), view);
+  cache.set(shipped.commitOid, view, shipped.repoId);
   return view;
 }
 
 export function materializeCommit(storage: Storage, repoId: string, commitOid: string): MaterializedView {
-  const key = cacheKey(repoId, commitOid);
-  const cached = cache.get(key);
+  const cached = cache.get(commitOid, repoId);
   if (cached) return cached;
   const store = new LayeredObjectStore(new ReadObjectStore(storage, repoId));
   const trees = treeSetOfCommit(readCommit(store, commitOid));
   const treeOid = materializeTreeSet(store, trees);
   const view: MaterializedView = { treeOid, objects: store.overlay, conflicts: listTreeSetConflicts(store, trees) };
-  cache.set(key, view);
+  cache.set(commitOid, view, repoId);
   return view;
 }
 
@@ -129,11 +127,10 @@ export function openChangeView(
     conflictPaths: new Set(),
   });
   if (ref.commitOid === null) return clean(EMPTY_TREE_OID);
-  const key = cacheKey(repoId, ref.commitOid);
-  let trees = commitTrees.get(key);
-  if (!trees) commitTrees.set(key, (trees = treeSetOfCommit(readCommit(objects, ref.commitOid))));
+  let trees = commitTrees.get(ref.commitOid, repoId);
+  if (!trees) commitTrees.set(ref.commitOid, (trees = treeSetOfCommit(readCommit(objects, ref.commitOid))), repoId);
   if (trees.length === 1) return clean(trees[0]!);
-  const view = options.materialize ? materializeCommit(storage, repoId, ref.commitOid) : (options.materialized ?? cache.get(key));
+  const view = options.materialize ? materializeCommit(storage, repoId, ref.commitOid) : (options.materialized ?? cache.get(ref.commitOid, repoId));
   if (!view) return null;
   return {
     repoId,

@@ -35,19 +35,14 @@ export class ReadObjectStore extends LmdbObjectStore {
     super(db, repoId);
   }
 
-  private key(oid: string): string {
-    return `${this.repoId}\0${oid}`;
-  }
-
   override read(oid: string): GitObject | undefined {
-    const key = this.key(oid);
-    const cached = objectCache.get(key);
+    const cached = objectCache.get(oid, this.repoId);
     if (cached) return cached;
-    const small = smallBlobs.get(key);
+    const small = smallBlobs.get(oid, this.repoId);
     if (small) return { type: 'blob', content: small };
     const object = super.read(oid);
-    if (object && (object.type === 'tree' || object.type === 'commit')) objectCache.set(key, object);
-    else if (object?.type === 'blob' && object.content.length <= SMALL_BLOB_BYTES) smallBlobs.set(key, object.content);
+    if (object && (object.type === 'tree' || object.type === 'commit')) objectCache.set(oid, object, this.repoId);
+    else if (object?.type === 'blob' && object.content.length <= SMALL_BLOB_BYTES) smallBlobs.set(oid, object.content, this.repoId);
     return object;
   }
 
@@ -57,13 +52,12 @@ export class ReadObjectStore extends LmdbObjectStore {
   }
 
   override size(oid: string): number | undefined {
-    const key = this.key(oid);
-    const cached = sizeCache.get(key);
+    const cached = sizeCache.get(oid, this.repoId);
     if (cached !== undefined) return cached;
     const view = this.view(oid);
     if (!view) return undefined;
     const size = storedObjectSize(view);
-    sizeCache.set(key, size);
+    sizeCache.set(oid, size, this.repoId);
     return size;
   }
 
@@ -94,15 +88,14 @@ export interface BlobStream {
  * only after the previous one was handed to the socket, so nothing accumulates.
  */
 export function openBlobStream(storage: Storage, repoId: string, oid: string): BlobStream | undefined {
-  const cacheKey = `${repoId}\0${oid}`;
-  const small = smallBlobs.get(cacheKey);
+  const small = smallBlobs.get(oid, repoId);
   if (small) return { size: small.length, content: small, chunks: null };
   const value = storage.objects.get(K.object(repoId, oid));
   if (!value) return undefined;
   const info = decodeObjectValue(oid, value);
   if (info.type !== 'blob') return undefined;
   if (info.chunked === null) {
-    if (info.size <= SMALL_BLOB_BYTES) smallBlobs.set(cacheKey, info.content);
+    if (info.size <= SMALL_BLOB_BYTES) smallBlobs.set(oid, info.content, repoId);
     return { size: info.size, content: info.content, chunks: null };
   }
   const { u: uploadId, n, s: size } = info.chunked;

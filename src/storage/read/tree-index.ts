@@ -19,9 +19,8 @@ interface ParsedTree {
 const trees = new LruCache<ParsedTree>(20_000, 24 * 1024 * 1024, (tree) => 64 + tree.entries.length * 160);
 
 function parsed(store: ObjectStore, scope: string, oid: string): ParsedTree {
-  const key = `${scope}\0${oid}`;
-  let tree = trees.get(key);
-  if (!tree) trees.set(key, (tree = { entries: readTree(store, oid), byName: null }));
+  let tree = trees.get(oid, scope);
+  if (!tree) trees.set(oid, (tree = { entries: readTree(store, oid), byName: null }), scope);
   return tree;
 }
 
