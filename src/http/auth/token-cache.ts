@@ -3,6 +3,10 @@
  * valid token (a fresh `jti` per request is legal) adds an entry, so a count limit alone would let
  * one key holder fill memory with large tokens. Oldest entries go first (insertion order; a hit
  * does not reorder — a token used again is re-verified at worst once per eviction).
+ *
+ * Entries are found by the token's signature segment and confirmed by comparing the whole token:
+ * each request's token is a new string, and hashing all of it (a few hundred characters) on every
+ * cached read cost more than hashing its last segment and comparing bytes once.
  */
 export interface Sized {
   /** Approximate bytes the value holds beyond the cache's own bookkeeping. */
@@ -12,8 +16,18 @@ export interface Sized {
 /** Map entry, key and bookkeeping overhead per token, measured roughly with V8's heap snapshots. */
 const ENTRY_OVERHEAD = 160;
 
+interface Entry<V> {
+  token: string;
+  value: V;
+}
+
+/** The signature segment of a compact token (all of it when it has no dot). */
+function lookupKey(token: string): string {
+  return token.slice(token.lastIndexOf('.') + 1);
+}
+
 export class TokenCache<V extends Sized> {
-  private readonly entries = new Map<string, V>();
+  private readonly entries = new Map<string, Entry<V>>();
   private used = 0;
 
   constructor(private readonly budgetBytes: number) {}
@@ -28,27 +42,33 @@ export class TokenCache<V extends Sized> {
   }
 
   get(token: string): V | undefined {
-    return this.entries.get(token);
+    const entry = this.entries.get(lookupKey(token));
+    return entry !== undefined && entry.token === token ? entry.value : undefined;
   }
 
   set(token: string, value: V): void {
     const cost = entryCost(token, value);
     if (cost > this.budgetBytes) return;
-    this.delete(token);
-    this.entries.set(token, value);
+    const key = lookupKey(token);
+    this.remove(key);
+    this.entries.set(key, { token, value });
     this.used += cost;
-    for (const [oldest, v] of this.entries) {
+    for (const oldest of this.entries.keys()) {
       if (this.used <= this.budgetBytes) break;
-      this.entries.delete(oldest);
-      this.used -= entryCost(oldest, v);
+      this.remove(oldest);
     }
   }
 
   delete(token: string): void {
-    const value = this.entries.get(token);
-    if (value === undefined) return;
-    this.entries.delete(token);
-    this.used -= entryCost(token, value);
+    const key = lookupKey(token);
+    if (this.entries.get(key)?.token === token) this.remove(key);
+  }
+
+  private remove(key: string): void {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    this.entries.delete(key);
+    this.used -= entryCost(entry.token, entry.value);
   }
 }
 
