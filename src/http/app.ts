@@ -1,5 +1,5 @@
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from '@trufflesuite/uws-js-unofficial';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ServiceError, asServiceError, isServiceError } from '../errors.js';
 import { log } from '../log.js';
@@ -53,6 +53,15 @@ const TRACE_PREFIX = randomBytes(8).toString('hex');
 let traceCounter = 0;
 const nextTraceId = (): string => TRACE_PREFIX + (++traceCounter).toString(16).padStart(16, '0');
 
+/**
+ * Request ids where the client sent none: UUID-shaped, random per process in their first 20 hex
+ * digits and a counter in the last 12 — unique like a random UUID, without the random bytes and
+ * formatting a `randomUUID` costs on every read.
+ */
+const REQUEST_ID_PREFIX = ((hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-`)(randomBytes(10).toString('hex'));
+let requestCounter = 0;
+const nextRequestId = (): string => REQUEST_ID_PREFIX + (++requestCounter).toString(16).padStart(12, '0');
+
 /** uWS's `LIBUS_LISTEN_EXCLUSIVE_PORT` (its typings declare the options only for a port alone). */
 const EXCLUSIVE_PORT = 1;
 type ListenCallback = (socket: us_listen_socket | false) => void;
@@ -95,7 +104,7 @@ class Exchange {
     this.url = req.getUrl();
     this.method = req.getMethod().toUpperCase();
     const incomingId = req.getHeader('x-request-id');
-    this.requestId = REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    this.requestId = REQUEST_ID.test(incomingId) ? incomingId : nextRequestId();
     this.baseHeaders = { 'X-Request-Id': this.requestId };
     this.contentLength = req.getHeader('content-length');
   }
@@ -422,15 +431,15 @@ class FrontEnd implements HttpFrontEnd {
   }
 
   private respond(x: Exchange, reply: Reply): void {
-    const { res, state } = x;
+    const { res, state, baseHeaders } = x;
     // A reply's own headers win over the base ones: a proxied reply names its owner's node.
-    const headers = reply.headers ? { ...x.baseHeaders, ...reply.headers } : x.baseHeaders;
-    if ('schema' in reply) send(res, state, reply.status, headers, serialize(reply.schema, reply.value), false, JSON_MEDIA_TYPE);
-    else if ('json' in reply) send(res, state, reply.status, headers, reply.json, false, JSON_MEDIA_TYPE);
-    else if ('text' in reply) send(res, state, reply.status, headers, reply.text);
+    const own = reply.headers;
+    if ('schema' in reply) send(res, state, reply.status, baseHeaders, serialize(reply.schema, reply.value), false, JSON_MEDIA_TYPE, own);
+    else if ('json' in reply) send(res, state, reply.status, baseHeaders, reply.json, false, JSON_MEDIA_TYPE, own);
+    else if ('text' in reply) send(res, state, reply.status, baseHeaders, reply.text, false, null, own);
     else {
       x.watch();
-      void sendStream(res, state, reply.status, headers, reply.stream, reply.length).catch((err) => {
+      void sendStream(res, state, reply.status, baseHeaders, reply.stream, reply.length, own).catch((err) => {
         log.error('stream failed', { err, trace_id: x.traceId });
         if (!state.aborted) res.close();
       });

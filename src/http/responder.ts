@@ -15,14 +15,18 @@ function statusLine(status: number): string {
   return line;
 }
 
-/** Resumes reading where it was paused for this response, then writes its status and headers (corked). */
-function writeHead(res: HttpResponse, state: RequestState, status: number, headers: Record<string, string>): void {
+/**
+ * Resumes reading where it was paused for this response, then writes its status and headers
+ * (corked): `own` after `headers`, winning where both name a header — no merged copy per response.
+ */
+function writeHead(res: HttpResponse, state: RequestState, status: number, headers: Record<string, string>, own?: Record<string, string>): void {
   state.resumeReading(res);
   res.writeStatus(statusLine(status));
-  for (const name in headers) res.writeHeader(name, headers[name]!);
+  for (const name in headers) if (own?.[name] === undefined) res.writeHeader(name, headers[name]!);
+  if (own) for (const name in own) res.writeHeader(name, own[name]!);
 }
 
-/** `headers`, then `contentType` and `extra` when given (written as they are: no merged copy). */
+/** `headers`, then `extra` (winning over `headers`) and `contentType` when given. */
 export function send(
   res: HttpResponse,
   state: RequestState,
@@ -38,9 +42,8 @@ export function send(
   res.cork(() => {
     // Before the end: uWS forbids touching a response after it, and it reads nothing until this
     // callback returns.
-    writeHead(res, state, status, headers);
+    writeHead(res, state, status, headers, extra);
     if (contentType !== null) res.writeHeader('Content-Type', contentType);
-    if (extra) for (const name in extra) res.writeHeader(name, extra[name]!);
     res.end(body, closeConnection);
   });
 }
@@ -87,6 +90,7 @@ export async function sendStream(
   headers: Record<string, string>,
   chunks: AsyncIterable<Uint8Array>,
   length: number | null,
+  own?: Record<string, string>,
 ): Promise<void> {
   const iterator = chunks[Symbol.asyncIterator]();
   try {
@@ -95,7 +99,7 @@ export async function sendStream(
     res.cork(() => {
       // A paused socket gets no writable events either, which the stream below needs. A pipelined
       // request read meanwhile makes uWS close the connection: only a read is lost then.
-      writeHead(res, state, status, headers);
+      writeHead(res, state, status, headers, own);
     });
     if (length === 0) {
       res.cork(() => res.end());
