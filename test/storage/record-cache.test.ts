@@ -91,3 +91,26 @@ t.test('with no call in flight, a record is decoded once and kept until a call t
   cache.settled('repo:repo_D');
   t.same(cache.get(key), { target: 'b' });
 });
+
+t.test('an org with many repository names keeps them all cached; a settled org call drops them', async (t) => {
+  // Counts the reads that reach LMDB: a cached name costs none.
+  let reads = 0;
+  const meta = new Proxy(storage.meta, {
+    get(target, prop, receiver) {
+      if (prop === 'get') return (key: Key) => (reads++, target.get(key));
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
+  const cache = new RecordCache(meta);
+  const names = Array.from({ length: 10_000 }, (_, i) => `repo-${i}`);
+  for (const name of names) storage.meta.putSync(K.repoName('org_many', name), `id-${name}`);
+  storage.root.resetReadTxn();
+  for (const name of names) cache.get(K.repoName('org_many', name));
+  t.equal(reads, names.length, 'each name read from LMDB once');
+  for (const name of names) t.equal(cache.get(K.repoName('org_many', name)), `id-${name}`);
+  t.equal(reads, names.length, 'all 10,000 served from the cache the second time');
+  cache.dispatched('org:org_many');
+  cache.settled('org:org_many');
+  cache.get(K.repoName('org_many', names[0]!));
+  t.equal(reads, names.length + 1, 'an org call that settled may have renamed any of them: read afresh');
+});

@@ -61,6 +61,24 @@ export class LruCache<V> {
     this.old.get(scope)?.delete(key);
   }
 
+  /** Forgets every entry of `scope`. */
+  deleteScope(scope: string): void {
+    const youngs = this.young.get(scope);
+    if (youngs) {
+      for (const entry of youngs.values()) this.youngWeight -= entry.weight;
+      this.youngEntries -= youngs.size;
+      this.young.delete(scope);
+    }
+    this.old.delete(scope);
+  }
+
+  clear(): void {
+    this.young = new Map();
+    this.old = new Map();
+    this.youngEntries = 0;
+    this.youngWeight = 0;
+  }
+
   private insert(scope: string, key: string, entry: Entry<V>): void {
     let youngs = this.young.get(scope);
     if (!youngs) this.young.set(scope, (youngs = new Map<string, Entry<V>>()));

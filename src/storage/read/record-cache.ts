@@ -1,6 +1,7 @@
 import type { Database, Key } from 'lmdb';
 import { orgIdOfActor, repoIdOfActor } from '../../actors/actor-names.js';
 import { withoutShard } from '../keys.js';
+import { LruCache } from './lru-cache.js';
 
 /**
  * The mutable records the front end reads on nearly every request — a repository by name, its
@@ -25,8 +26,12 @@ export interface RecordReader {
 
 /** Kinds of `[shard, 'r', repoId, kind, …]` keys written only by the repository's actor. */
 const REPO_KINDS = new Set(['bm', 'chg', 'fmeta', 'sync-latest']);
-const MAX_SCOPES = 20_000;
-const MAX_PER_SCOPE = 4_096;
+/**
+ * Entries over all scopes. A bound per scope emptied an org's name index whenever it passed a few
+ * thousand names, and one on the number of scopes emptied the whole cache at once: reads spread
+ * over 10,000 repositories ran at 0.7x those over 1,000.
+ */
+const MAX_ENTRIES = 131_072;
 
 /** Marks a cached miss (a value LMDB does not have is also worth remembering). */
 const MISSING = Symbol('missing');
@@ -40,7 +45,7 @@ function deepFreeze<T>(value: T): T {
 }
 
 export class RecordCache implements RecordReader {
-  private scopes = new Map<string, Map<string, unknown>>();
+  private readonly entries = new LruCache<unknown>(MAX_ENTRIES, Infinity, () => 0);
   /** Calls in flight per actor's scope (repository or org id). */
   private readonly inFlight = new Map<string, number>();
   /** Calls in flight to any org actor: they may write records of any of the org's repositories. */
@@ -66,15 +71,10 @@ export class RecordCache implements RecordReader {
     } else return this.meta.get(key);
     if (writing) return this.meta.get(key);
 
-    let scope = this.scopes.get(scopeId);
-    const hit = scope?.get(entry);
+    const hit = this.entries.get(entry, scopeId);
     if (hit !== undefined) return hit === MISSING ? undefined : hit;
     const value = deepFreeze(this.meta.get(key));
-    if (!scope) {
-      if (this.scopes.size >= MAX_SCOPES) this.scopes = new Map();
-      this.scopes.set(scopeId, (scope = new Map<string, unknown>()));
-    } else if (scope.size >= MAX_PER_SCOPE) scope.clear();
-    scope.set(entry, value === undefined ? MISSING : value);
+    this.entries.set(entry, value === undefined ? MISSING : value, scopeId);
     return value;
   }
 
@@ -83,7 +83,7 @@ export class RecordCache implements RecordReader {
    * may change its records before it is served here again).
    */
   dropAll(): void {
-    this.scopes = new Map();
+    this.entries.clear();
   }
 
   /** Called when a call to `actor` is dispatched: from now until it settles, it may commit. */
@@ -103,7 +103,7 @@ export class RecordCache implements RecordReader {
     if (n === 0) this.inFlight.delete(scopeId);
     else this.inFlight.set(scopeId, n);
     // An org actor writes repository records under other scopes too (rename, delete): drop all.
-    if (repoId !== null) this.scopes.delete(repoId);
-    else this.scopes = new Map();
+    if (repoId !== null) this.entries.deleteScope(repoId);
+    else this.entries.clear();
   }
 }
