@@ -11,6 +11,7 @@ import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
 import { directoryLocation, openOrgDirectory } from './cluster/org-directory/open-org-directory.js';
 import { RecordCache } from './storage/read/record-cache.js';
+import { RepoActivity } from './actors/repo-activity.js';
 import { ActorRuntime } from './actors/runtime.js';
 import { configureWorkerHeaps } from './actors/worker-heap.js';
 import { actorSettings } from './actors/settings.js';
@@ -91,6 +92,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   configureWorkerHeaps();
   let metrics: Metrics | null = null;
   const records = new RecordCache(storage.meta);
+  const activity = new RepoActivity();
   const runtime = new ActorRuntime({
     workers: config.workers,
     settings: actorSettings(config),
@@ -101,6 +103,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     onSettled: (actor) => {
       storage.root.resetReadTxn();
       records.settled(actor);
+      activity.settled(actor);
     },
   });
   const signatures = parts.signatures ?? new SignaturePool();
@@ -116,7 +119,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     cluster = await startClusterNode({ cluster: config.cluster, storage: opened, dataDir: config.dataDir, runtime, records, registry: metrics.registry, onServed: setWebhookShards });
   }
   const forwarding = cluster?.forwarding ?? null;
-  const services: Services = { config, storage, directory, records, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null, shardReads: forwarding?.reads ?? null };
+  const services: Services = { config, storage, directory, records, activity, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null, shardReads: forwarding?.reads ?? null };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);
   const operator = await listenOperator(metrics, config.metricsAddr, cluster);

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { ActorCaller } from '../actors/actor-caller.js';
+import type { RepoActivity } from '../actors/repo-activity.js';
 import type { Storage } from '../storage/database.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { RecordCache } from '../storage/read/record-cache.js';
@@ -17,6 +18,8 @@ export interface Services {
   directory: OrgDirectory;
   /** Decoded repository records for the front end's reads (see record-cache.ts). */
   records: RecordCache;
+  /** Repositories whose actors settled calls, for the system actors that follow changes. */
+  activity: RepoActivity;
   secrets: SecretBox;
   /** Sends commands to actors: the local runtime, or in a cluster the router to each shard's owner. */
   runtime: ActorCaller;

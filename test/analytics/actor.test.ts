@@ -137,3 +137,42 @@ t.test('actor - a deleted repository is forgotten', async (t) => {
   t.notOk(engine.needsRun(REPO));
   await actor.stop();
 });
+
+t.test('actor - a turn looks at the touched repositories and due retries; every record only at the full scan', async (t) => {
+  const { storage, cleanup } = tempStorage();
+  t.teardown(cleanup);
+  const history = new TestHistory();
+  const source = new SwitchableSource(storage, history);
+  const actor = new AnalyticsActor(storage, new AnalyticsEngine(storage, source, AgentTable.defaults()), { fullScanMs: 60_000, retryBaseMs: 5_000 });
+  const now = Date.now();
+  seedRepo(storage, REPO, null);
+  t.equal(actor.turn(now), 0, 'the first turn scans every record: nothing to compute yet');
+
+  const c1 = history.commit({ files: { 'a.txt': lines('a') } });
+  seedRepo(storage, REPO, c1);
+  t.equal(actor.turn(now + 500), 0, 'a change no call announced waits for the next full scan');
+  actor.touched([REPO]);
+  t.equal(actor.turn(now + 1000), 1, 'announced: queued at the next turn');
+  await actor.idle();
+  t.equal(status(storage).status, 'current');
+
+  const c2 = history.commit({ files: { 'a.txt': lines('a', 'b') }, parents: [c1] });
+  seedRepo(storage, REPO, c2);
+  source.failure = 'object store unavailable';
+  actor.touched([REPO]);
+  actor.turn(now + 1500);
+  await actor.idle();
+  t.equal(status(storage).status, 'stale');
+  source.failure = null;
+  t.equal(actor.turn(Date.now()), 0, 'no retry before the backoff is over');
+  t.equal(actor.turn(Date.now() + 6_000), 1, 'a due retry is looked at without being touched');
+  await actor.idle();
+  t.equal(status(storage).status, 'current');
+
+  const c3 = history.commit({ files: { 'a.txt': lines('a', 'b', 'c') }, parents: [c2] });
+  seedRepo(storage, REPO, c3);
+  t.equal(actor.turn(Date.now() + 1_000), 0, 'untouched before the full scan is due');
+  t.equal(actor.turn(Date.now() + 61_000), 1, 'the full scan finds it');
+  await actor.idle();
+  t.equal(status(storage).analytics!.summary.totalLines, 3);
+});

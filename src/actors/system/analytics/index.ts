@@ -2,6 +2,7 @@
  * Starts the analytics actor in its own worker thread. The agent table is loaded here first so a
  * broken `REPOHOST_AGENT_TABLE` file stops the server at start-up with the reason, instead of
  * leaving analytics silently dead. A worker that dies is restarted (its work is idempotent).
+ * The repositories whose actors settled calls are handed to it every turn (`RepoActivity`).
  */
 import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
@@ -9,7 +10,7 @@ import { log } from '../../../log.js';
 import type { Services } from '../../../http/services.js';
 import type { SystemActor } from '../index.js';
 import { AgentTable } from './agent-table.js';
-import type { AnalyticsWorkerData } from './worker.js';
+import type { AnalyticsMessage, AnalyticsWorkerData } from './worker.js';
 
 export const SCAN_INTERVAL_MS = 500;
 const RESTART_DELAY_MS = 1000;
@@ -37,11 +38,19 @@ export function startAnalytics(services: Services): SystemActor {
     });
   };
   spawn();
+  const post = (message: AnalyticsMessage): void => worker.postMessage(message);
+  // A worker started again scans every record first: what it was handed before is not lost.
+  const handOver = setInterval(() => {
+    const touched = services.activity.take();
+    if (touched === 'all') post({ type: 'scan-all' });
+    else if (touched.length > 0) post({ type: 'touched', repoIds: touched });
+  }, SCAN_INTERVAL_MS / 2);
   return {
     async stop() {
       stopping = true;
+      clearInterval(handOver);
       if (restartTimer) clearTimeout(restartTimer);
-      worker.postMessage({ type: 'stop' });
+      post({ type: 'stop' });
       await exited;
     },
   };

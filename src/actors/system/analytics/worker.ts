@@ -37,8 +37,11 @@ const engine = new AnalyticsEngine(storage, new LmdbAnalyticsSource(storage), Ag
 const actor = new AnalyticsActor(storage, engine, { intervalMs: data.intervalMs });
 actor.start();
 
-parentPort!.on('message', (message: { type: string }) => {
-  if (message.type !== 'stop') return;
+export type AnalyticsMessage = { type: 'touched'; repoIds: string[] } | { type: 'scan-all' } | { type: 'stop' };
+
+parentPort!.on('message', (message: AnalyticsMessage) => {
+  if (message.type === 'touched') return actor.touched(message.repoIds);
+  if (message.type === 'scan-all') return actor.scanAllNext();
   actor
     .stop()
     .then(() => storage.close())
