@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createEtcdClient } from '../../src/cluster/control/etcd-client.js';
 import { openOrgDirectory, type OpenedOrgDirectory } from '../../src/cluster/org-directory/open-org-directory.js';
+import type { EtcdOrgDirectory } from '../../src/cluster/org-directory/etcd-org-directory.js';
 import { createOrg, createSigningKey, setKeyStatus } from '../../src/storage/admin-store.js';
 import { openStorage } from '../../src/storage/database.js';
 import { isServiceError } from '../../src/errors.js';
@@ -63,6 +64,14 @@ t.test('a directory opened later loads everything written before it', async (t) 
   t.equal(late.key(key.id)?.status, 'active');
   t.same(late.targets(org.id).map((x) => x.name), ['early']);
   t.equal(late.version(), a.version(), 'both views stand at the same revision');
+});
+
+t.test('an idle directory keeps its watch: nothing undelivered is seen where nothing changed', async (t) => {
+  const stalls = (d: typeof a): number => (d as EtcdOrgDirectory).watchStalls;
+  const before = [stalls(a), stalls(b)];
+  // Two checks a second apart find a stall; four seconds hold two such pairs.
+  await sleep(4200);
+  t.same([stalls(a), stalls(b)], before, 'no watch moved');
 });
 
 t.test('a key revoked through one node is refused by another within the watch latency', async (t) => {

@@ -65,6 +65,8 @@ export class EtcdOrgDirectory implements OrgDirectory {
   private closed = false;
   /** True while the directory is read again after its watch failed. */
   private loading = false;
+  /** Watches moved to a new connection because they had stalled (the log says when). */
+  private stalls = 0;
 
   private constructor(
     private readonly endpoints: string[],
@@ -319,8 +321,10 @@ export class EtcdOrgDirectory implements OrgDirectory {
     const applied = this.applied;
     let undelivered: number;
     try {
-      const res = await this.client.kv.range({ key: Buffer.from(this.paths.prefix), range_end: rangeEnd(this.paths.prefix), min_mod_revision: applied + 1, count_only: true });
-      undelivered = Number(res.count);
+      // Keys only, counted here: etcd applies `min_mod_revision` to the keys it returns but not to
+      // `count`, so a count alone called every idle directory stalled and restarted its watch.
+      const res = await this.client.kv.range({ key: Buffer.from(this.paths.prefix), range_end: rangeEnd(this.paths.prefix), min_mod_revision: applied + 1, keys_only: true });
+      undelivered = res.kvs.length;
     } catch {
       return; // etcd did not answer in time: nothing to compare with
     }
@@ -334,9 +338,15 @@ export class EtcdOrgDirectory implements OrgDirectory {
       return;
     }
     this.behindAt = null;
+    this.stalls++;
     log.warn('org directory: the watch delivers nothing while etcd has newer changes; moving it to the next member', { applied });
     this.renewWatchClient();
     this.follow(applied + 1);
+  }
+
+  /** How many times the watch was found stalled and moved. */
+  get watchStalls(): number {
+    return this.stalls;
   }
 
   private renewWatchClient(): void {
