@@ -176,3 +176,29 @@ t.test('actor - a turn looks at the touched repositories and due retries; every 
   await actor.idle();
   t.equal(status(storage).analytics!.summary.totalLines, 3);
 });
+
+t.test('actor - only the owner of the shard computes (cluster mode); a shard taken over is computed at the next full scan', async (t) => {
+  const { storage, cleanup } = tempStorage();
+  t.teardown(cleanup);
+  const history = new TestHistory();
+  let owned = false;
+  const outcomes: string[] = [];
+  const actor = new AnalyticsActor(storage, new AnalyticsEngine(storage, new SwitchableSource(storage, history), AgentTable.defaults()), {
+    fullScanMs: 60_000,
+    serves: () => owned,
+    onOutcome: (_, o) => outcomes.push(o.kind),
+  });
+  seedRepo(storage, REPO, history.commit({ files: { 'a.txt': lines('a') } }));
+  const now = Date.now();
+  t.equal(actor.turn(now), 0, 'a follower does not compute');
+  actor.touched([REPO]);
+  t.equal(actor.turn(now + 500), 0, 'not even when told of a call');
+  await actor.idle();
+  t.same(outcomes, []);
+  t.not(status(storage).status, 'current');
+  owned = true;
+  t.equal(actor.turn(now + 61_000), 1, 'owned now: the next full scan computes it');
+  await actor.idle();
+  t.same(outcomes, ['rebuild']);
+  t.equal(status(storage).status, 'current');
+});

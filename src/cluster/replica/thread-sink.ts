@@ -44,9 +44,14 @@ export class ThreadReplication {
     this.storage = storage;
   }
 
+  /** Whether this node serves `shard` now (its owner, active). */
+  serves(shard: number): boolean {
+    return this.flags[shard] === 1;
+  }
+
   /** The error to answer a command of `shard` with on this node, or null when it is served here. */
   refuse(shard: number): ServiceError | null {
-    if (this.flags[shard] === 1) return null;
+    if (this.serves(shard)) return null;
     return new ServiceError('UNAVAILABLE', `shard ${shard} is not served by this node right now; retry`, undefined, { retryAfter: 1 });
   }
 

@@ -36,6 +36,12 @@ export interface AnalyticsActorOptions {
   retryBaseMs?: number;
   retryMaxMs?: number;
   onOutcome?: (repoId: string, outcome: RunOutcome) => void;
+  /**
+   * Cluster mode: whether this node owns the repository's shard now. Only the owner computes: a
+   * follower's write would be a commit outside the shard's log, and its copy would be dropped as
+   * divergent. The owner's documents reach the followers through the log.
+   */
+  serves?: (repoId: string) => boolean;
 }
 
 export class AnalyticsActor {
@@ -140,6 +146,8 @@ export class AnalyticsActor {
 
   /** Queues a repository whose record changed since it was last seen (or whose retry is due). */
   #check(repoId: string, repo: RepoRecord, now: number): boolean {
+    // Not marked seen: a shard taken over later is looked at by the next full scan.
+    if (this.options.serves?.(repoId) === false) return false;
     const mark = `${repo.last_op_id ?? ''}|${repo.default_bookmark}`;
     const retry = this.#retry.get(repoId);
     const due = retry !== undefined && retry.at <= now;
@@ -171,6 +179,12 @@ export class AnalyticsActor {
     this.#draining = (async () => {
       while (!this.#stopped && this.#queue.length > 0) {
         const repoId = this.#queue.shift()!;
+        if (this.options.serves?.(repoId) === false) {
+          // The shard moved away while this waited: its new owner computes.
+          this.#queued.delete(repoId);
+          this.#seen.delete(repoId);
+          continue;
+        }
         // Still queued while running: a move seen meanwhile is picked up by the re-check below.
         const outcome = await this.runner.run(repoId);
         this.#queued.delete(repoId);

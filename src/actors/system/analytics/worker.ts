@@ -7,7 +7,8 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { log, setLogLevel } from '../../../log.js';
 import { openStorage } from '../../../storage/database.js';
-import { serverStorage } from '../../../storage/server-storage.js';
+import { serverStorage, threadReplication } from '../../../storage/server-storage.js';
+import { repoShard } from '../../../storage/shards.js';
 import { AnalyticsActor } from './actor.js';
 import { AgentTable } from './agent-table.js';
 import { AnalyticsEngine } from './engine.js';
@@ -34,7 +35,11 @@ if (process.platform === 'linux') {
 }
 const storage = serverStorage(openStorage(data.dataDir));
 const engine = new AnalyticsEngine(storage, new LmdbAnalyticsSource(storage), AgentTable.load(data.agentTable));
-const actor = new AnalyticsActor(storage, engine, { intervalMs: data.intervalMs });
+const replication = threadReplication;
+const actor = new AnalyticsActor(storage, engine, {
+  intervalMs: data.intervalMs,
+  serves: replication ? (repoId) => replication.serves(repoShard(repoId)) : undefined,
+});
 actor.start();
 
 export type AnalyticsMessage = { type: 'touched'; repoIds: string[] } | { type: 'scan-all' } | { type: 'stop' };
