@@ -23,7 +23,7 @@ import { routes } from './http/routes/index.js';
 import { compileResponses } from './protocol/serializers.js';
 import type { Services } from './http/services.js';
 import { startSystemActors, type SystemActors } from './actors/system/index.js';
-import { setWebhookShards } from './actors/system/webhooks/index.js';
+import { OwnedShards } from './actors/system/shard-ownership.js';
 
 export interface RunningServer {
   port: number;
@@ -93,6 +93,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   let metrics: Metrics | null = null;
   const records = new RecordCache(storage.meta);
   const activity = new RepoActivity();
+  const served = new OwnedShards();
   const runtime = new ActorRuntime({
     workers: config.workers,
     settings: actorSettings(config),
@@ -116,10 +117,10 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   let cluster: ClusterNode | null = null;
   if (config.cluster) {
     const { startClusterNode } = await import('./cluster/cluster-node.js');
-    cluster = await startClusterNode({ cluster: config.cluster, storage: opened, dataDir: config.dataDir, runtime, records, registry: metrics.registry, onServed: setWebhookShards });
+    cluster = await startClusterNode({ cluster: config.cluster, storage: opened, dataDir: config.dataDir, runtime, records, registry: metrics.registry, onServed: (shards) => served.set(shards) });
   }
   const forwarding = cluster?.forwarding ?? null;
-  const services: Services = { config, storage, directory, records, activity, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null, shardReads: forwarding?.reads ?? null };
+  const services: Services = { config, storage, directory, records, activity, served, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null, shardReads: forwarding?.reads ?? null };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);
   const operator = await listenOperator(metrics, config.metricsAddr, cluster);

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { ActorCaller } from '../actors/actor-caller.js';
 import type { RepoActivity } from '../actors/repo-activity.js';
+import type { ShardOwnership } from '../actors/system/shard-ownership.js';
 import type { Storage } from '../storage/database.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { RecordCache } from '../storage/read/record-cache.js';
@@ -20,6 +21,8 @@ export interface Services {
   records: RecordCache;
   /** Repositories whose actors settled calls, for the system actors that follow changes. */
   activity: RepoActivity;
+  /** The shards this node serves, whose queues its system actors drain. */
+  served: ShardOwnership;
   secrets: SecretBox;
   /** Sends commands to actors: the local runtime, or in a cluster the router to each shard's owner. */
   runtime: ActorCaller;

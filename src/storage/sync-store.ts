@@ -61,19 +61,21 @@ export function unindexRepoSyncs(meta: Meta, orgId: string, repoId: string): voi
 }
 
 /** Unfinished syncs (queued or running). */
-export function syncQueueLength(meta: Meta): number {
+/** Unfinished syncs (queued or running) in `shards`. */
+export function syncQueueLength(meta: Meta, shards: Iterable<number>): number {
   let n = 0;
-  for (let shard = 0; shard < SHARD_COUNT; shard++) n += meta.getKeysCount(Ranges.shardSyncQueue(shard));
+  for (const shard of shards) n += meta.getKeysCount(Ranges.shardSyncQueue(shard));
   return n;
 }
 
 /**
- * Each repository's oldest unfinished sync, oldest first: the queue's heads, in the order they
- * were enqueued. Each shard keeps its repositories' queues (a repository's in enqueue order).
+ * Each repository's oldest unfinished sync in `shards`, oldest first: the queue's heads, in the
+ * order they were enqueued. Each shard keeps its repositories' queues (a repository's in enqueue
+ * order).
  */
-export function syncQueueHeads(meta: Meta): Array<{ syncId: string; repoId: string }> {
+export function syncQueueHeads(meta: Meta, shards: Iterable<number>): Array<{ syncId: string; repoId: string }> {
   const heads: Array<{ syncId: string; repoId: string }> = [];
-  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+  for (const shard of shards) {
     let previous: string | null = null;
     for (const { key, value } of meta.getRange(Ranges.shardSyncQueue(shard))) {
       const repoId = value as string;

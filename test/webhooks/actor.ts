@@ -6,7 +6,7 @@ import { createTarget } from '../../src/actors/commands/webhooks.js';
 import type { CommandContext } from '../../src/actors/command.js';
 import { Mutation } from '../../src/actors/mutation.js';
 import { WebhookDispatcher } from '../../src/actors/system/webhooks/dispatcher.js';
-import type { ShardOwnership } from '../../src/actors/system/webhooks/shard-ownership.js';
+import type { ShardOwnership } from '../../src/actors/system/shard-ownership.js';
 import { deliveryLog, hasPendingDeliveries, type DeliveryRecord } from '../../src/storage/webhook-store.js';
 import { createOrg } from '../../src/storage/admin-store.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';

@@ -15,7 +15,7 @@ import { K, lastPart, Ranges } from '../../src/storage/keys.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { WebhookTargetRecord } from '../../src/storage/webhook-store.js';
 import { verifySignature } from '../helpers/webhook-receiver.js';
-import { OwnedShards } from '../../src/actors/system/webhooks/shard-ownership.js';
+import { OwnedShards } from '../../src/actors/system/shard-ownership.js';
 import { orgShard } from '../../src/storage/shards.js';
 
 t.test('webhook policy - the address policy is applied at connection time, to the address dialled', async (t) => {

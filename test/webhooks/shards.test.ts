@@ -1,5 +1,5 @@
 import t from 'tap';
-import { OwnedShards } from '../../src/actors/system/webhooks/shard-ownership.js';
+import { OwnedShards } from '../../src/actors/system/shard-ownership.js';
 import { repoShard } from '../../src/storage/shards.js';
 import { outboxEvents } from '../helpers/outbox.js';
 import { PATH, startActor, tag } from './actor.js';

@@ -48,6 +48,7 @@ export class SyncScheduler {
   private wakeTimer: NodeJS.Timeout | null = null;
   private wakeAt = Infinity;
   private readonly poll: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly services: Services,
@@ -56,11 +57,13 @@ export class SyncScheduler {
   ) {
     this.poll = setInterval(() => this.wake(), POLL_MS);
     this.poll.unref();
+    // Only the shards served here: a sync of another node's shard is its owner's to run.
+    this.unsubscribe = services.served.onChange(() => this.wake());
   }
 
   /** Unfinished syncs (queued or running), for the queue-length gauge. */
   queueLength(): number {
-    return syncQueueLength(this.services.storage.meta);
+    return syncQueueLength(this.services.storage.meta, this.services.served.ownedShards());
   }
 
   /** Looks at the queue soon (coalesced): after an enqueue, a finished job, a backoff expiry. */
@@ -78,7 +81,7 @@ export class SyncScheduler {
     const { meta } = this.services.storage;
     const now = Date.now();
     let nextWake = Infinity;
-    for (const { repoId, syncId } of syncQueueHeads(meta)) {
+    for (const { repoId, syncId } of syncQueueHeads(meta, this.services.served.ownedShards())) {
       if (this.running.size >= this.options.concurrency) break;
       if (this.running.has(repoId)) continue;
       const record = getSync(meta, repoId, syncId);
@@ -190,6 +193,7 @@ export class SyncScheduler {
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     clearInterval(this.poll);
+    this.unsubscribe();
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     const all = Promise.allSettled([...this.running.values()]);
     let timer: NodeJS.Timeout | undefined;

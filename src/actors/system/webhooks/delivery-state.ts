@@ -16,7 +16,7 @@ import {
   type DeliveryRecord,
   type WebhookTargetRecord,
 } from '../../../storage/webhook-store.js';
-import type { ShardOwnership } from './shard-ownership.js';
+import type { ShardOwnership } from '../shard-ownership.js';
 
 /**
  * Delivery state as the webhook actor reads and writes it: the delivery records of each target's

@@ -11,7 +11,7 @@ import { pruneDeliveryLog } from './log-pruning.js';
 import { fanOutBatch } from './outbox-fan-out.js';
 import { afterAttempt } from './retry-policy.js';
 import { onOutboxEvents } from './outbox-signal.js';
-import { OwnedShards, type ShardOwnership } from './shard-ownership.js';
+import { OwnedShards, type ShardOwnership } from '../shard-ownership.js';
 
 /**
  * The webhook actor (API §11.3). It runs in its own thread (`worker.ts`), never inside a

@@ -1,7 +1,7 @@
 import type { Storage } from '../../../storage/database.js';
 import { idTime } from '../../../storage/ids.js';
 import { removeFinishedDelivery, shardDeliveryLog, shardDeliveryTargets } from '../../../storage/webhook-store.js';
-import type { ShardOwnership } from './shard-ownership.js';
+import type { ShardOwnership } from '../shard-ownership.js';
 
 /** Delivery log pruning (API §11.4: finished deliveries are kept 7 days). */
 

@@ -10,7 +10,7 @@ import { serverStorage } from '../../../storage/server-storage.js';
 import { SecretBox } from '../../../storage/secret-box.js';
 import { openOrgDirectory, type DirectoryLocation } from '../../../cluster/org-directory/open-org-directory.js';
 import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.js';
-import { OwnedShards } from './shard-ownership.js';
+import { OwnedShards } from '../shard-ownership.js';
 
 export interface WebhookWorkerData extends Omit<DispatcherOptions, 'storage' | 'directory' | 'secrets' | 'clock' | 'ownership'> {
   dataDir: string;

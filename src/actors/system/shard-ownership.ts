@@ -1,10 +1,11 @@
-import { SHARD_COUNT } from '../../shard-map.js';
+import { SHARD_COUNT } from '../shard-map.js';
 
 /**
- * The shards whose webhook queues this node drains: those it owns. A shard's outbox, pending
- * deliveries and delivery records are written only by its owner, so only the owner fans them out,
- * sends them and records their outcomes. One node owns all 256; in cluster mode the placement
- * says, and changes as shards move.
+ * The shards this node serves, whose queues its system actors drain: a shard's outbox, webhook
+ * deliveries and sync queue are written only by its owner, so only the owner fans them out, sends
+ * them, runs them and records their outcomes (a write elsewhere would be a commit outside the
+ * shard's log). One node owns all 256; in cluster mode the placement says, and changes as shards
+ * move.
  */
 export interface ShardOwnership {
   owns(shard: number): boolean;
