@@ -3,7 +3,6 @@ import type { Storage } from './database.js';
 import { removeUploadSync } from './blob-store.js';
 import { decodeObjectValue } from './git-object-store.js';
 import { idTime } from './ids.js';
-import { SHARD_COUNT } from '../actors/shard-map.js';
 import { K, lastPart, Ranges, repoOfShardEntry } from './keys.js';
 import { getPending, pendingOf } from './pending-objects.js';
 import { addBytes } from './quota.js';
@@ -20,13 +19,13 @@ import type { RepoRecord, SyncRecord } from './records.js';
 type Meta = Database<unknown, Key>;
 
 /**
- * Repositories with pending objects or staged uploads from before `cutoff` (ms), each with the
- * ids of its old staged uploads; `lastActivity` tells when an upload this process is still
- * streaming last received bytes (it counts from then, not from its start).
+ * Repositories of `shards` with pending objects or staged uploads from before `cutoff` (ms), each
+ * with the ids of its old staged uploads; `lastActivity` tells when an upload this process is
+ * still streaming last received bytes (it counts from then, not from its start).
  */
-export function findCollectable(meta: Meta, cutoff: number, lastActivity: (uploadId: string) => number | undefined): Map<string, string[]> {
+export function findCollectable(meta: Meta, shards: Iterable<number>, cutoff: number, lastActivity: (uploadId: string) => number | undefined): Map<string, string[]> {
   const repos = new Map<string, string[]>();
-  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+  for (const shard of shards) {
     for (const { key, value } of meta.getRange(Ranges.shardPending(shard))) {
       const repoId = repoOfShardEntry(key);
       if (!repos.has(repoId) && (value as { at: number }).at <= cutoff) repos.set(repoId, []);

@@ -5,7 +5,8 @@
  * receiving is not an orphan), and sends each a `blob.collect` command: the
  * deleting happens in the repository's own actor, serialized with its writes. The sweep runs a
  * few times per retention (at least every 250 ms, at most every 15 minutes), so a blob goes at
- * most that much after its retention ends.
+ * most that much after its retention ends. Each node looks at the shards it serves: the others'
+ * owners collect theirs.
  */
 import type { Services } from '../../http/services.js';
 import { log } from '../../log.js';
@@ -41,7 +42,7 @@ export function startBlobCollector(services: Services): SystemActor {
     // Uploads of this process that committed (or were collected) need no watching any more.
     for (const { uploadId, repoId } of stagingUploads()) if (!isUploadStaged(storage, repoId, uploadId)) forgetStaging(uploadId);
     const cutoff = Date.now() - config.blobRetentionS * 1000;
-    for (const [repoId, uploadIds] of findCollectable(storage.meta, cutoff, lastStagingActivity)) {
+    for (const [repoId, uploadIds] of findCollectable(storage.meta, services.served.ownedShards(), cutoff, lastStagingActivity)) {
       if (stopped()) return;
       try {
         await collect(repoId, uploadIds, stopped);

@@ -11,6 +11,7 @@ import type { Services } from '../../http/services.js';
 import { log } from '../../log.js';
 import type { PrincipalMsg } from '../../protocol/messages.js';
 import { staleSagas } from '../../storage/repo-saga-store.js';
+import { orgShard } from '../../storage/shards.js';
 import { settleSaga, type StepCall } from '../repo-saga.js';
 import type { SystemActor } from './index.js';
 import { isTransientActorError, startPeriodicSweep } from './periodic-sweep.js';
@@ -27,7 +28,9 @@ export function startRepoSagaSweeper(services: Services): SystemActor {
 
   async function sweep(stopped: () => boolean): Promise<void> {
     const cutoff = new Date(Date.now() - config.sagaTimeoutS * 1000).toISOString();
-    for (const saga of [...staleSagas(storage.meta, [...services.directory.orgs()].map((o) => o.id), cutoff)]) {
+    // The sagas of the orgs whose shard this node serves: the org's shard holds them.
+    const orgIds = [...services.directory.orgs()].map((o) => o.id).filter((id) => services.served.owns(orgShard(id)));
+    for (const saga of [...staleSagas(storage.meta, orgIds, cutoff)]) {
       if (stopped()) return;
       try {
         const outcome = await settleSaga(call, saga);
