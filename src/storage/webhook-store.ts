@@ -1,8 +1,10 @@
 import type { Database, Key } from 'lmdb';
 import { SHARD_COUNT } from '../actors/shard-map.js';
-import { K, lastPart, ORG_LANE, Ranges } from './keys.js';
+import { K, lastPart, ORG_LANE, Ranges, type KeyRange } from './keys.js';
 import { mergeOrdered } from './merge-ordered.js';
-import { newestFirstAcross } from './newest-first.js';
+import type { ListEntry } from './newest-first.js';
+import { deliveryRecordKeys } from './read/gathered-keys.js';
+import type { RecordReader } from './read/record-cache.js';
 import { deliveryShard } from './shards.js';
 
 /**
@@ -90,10 +92,13 @@ export function getDelivery(meta: Meta, shard: number, targetId: string, deliver
   return meta.get(K.webhookDelivery(shard, targetId, deliveryId)) as DeliveryRecord | undefined;
 }
 
-/** A delivery of the target found by its id alone, on whichever shard keeps it. */
-export function findDelivery(meta: Meta, targetId: string, deliveryId: string): DeliveryRecord | undefined {
-  for (let shard = 0; shard < SHARD_COUNT; shard++) {
-    const record = getDelivery(meta, shard, targetId, deliveryId);
+/**
+ * A delivery of the target found by its id alone, on whichever shard keeps it (its id does not
+ * say which): read from `reader`, this node's LMDB or, in a cluster, what the shards' owners hold.
+ */
+export function findDelivery(reader: RecordReader, targetId: string, deliveryId: string): DeliveryRecord | undefined {
+  for (const key of deliveryRecordKeys(targetId, deliveryId)) {
+    const record = reader.get(key) as DeliveryRecord | undefined;
     if (record) return record;
   }
   return undefined;
@@ -141,13 +146,12 @@ export function dropLaneEntries(meta: Meta, shard: number, targetId: string, lan
 }
 
 /**
- * A target's delivery log, newest first, strictly before `before` when given: the records of
- * every shard merged by id (delivery ids sort by creation time).
+ * A target's delivery log as lists kept per shard, one per shard (records under their ids, which
+ * sort by creation time): read newest first across them with `newestOf`.
  */
-export function* deliveriesNewestFirst(meta: Meta, targetId: string, before?: string): Generator<DeliveryRecord> {
-  const shards = Array.from({ length: SHARD_COUNT }, (_, shard) => Ranges.webhookDeliveries(shard, targetId));
-  for (const { value } of newestFirstAcross(meta, shards, before)) yield value as DeliveryRecord;
-}
+export const deliveryLists = (targetId: string): KeyRange[] => Array.from({ length: SHARD_COUNT }, (_, shard) => Ranges.webhookDeliveries(shard, targetId));
+
+export const deliveryOfEntry = ({ value }: ListEntry): DeliveryRecord => value as DeliveryRecord;
 
 /** A target's delivery records on one shard, oldest first (delivery ids sort by creation time). */
 export function* shardDeliveryLog(meta: Meta, shard: number, targetId: string): Generator<DeliveryRecord> {

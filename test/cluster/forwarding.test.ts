@@ -4,6 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiAnswers, DEAD_UPSTREAM, populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
 import { allOwnedBy, startForwardNodes, type ForwardNode } from '../helpers/forward-nodes.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { cloneUrl, gitClient } from '../git/helpers.js';
 
 // Forwarding between nodes (docs/design.md, "Forwarding"): real repohost processes in cluster
@@ -88,6 +89,7 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
   t.same(viaB, viaA, 'every answer is the same through either node');
   await orgReadsGathered(t, [a!, b!]);
   await syncRunsMerged(t, [a!, b!]);
+  await deliveriesMerged(t, [a!, b!]);
   // Each repository read by name, through both nodes.
   for (const repo of ['r0', 'r1', 'r2', 'r3', 'r4', 'r5']) {
     for (const path of ['', '/bookmarks', '/changes?bookmark=main&limit=200', '/content?depth=10', '/content?path=a.txt', '/upstream/syncs']) {
@@ -226,4 +228,71 @@ async function syncRunsMerged(t: Test, nodes: ForwardNode[]): Promise<void> {
     const token = await node.token({ repos: [`acme/${elsewhere}`] });
     t.same(await pagedIds(node, '/acme/sync-runs', 'sync_runs', 1, token), byRepo.get(elsewhere), `a token restricted to ${elsewhere} sees its syncs only, page by page, ${via}`);
   }
+}
+
+/** The target's delivery log through `node`, polled until `done` holds for it (newest first). */
+async function deliveryLog(node: ForwardNode, targetId: string, done: (log: Array<{ id: string; status: string; attempts: number }>) => boolean): Promise<Array<{ id: string; status: string; attempts: number }>> {
+  for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
+    const res = await node.api('GET', `/acme/webhook-targets/${targetId}/deliveries?limit=100`);
+    if (res.status !== 200) throw new Error(`GET deliveries: ${res.status} ${res.text}`);
+    if (done(res.json.deliveries)) return res.json.deliveries;
+    if (Date.now() > deadline) throw new Error(`the delivery log never matched: ${res.text.slice(0, 2000)}`);
+  }
+}
+
+/**
+ * A target's deliveries are kept on the shards of the repositories whose events they carry, each
+ * shard's on its owner only: the log lists them all newest first, in cursor pages too, through
+ * either node, and a delivery on the shard the org's owner does not hold is redelivered (or
+ * refused while its owner still retries it) as on one node.
+ */
+async function deliveriesMerged(t: Test, nodes: ForwardNode[]): Promise<void> {
+  const names = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
+  const { org, repos } = await owners(nodes[0]!, names);
+  const elsewhere = names.find((n) => repos.get(n)!.node !== org)!;
+  const receiver = await startWebhookReceiver();
+  t.teardown(() => receiver.close());
+  const target = async (path: string, watched: string[]): Promise<string> => {
+    const made = await nodes[0]!.api('POST', '/acme/webhook-targets', { body: { url: receiver.url(path), events: ['repo.updated'], repo_ids: watched.map((n) => repos.get(n)!.id) } });
+    t.equal(made.status, 201, `a target at ${path}`);
+    receiver.setSecret(path, made.json.secret as string);
+    return made.json.id as string;
+  };
+  const hook = await target('/hook', names);
+  const down = await target('/down', [elsewhere]);
+  receiver.behave('/down', () => ({ status: 503 }));
+  for (let round = 0; round < 2; round++) {
+    for (const name of names) t.equal((await nodes[round]!.api('PATCH', `/acme/${name}`, { body: { tags: { round: String(round) } } })).status, 200, `${name} updated`);
+  }
+  await receiver.waitFor(() => receiver.unique('/hook').length === 12, 30_000, 'twelve deliveries');
+  const sent = receiver.unique('/hook').map((d) => d.headers['x-svc-delivery'] as string);
+  const all = [...sent].sort().reverse();
+  for (const node of nodes) {
+    const via = `through ${node.id}`;
+    const log = await deliveryLog(node, hook, (l) => l.length === 12 && l.every((d) => d.status === 'succeeded'));
+    t.same(log.map((d) => d.id), all, `every repository's deliveries, newest first, ${via}`);
+    t.same(await pagedIds(node, `/acme/webhook-targets/${hook}/deliveries`, 'deliveries', 5), all, `cursor pages of five add up to the log ${via}`);
+  }
+
+  // Redelivered through each node: the org's owner reads the original from its shard's owner.
+  const original = (await deliveryLog(nodes[0]!, hook, () => true)).find((d) => receiver.unique('/hook').some((r) => r.headers['x-svc-delivery'] === d.id && r.body.repository.name === elsewhere))!;
+  const redone: string[] = [];
+  for (const node of nodes) {
+    const redo = await node.api('POST', `/acme/webhook-targets/${hook}/deliveries/${original.id}/redeliver`);
+    t.equal(redo.status, 201, `a delivery of ${elsewhere}, on the shard ${org} does not hold, is redelivered through ${node.id} (${redo.text.slice(0, 200)})`);
+    redone.push(redo.json.id as string);
+  }
+  await receiver.waitFor(() => receiver.unique('/hook').length === 14, 30_000, 'the redeliveries');
+  const event = (id: string): unknown => receiver.unique('/hook').find((r) => r.headers['x-svc-delivery'] === id)!.body;
+  t.same(redone.map(event), [event(original.id), event(original.id)], 'both resend the original event');
+  const log = await deliveryLog(nodes[1]!, hook, (l) => l.length === 14 && l.every((d) => d.status === 'succeeded'));
+  t.same(log.map((d) => d.id), [...redone].reverse().concat(all), 'the redeliveries head the log');
+  const unknown = await nodes[1]!.api('POST', `/acme/webhook-targets/${hook}/deliveries/dlv_${'0'.repeat(26)}/redeliver`);
+  t.equal(unknown.status, 404, 'an unknown delivery is not found');
+
+  // Still retried by its shard's owner (the lane's second waits behind the first): no redelivery yet.
+  const pending = (await deliveryLog(nodes[0]!, down, (l) => l.length === 2 && l.some((d) => d.attempts >= 1))).find((d) => d.attempts >= 1)!;
+  t.equal(pending.status, 'pending', 'a delivery its receiver refused waits for its retry');
+  const refused = await nodes[0]!.api('POST', `/acme/webhook-targets/${down}/deliveries/${pending.id}/redeliver`);
+  t.same({ status: refused.status, code: refused.json.error.code }, { status: 409, code: 'ABORTED' }, 'a pending delivery on the other node is not redelivered');
 }

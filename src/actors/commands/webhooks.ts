@@ -42,6 +42,12 @@ export interface TargetInput extends Restricted {
 
 export interface RedeliverInput extends TargetInput {
   delivery_id: string;
+  /**
+   * In a cluster, the delivery as the owner of its shard holds it (null: no owner has it), read
+   * by the front end: this node may hold no copy of that shard, or one behind its owner's.
+   * Absent on a single node, whose LMDB holds every shard: the delivery is found here.
+   */
+  original?: DeliveryRecord | null;
 }
 
 function newSecret(): string {
@@ -131,7 +137,7 @@ export const rotateTargetSecret = defineCommand<TargetInput>('webhook.target.rot
 export const redeliver = defineCommand<RedeliverInput>('webhook.redeliver', (input, ctx) => {
   const target = reachableTarget(ctx, input);
   const { meta } = ctx.storage;
-  const original = findDelivery(meta, target.id, input.delivery_id);
+  const original = input.original === undefined ? findDelivery(meta, target.id, input.delivery_id) : input.original;
   if (!original) throw notFound('NOT_FOUND', `delivery "${input.delivery_id}" not found`);
   if (original.status === 'pending') throw aborted('the delivery is still pending; redeliver it once it has succeeded or failed');
   const now = ctx.now.toISOString();

@@ -3,19 +3,22 @@ import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
 import { createTargetBody, patchTargetBody, noBody } from '../../protocol/schemas/webhooks.js';
 import { deliveryView, webhookTargetView } from '../../protocol/views/webhooks.js';
 import type { CreateTargetInput, RedeliverInput, TargetInput, UpdateTargetInput } from '../../actors/commands/webhooks.js';
-import { deliveriesNewestFirst, repoExists, targetVisible, type WebhookTargetRecord } from '../../storage/webhook-store.js';
+import { deliveryLists, deliveryOfEntry, findDelivery, repoExists, targetVisible, type DeliveryRecord, type WebhookTargetRecord } from '../../storage/webhook-store.js';
+import { deliveryRecordKeys } from '../../storage/read/gathered-keys.js';
 import { adoptWebhookDelivery } from '../../actors/system/webhooks/index.js';
 import { callActor } from '../actor-call.js';
 import { orgActor } from '../../actors/actor-names.js';
 import { cursorPage, decodeCursor, hasString } from '../cursor.js';
+import { newestOf } from '../shard-reads.js';
 import { withBody, type RequestContext, type RouteDef } from '../route.js';
 import { reachableRepoIds } from '../auth/restriction-reads.js';
 
 /**
  * Webhook target routes (API §11). Writes go to the org's actor; reads are served here from the
- * org directory (targets) and an LMDB snapshot (deliveries). A repository-restricted admin only
- * ever sees targets whose repo_ids lie within its repositories (others are "not found" to it) and
- * cannot create org-wide ones (API §2).
+ * org directory (targets) and the delivery log, which is kept per shard: an LMDB snapshot on a
+ * single node, the shards' owners in a cluster. A repository-restricted admin only ever sees
+ * targets whose repo_ids lie within its repositories (others are "not found" to it) and cannot
+ * create org-wide ones (API §2).
  */
 
 /** The address policy at the front door; the webhook actor applies it again at every connection. */
@@ -41,6 +44,19 @@ async function reachableTarget(ctx: RequestContext): Promise<WebhookTargetRecord
     throw notFound('NOT_FOUND', `webhook target "${ctx.params.id}" not found`);
   }
   return target;
+}
+
+/**
+ * In a cluster, the delivery of the path's target as the owner of its shard holds it, or null
+ * (read from every shard's owner, one request per node: its id does not say which shard keeps
+ * it); undefined on a single node, where the org's actor finds it in its own LMDB.
+ */
+async function deliveryFromOwner(ctx: RequestContext, deliveryId: string): Promise<DeliveryRecord | null | undefined> {
+  const reads = ctx.services.shardReads;
+  if (!reads) return undefined;
+  // The target first: one the caller cannot reach is not found before anything is read.
+  const { id } = await reachableTarget(ctx);
+  return findDelivery(await reads.gather(deliveryRecordKeys(id, deliveryId)), id, deliveryId) ?? null;
 }
 
 const pageQuery = { keys: { cursor: { type: 'string' as const }, limit: { type: 'int' as const, min: 1, max: 100, default: 50 } } };
@@ -128,7 +144,10 @@ export const webhookRoutes: RouteDef[] = [
     async handler(ctx) {
       const target = await reachableTarget(ctx);
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
-      const page = cursorPage(deliveriesNewestFirst(ctx.services.storage.meta, target.id, cursor?.before), ctx.query.limit as number, deliveryView);
+      const limit = ctx.query.limit as number;
+      // One more than the page shows, to tell whether more follow: merged from every shard's log.
+      const records = (await newestOf(ctx.services, deliveryLists(target.id), limit + 1, cursor?.before)).map(deliveryOfEntry);
+      const page = cursorPage(records, limit, deliveryView);
       return { status: 200, schema: 'webhookDeliveryPage', value: { deliveries: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },
@@ -139,6 +158,8 @@ export const webhookRoutes: RouteDef[] = [
     actor: 'org',
     async handler(ctx) {
       const input: RedeliverInput = { ...(await restriction(ctx)), target_id: ctx.params.id!, delivery_id: ctx.params.deliveryId! };
+      const original = await deliveryFromOwner(ctx, input.delivery_id);
+      if (original !== undefined) input.original = original;
       const reply = await callActor(ctx, orgActor(ctx.org.id), 'webhook.redeliver', input);
       if ('json' in reply && reply.status === 201) {
         const created = JSON.parse(Buffer.from(reply.json).toString('utf8')) as { id: string };
