@@ -121,5 +121,7 @@ export const invalid = (message: string, details?: ErrorDetails): ServiceError =
 export const notFound = (code: Extract<ErrorCode, `${string}NOT_FOUND`>, message: string, details?: ErrorDetails): ServiceError =>
   new ServiceError(code, message, details);
 export const aborted = (message: string, details?: ErrorDetails): ServiceError => new ServiceError('ABORTED', message, details);
+/** An Idempotency-Key repeated with another request (API §1). */
+export const keyReused = (): ServiceError => aborted('Idempotency-Key was already used with a different request');
 /** A write LMDB could not commit (disk or map full, I/O error), or one refused before it starts. */
 export const storageUnavailable = (message = 'storage is unavailable, retry later'): ServiceError => new ServiceError('UNAVAILABLE', message, undefined, { retryAfter: 1 });

@@ -1,7 +1,7 @@
 import type { Storage } from '../storage/database.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { SecretBox } from '../storage/secret-box.js';
-import type { PrincipalMsg } from '../protocol/messages.js';
+import type { IdempotencyMsg, PrincipalMsg } from '../protocol/messages.js';
 import type { SchemaName } from '../protocol/schemas/index.js';
 import type { ActorSettings } from './settings.js';
 import type { Mutation } from './mutation.js';
@@ -19,6 +19,11 @@ export interface CommandContext {
   secrets: SecretBox;
   settings: ActorSettings;
   principal: PrincipalMsg;
+  /**
+   * The request's Idempotency-Key, if it carried one. The mailbox records the outcome under it;
+   * a command reads it only to keep it with state that outlives the request (a saga's record).
+   */
+  idempotency: IdempotencyMsg | null;
   traceId: string;
   /** Arrival order of the message in this worker; later arrivals have larger numbers. */
   seq: number;

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { ServiceError, asServiceError, storageUnavailable } from '../errors.js';
+import { ServiceError, asServiceError, keyReused, storageUnavailable } from '../errors.js';
 import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
 import { commitWrites } from '../storage/write-recorder.js';
 import { threadReplication } from '../storage/server-storage.js';
@@ -154,7 +154,7 @@ export class Mailboxes {
     const done = performance.now();
     const replies = outcomes.map((o, i) => {
       const queueMs = started - batch[i]!.arrived;
-      return 'error' in o ? errorReply(o.error, queueMs) : okReply(o.status, encoder.encode(o.body), queueMs);
+      return 'error' in o ? errorReply(o.error, queueMs) : okReply(o.status, encoder.encode(o.body), o.replayed === true, queueMs);
     });
     // Batch figures ride on the first reply only, so metrics count each batch once.
     replies[0]!.batchSize = batch.length;
@@ -209,8 +209,8 @@ export class Mailboxes {
         if (idem) {
           const prior = loadOutcome(this.storage, this.secrets, shard, idem.keyId, idem.key, now.getTime());
           if (prior) {
-            if (prior.fingerprint !== idem.fingerprint) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
-            return { status: prior.status, body: prior.body };
+            if (prior.fingerprint !== idem.fingerprint) throw keyReused();
+            return { status: prior.status, body: prior.body, replayed: true };
           }
         }
         const command = this.commands.get(req.command);
@@ -222,6 +222,7 @@ export class Mailboxes {
           secrets: this.secrets,
           settings: this.settings,
           principal,
+          idempotency: idem ?? null,
           traceId: req.traceId,
           seq: p.seq,
           now,
@@ -267,8 +268,11 @@ function dropped(outcome: Outcome | undefined, error: ServiceError): Outcome {
   return { error };
 }
 
-/** What a command came to inside the batch (a serialized body, or an error); replied once the batch is on disk. */
-type Outcome = { status: number; body: string; written?: Promise<void> } | { error: ServiceError; written?: undefined };
+/**
+ * What a command came to inside the batch (a serialized body, or an error); replied once the batch
+ * is on disk. `replayed`: the body is an earlier request's stored outcome under the same key.
+ */
+type Outcome = { status: number; body: string; replayed?: boolean; written?: Promise<void> } | { error: ServiceError; written?: undefined };
 
 /** A command's decoded input and what its `prepare` made of it. */
 interface Decoded {
@@ -299,8 +303,8 @@ function errorBody(error: ServiceError): Record<string, unknown> {
   return body;
 }
 
-function okReply(status: number, body: Uint8Array, queueMs: number): ActorReplyMsg {
-  return { status, body, batchSize: 0, commitMs: 0, flushMs: 0, queueMs };
+function okReply(status: number, body: Uint8Array, replayed: boolean, queueMs: number): ActorReplyMsg {
+  return { status, body, batchSize: 0, commitMs: 0, flushMs: 0, queueMs, replayed };
 }
 
 function errorReply(e: ServiceError, queueMs: number): ActorReplyMsg {
@@ -312,5 +316,6 @@ function errorReply(e: ServiceError, queueMs: number): ActorReplyMsg {
     commitMs: 0,
     flushMs: 0,
     queueMs,
+    replayed: false,
   };
 }

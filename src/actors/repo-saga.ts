@@ -15,6 +15,10 @@ import type { ActorResponse } from './runtime.js';
  *
  * `keyed` false sends a step without the request's Idempotency-Key: settling a saga after a failed
  * step must run even though that step's error is already recorded under the key.
+ *
+ * A keyed step may be answered with the request's stored outcome instead (`replayed`): an earlier
+ * attempt of the same request finished since the front end looked for its record (it ran on
+ * another node, or the sweeper confirmed it). That outcome is then the request's answer.
  */
 export type StepCall = (actor: string, command: string, input: unknown, keyed?: boolean) => Promise<ActorResponse>;
 
@@ -27,15 +31,15 @@ const BUSY_POLL_MS = 10;
 /**
  * Starts a rename or delete of the repository by its current name (`nameOf`, read again on each
  * attempt): it waits while another saga of the repository runs (they end in moments), and follows
- * a rename that finished since the request looked the repository up.
+ * a rename that finished since the request looked the repository up. Answers the step's reply.
  */
-async function startWhenFree(call: StepCall, actor: string, command: string, nameOf: () => string | undefined, input: (name: string) => unknown): Promise<SagaStarted> {
+async function startWhenFree(call: StepCall, actor: string, command: string, nameOf: () => string | undefined, input: (name: string) => unknown): Promise<ActorResponse> {
   const deadline = Date.now() + BUSY_WAIT_MS;
   for (;;) {
     const name = nameOf();
     if (name === undefined) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
     try {
-      return parse<SagaStarted>(await call(actor, command, input(name)));
+      return await call(actor, command, input(name));
     } catch (err) {
       if (!isServiceError(err) || Date.now() > deadline) throw err;
       const renamed = err.code === 'REPO_NOT_FOUND' && nameOf() !== name;
@@ -46,16 +50,21 @@ async function startWhenFree(call: StepCall, actor: string, command: string, nam
 }
 
 /**
- * Runs the repository's step of a started saga. If it fails (refused, or its worker died), the
- * saga is settled at once, as the sweeper would later, so the name is not held for its bound.
+ * Runs the repository's step of a started saga. If it fails (refused, or its worker died), or is
+ * answered with the error an earlier attempt of the request recorded there, the saga is settled at
+ * once, as the sweeper would later, so the name is not held for its bound.
  */
 async function repositoryStep(call: StepCall, saga: RepoSagaRecord, command: string, input: unknown): Promise<ActorResponse> {
+  const settle = () => settleSaga((actor, cmd, body) => call(actor, cmd, body, false), saga).catch(() => undefined);
+  let reply: ActorResponse;
   try {
-    return await call(repoActor(saga.repo_id), command, input);
+    reply = await call(repoActor(saga.repo_id), command, input);
   } catch (err) {
-    await settleSaga((actor, cmd, body) => call(actor, cmd, body, false), saga).catch(() => undefined);
+    await settle();
     throw err;
   }
+  if (reply.replayed) await settle();
+  return reply;
 }
 
 /** The saga's record as the org's step wrote it (what `settleSaga` needs). */
@@ -63,13 +72,20 @@ function sagaRecord(kind: RepoSagaKind, orgId: string, started: SagaStarted, fro
   return { id: started.saga_id, kind, org_id: orgId, repo_id: started.repo_id, name: started.name, from, at: '' };
 }
 
-/** Reserve the name (org) → initialise (repository) → confirm (org); the reply is the 201. */
+/**
+ * Reserve the name (org) → initialise (repository) → confirm (org); the reply is the 201. A repeat
+ * of a request whose create is unfinished takes its saga up again (repo-names.ts), so every
+ * attempt under one Idempotency-Key answers the same repository.
+ */
 export async function createRepository(call: StepCall, input: CreateRepoInput): Promise<ActorResponse> {
   const org = orgActor(input.org_id);
-  const started = parse<SagaStarted>(await call(org, 'repo.reserve', { org_id: input.org_id, name: input.name }));
+  const reserved = await call(org, 'repo.reserve', { org_id: input.org_id, name: input.name });
+  if (reserved.replayed) return reserved;
+  const started = parse<SagaStarted>(reserved);
   faultPoint('repo.create:after-reserve');
   const init: InitRepoInput = { ...input, repo_id: started.repo_id, name: started.name, saga_id: started.saga_id };
   const made = await repositoryStep(call, sagaRecord('create', input.org_id, started, null), 'repo.init', init);
+  if (made.replayed) return made;
   faultPoint('repo.create:after-init');
   const confirm: SettleSagaInput = { org_id: input.org_id, saga_id: started.saga_id, reply: { status: made.status, view: parse(made) } };
   return call(org, 'repo.confirm', confirm);
@@ -84,12 +100,15 @@ export async function updateRepository(call: StepCall, orgId: string, nameOf: ()
   const name = input.name;
   if (name === undefined || name === nameOf()) return call(repo, 'repo.update', input);
   let from = '';
-  const started = await startWhenFree(call, orgActor(orgId), 'repo.rename', nameOf, (current) => {
+  const reserved = await startWhenFree(call, orgActor(orgId), 'repo.rename', nameOf, (current) => {
     from = current;
     return { org_id: orgId, repo_id: input.repo_id, from, name };
   });
+  if (reserved.replayed) return reserved;
+  const started = parse<SagaStarted>(reserved);
   faultPoint('repo.rename:after-reserve');
   const updated = await repositoryStep(call, sagaRecord('rename', orgId, started, from), 'repo.update', { ...input, saga_id: started.saga_id });
+  if (updated.replayed) return updated;
   faultPoint('repo.rename:after-update');
   return call(orgActor(orgId), 'repo.confirm', { org_id: orgId, saga_id: started.saga_id, reply: { status: updated.status, view: parse(updated) } });
 }
@@ -97,7 +116,7 @@ export async function updateRepository(call: StepCall, orgId: string, nameOf: ()
 /** Tombstone the name (org) → delete the repository's data (repository) → free the name (org). */
 export async function deleteRepository(call: StepCall, orgId: string, repoId: string, nameOf: () => string | undefined): Promise<ActorResponse> {
   const org = orgActor(orgId);
-  const started = await startWhenFree(call, org, 'repo.retire', nameOf, (name) => ({ org_id: orgId, repo_id: repoId, name }));
+  const started = parse<SagaStarted>(await startWhenFree(call, org, 'repo.retire', nameOf, (name) => ({ org_id: orgId, repo_id: repoId, name })));
   faultPoint('repo.delete:after-retire');
   await repositoryStep(call, sagaRecord('delete', orgId, started, null), 'repo.delete', { repo_id: repoId });
   faultPoint('repo.delete:after-delete');
@@ -120,7 +139,12 @@ export async function settleSaga(call: StepCall, saga: RepoSagaRecord): Promise<
     return 'finished';
   }
   const step: SagaStepInput = { repo_id: saga.repo_id, saga_id: saga.id };
-  const { ran } = parse<{ ran: boolean }>(await call(repo, 'repo.settle', step));
-  await call(org, ran ? 'repo.confirm' : 'repo.release', settle);
-  return ran ? 'finished' : 'undone';
+  const { ran, view } = parse<{ ran: boolean; view?: Record<string, unknown> }>(await call(repo, 'repo.settle', step));
+  if (!ran) {
+    await call(org, 'repo.release', settle);
+    return 'undone';
+  }
+  // A create is confirmed with its response, which the org records under the request's key.
+  await call(org, 'repo.confirm', saga.kind === 'create' && view ? { ...settle, reply: { status: 201, view } } : settle);
+  return 'finished';
 }

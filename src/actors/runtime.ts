@@ -20,6 +20,14 @@ export interface ActorResponse {
   status: number;
   /** The serialized JSON body. */
   body: Uint8Array;
+  /** The stored outcome of an earlier request under the same Idempotency-Key (ActorReply.replayed). */
+  replayed: boolean;
+}
+
+/** What a caller gets from an actor's reply: the response, or the actor's failure thrown. */
+export function responseOf(reply: ActorReplyMsg): ActorResponse {
+  if (reply.error) throw errorFromData(reply.error);
+  return { status: reply.status, body: reply.body, replayed: reply.replayed };
 }
 
 /** A call as the ActorRequest bytes a worker thread (or, forwarded, another node) reads. */
@@ -122,8 +130,7 @@ export class ActorRuntime implements ActorCaller {
 
   async call(call: ActorCall): Promise<ActorResponse> {
     const { reply } = await this.dispatch(call.actor, call.command, encodeCall(call));
-    if (reply.error) throw errorFromData(reply.error);
-    return { status: reply.status, body: reply.body };
+    return responseOf(reply);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ServiceError } from '../errors.js';
+import { keyReused, type ServiceError } from '../errors.js';
 import type { Storage } from '../storage/database.js';
 import { loadLegacyOutcome, loadOutcome, type IdempotentOutcome } from '../storage/idempotency-store.js';
 import type { SecretBox } from '../storage/secret-box.js';
@@ -51,7 +51,7 @@ export class IdempotencyGate {
     const prior = this.stored(keyId, key, target, Date.now());
     if (prior) {
       if (stream) await drain(stream);
-      if (prior.fingerprint !== fingerprint()) throw new ServiceError('ABORTED', 'Idempotency-Key was already used with a different request');
+      if (prior.fingerprint !== fingerprint()) throw keyReused();
       return { status: prior.status, json: prior.body };
     }
     if (missing) throw missing;

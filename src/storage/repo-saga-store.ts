@@ -23,6 +23,19 @@ export interface RepoSagaRecord {
   from: string | null;
   /** When the org's step ran (ISO); the sweeper settles sagas older than its bound. */
   at: string;
+  /**
+   * Create only: the Idempotency-Key of the request that started it (absent without one). A
+   * repeat of that request resumes the saga instead of meeting its claim, and whoever confirms
+   * the saga records the response under the key.
+   */
+  request?: SagaRequest;
+}
+
+/** A request's Idempotency-Key as a saga keeps it: the signing key, the key, the request's fingerprint. */
+export interface SagaRequest {
+  key_id: string;
+  key: string;
+  fingerprint: string;
 }
 
 /** A name index entry held by a saga: the name is taken, but no repository is found by it. */
@@ -86,6 +99,15 @@ export function unlistRepo(meta: Meta, orgId: string, repoId: string): void {
 /** Whether the repository is in its org's list (created and confirmed, not being deleted). */
 export function isListed(meta: RecordReader, orgId: string, repoId: string): boolean {
   return meta.get(K.orgRepo(orgId, repoId)) !== undefined;
+}
+
+/** The org's unfinished saga started by the request under `keyId`'s `key`, if any (an org has few at a time). */
+export function sagaOfRequest(meta: Meta, orgId: string, keyId: string, key: string): RepoSagaRecord | undefined {
+  for (const { value } of meta.getRange(Ranges.orgSagas(orgId))) {
+    const saga = value as RepoSagaRecord;
+    if (saga.request?.key_id === keyId && saga.request.key === key) return saga;
+  }
+  return undefined;
 }
 
 /** The org's unfinished saga of this repository, if any (an org has few at a time). */

@@ -26,8 +26,8 @@ async function armed(t: Test, point: string, prepare: (s: TestServer) => Promise
 }
 
 /** Sends the request the server dies in, and waits for the death. */
-async function dies(t: Test, s: TestServer, method: string, path: string, body?: unknown): Promise<void> {
-  const answered = await s.api(method, path, { body }).then(
+async function dies(t: Test, s: TestServer, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<void> {
+  const answered = await s.api(method, path, { body, headers }).then(
     (res) => res.status,
     () => null,
   );
@@ -91,6 +91,32 @@ t.test('create - killed after the repository is initialised: the create is confi
   await restartAndSettle(t, s);
   await whole(t, s, 'Nearly');
   t.match(s.logs.join(''), /settled a stale repository saga.*"outcome":"finished"/);
+});
+
+/**
+ * The client never had an answer, so it repeats the request with its Idempotency-Key: the repeat
+ * finds the saga unfinished and finishes it, answering 201 with the repository the first attempt
+ * made, and a repeat with another body is refused. (The sweeper settling it first, and the other
+ * ways a create is cut short, are in test/actors/repo-create-retry.test.ts.)
+ */
+t.test('create with an Idempotency-Key - killed after the repository is initialised: the repeat finishes it', async (t) => {
+  const key = { 'idempotency-key': 'create-kept' };
+  const s = await armed(t, 'repo.create:after-init', async () => undefined);
+  await dies(t, s, 'POST', '/acme/repos', { name: 'Kept' }, key);
+  t.ok((await unsettledSagas(s.dataDir)) > 0, 'the saga is unfinished on disk');
+  // The sweeper leaves it alone: the repeat alone finishes it.
+  await s.restart({ REPOHOST_SAGA_TIMEOUT_S: '3600' });
+  const retry = await s.api('POST', '/acme/repos', { body: { name: 'Kept' }, headers: key });
+  t.equal(retry.status, 201, `the repeat is answered 201: ${retry.text}`);
+  t.equal((await s.api('GET', '/acme/Kept')).json.id, retry.json.id, 'with the repository the name finds');
+  const again = await s.api('POST', '/acme/repos', { body: { name: 'Kept' }, headers: key });
+  t.equal(again.text, retry.text, 'a further repeat replays it byte for byte');
+  const other = await s.api('POST', '/acme/repos', { body: { name: 'Other' }, headers: key });
+  t.equal(other.status, 409);
+  t.equal(other.json.error.code, 'ABORTED', 'the key with another body is refused');
+  t.equal(await unsettledSagas(s.dataDir), 0, 'the repeat finished the saga');
+  await whole(t, s, 'Kept');
+  await absent(t, s, 'Other');
 });
 
 for (const point of ['repo.delete:after-retire', 'repo.delete:after-delete']) {

@@ -1,9 +1,25 @@
 import { randomInt } from 'node:crypto';
-import { ServiceError } from '../../errors.js';
+import { ServiceError, keyReused } from '../../errors.js';
+import { serialize } from '../../protocol/serializers.js';
+import { loadOutcome, saveOutcome } from '../../storage/idempotency-store.js';
 import { newId } from '../../storage/ids.js';
 import { getRepo, isRepoNameTaken } from '../../storage/repo-store.js';
-import { beginSaga, finishSaga, getSaga, isListed, nameEntry, sagaOfRepo, undoSaga, unlistRepo, type RepoSagaKind, type RepoSagaRecord } from '../../storage/repo-saga-store.js';
+import {
+  beginSaga,
+  finishSaga,
+  getSaga,
+  isListed,
+  nameEntry,
+  sagaOfRepo,
+  sagaOfRequest,
+  undoSaga,
+  unlistRepo,
+  type RepoSagaKind,
+  type RepoSagaRecord,
+  type SagaRequest,
+} from '../../storage/repo-saga-store.js';
 import { noteReleasedName } from '../../storage/released-names.js';
+import { orgShard } from '../../storage/shards.js';
 import { defineCommand, type CommandContext, type CommandResult } from '../command.js';
 import { orgOf } from './org-of.js';
 
@@ -37,7 +53,8 @@ export interface SettleSagaInput {
   saga_id: string;
   /**
    * The request's response, made by the repository's step: returned, and recorded under the
-   * request's Idempotency-Key. Null from the sweeper (nobody is waiting).
+   * request's Idempotency-Key. A settled create's is the repository as its step made it; null for
+   * other settled sagas (nobody is waiting).
    */
   reply: { status: number; view: Record<string, unknown> } | null;
 }
@@ -76,20 +93,42 @@ function assertNoSaga(ctx: CommandContext, orgId: string, repoId: string): void 
   }
 }
 
-function start(ctx: CommandContext, kind: RepoSagaKind, orgId: string, repoId: string, name: string, from: string | null): CommandResult {
-  const saga: RepoSagaRecord = { id: newId('saga'), kind, org_id: orgId, repo_id: repoId, name, from, at: ctx.now.toISOString() };
+function start(ctx: CommandContext, kind: RepoSagaKind, orgId: string, repoId: string, name: string, from: string | null, request?: SagaRequest): CommandResult {
+  const saga: RepoSagaRecord = { id: newId('saga'), kind, org_id: orgId, repo_id: repoId, name, from, at: ctx.now.toISOString(), ...(request && { request }) };
   beginSaga(ctx.storage.meta, saga);
-  const body: SagaStarted = { saga_id: saga.id, repo_id: repoId, name };
-  // Not the request's response: an Idempotency-Key records the confirm's (or this step's error).
+  return started(saga);
+}
+
+/** Not the request's response: an Idempotency-Key records the confirm's (or this step's error). */
+function started(saga: RepoSagaRecord): CommandResult {
+  const body: SagaStarted = { saga_id: saga.id, repo_id: saga.repo_id, name: saga.name };
   return { status: 200, body, schema: 'sagaStarted', partial: true };
+}
+
+/**
+ * The unfinished create this request started before, under the same Idempotency-Key: its first
+ * attempt was answered 503 or not at all (a shard moved, a node died, the confirm was lost), or it
+ * is still being driven from another node. Taken up again, it is not a clash with its own claim:
+ * the repository's step answers what it did, and the confirm records the response. The same key
+ * with another request is refused as the contract says.
+ */
+function sagaOfThisRequest(ctx: CommandContext, orgId: string): RepoSagaRecord | undefined {
+  const idem = ctx.idempotency;
+  if (!idem) return undefined;
+  const saga = sagaOfRequest(ctx.storage.meta, orgId, idem.keyId, idem.key);
+  if (saga && saga.request!.fingerprint !== idem.fingerprint) throw keyReused();
+  return saga;
 }
 
 /** Create, step 1: the name and a new repository id, held until the repository exists. */
 export const reserveRepo = defineCommand<ReserveRepoInput>('repo.reserve', (input, ctx) => {
   const org = orgOf(ctx, input.org_id);
+  const resumed = sagaOfThisRequest(ctx, org.id);
+  if (resumed) return started(resumed);
   const name = input.name ?? generatedName(ctx, org.id);
   assertNameFree(ctx, org.id, name, null);
-  return start(ctx, 'create', org.id, newId('repo'), name, null);
+  const idem = ctx.idempotency;
+  return start(ctx, 'create', org.id, newId('repo'), name, null, idem ? { key_id: idem.keyId, key: idem.key, fingerprint: idem.fingerprint } : undefined);
 });
 
 /** Rename, step 1: the new name is held (the old one still finds the repository). */
@@ -122,8 +161,20 @@ export const confirmRepoSaga = defineCommand<SettleSagaInput>('repo.confirm', (i
   // Absent: the sweeper confirmed it first (it finds sagas older than its bound).
   if (saga) finishSaga(ctx.storage.meta, saga);
   if (!input.reply) return { status: 200, body: { success: true }, schema: 'success' };
+  // Settled without the request (the sweeper, or the request itself after a failed step): the
+  // response is recorded here, as the request's own confirm has the mailbox record it.
+  if (saga?.request && !ctx.idempotency) recordResponse(ctx, saga.org_id, saga.request, input.reply);
   return { status: input.reply.status, body: input.reply.view, schema: 'repository' };
 });
+
+/** Records a saga's response under its request's key on the org's shard, unless something is recorded there. */
+function recordResponse(ctx: CommandContext, orgId: string, request: SagaRequest, reply: NonNullable<SettleSagaInput['reply']>): void {
+  const shard = orgShard(orgId);
+  const now = ctx.now.getTime();
+  if (loadOutcome(ctx.storage, ctx.secrets, shard, request.key_id, request.key, now)) return;
+  const outcome = { fingerprint: request.fingerprint, status: reply.status, body: serialize('repository', reply.view) };
+  saveOutcome(ctx.storage, ctx.secrets, shard, request.key_id, request.key, outcome, now);
+}
 
 /** Undoes a create or rename whose repository step did not run (the sweeper, or a refused step). */
 export const releaseRepoSaga = defineCommand<SettleSagaInput>('repo.release', (input, ctx) => {

@@ -149,11 +149,17 @@ export const updateRepo = defineCommand<UpdateRepoInput>('repo.update', (input, 
 /**
  * The sweeper's settling of a stale create or rename: whether its step ran here; if not, the
  * fence now refuses it, so a step still on its way cannot apply after the org released the name.
+ * If it ran, the repository comes with the answer: a create's response, which the org records
+ * under the request's Idempotency-Key when it confirms (repo-names.ts).
  */
 export const settleRepoStep = defineCommand<SagaStepInput>('repo.settle', (input, ctx) => {
   const { meta } = ctx.storage;
   const fence = sagaFence(meta, input.repo_id);
-  if (fence?.saga_id === input.saga_id) return { status: 200, body: { ran: fence.applied }, schema: 'sagaStepRan' };
+  if (fence?.saga_id === input.saga_id) {
+    const repo = fence.applied ? getRepo(meta, input.repo_id) : undefined;
+    const view = repo && repositoryView(meta, repo, orgOf(ctx, repo.org_id), ctx.settings.publicUrl);
+    return { status: 200, body: { ran: fence.applied, ...(view && { view }) }, schema: 'sagaStepRan' };
+  }
   if (fence === null || fence.saga_id < input.saga_id) setSagaFence(meta, input.repo_id, { saga_id: input.saga_id, applied: false });
   return { status: 200, body: { ran: false }, schema: 'sagaStepRan' };
 });

@@ -1,6 +1,6 @@
 import { ServiceError, asServiceError } from '../../errors.js';
-import { decodeReply, encodeReply, errorData, errorFromData } from '../../protocol/messages.js';
-import type { ActorResponse } from '../../actors/runtime.js';
+import { decodeReply, encodeReply, errorData } from '../../protocol/messages.js';
+import { responseOf, type ActorResponse } from '../../actors/runtime.js';
 
 /** The internal listener's one path: a protobuf ActorRequest in, a protobuf ActorReply out. */
 export const ACTOR_PATH = '/actor';
@@ -24,12 +24,10 @@ const EMPTY = new Uint8Array(0);
 /** The owner's failure, as a ServiceError travels (an unknown one as INTERNAL_ERROR). */
 export function encodeFailure(failure: unknown): Uint8Array {
   const err = asServiceError(failure) ?? new ServiceError('INTERNAL_ERROR', 'internal error');
-  return encodeReply({ status: err.status, body: EMPTY, error: errorData(err), batchSize: 0, commitMs: 0, flushMs: 0, queueMs: 0 });
+  return encodeReply({ status: err.status, body: EMPTY, error: errorData(err), batchSize: 0, commitMs: 0, flushMs: 0, queueMs: 0, replayed: false });
 }
 
 /** What the caller gets back: the reply, or the owner's failure thrown as the same ServiceError. */
 export function decodeOutcome(bytes: Uint8Array): ActorResponse {
-  const reply = decodeReply(bytes);
-  if (reply.error) throw errorFromData(reply.error);
-  return { status: reply.status, body: reply.body };
+  return responseOf(decodeReply(bytes));
 }
