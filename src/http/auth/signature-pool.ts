@@ -4,9 +4,9 @@
  * crypto, took 106–109 µs). The front end's one thread sets the rate of fresh-token reads, so it
  * checks everything but the signature itself (token-verifier.ts), and the signatures gathered
  * during one turn of the event loop (every request parsed in it) go out together, split between
- * the threads by how many each still has, so one thread hop serves many tokens. A check costs
- * the front end about a tenth of what it costs a thread; made on the front end, it would take
- * the front end's time instead of a second core's (docs/measurements/2026-11-28-fresh-token-libsodium.md).
+ * the threads by how many each still has, so one thread hop serves many tokens. Handing a check
+ * over costs the front end 3–5 µs; checked inline, the front end's time per fresh-token read more
+ * than doubled for the same total (docs/measurements/2026-11-28-fresh-token-libsodium.md).
  *
  * Threads of its own, at low priority like the read pool's, so a flood of new tokens does not
  * take the cores from cached reads and writes. Not the read pool itself: Piscina takes one task
