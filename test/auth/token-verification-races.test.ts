@@ -34,9 +34,9 @@ class HeldSignaturePool extends SignaturePool {
   /** Runs once, synchronously, between a check's answer and the verifier's use of it. */
   onAnswer: (() => void) | null = null;
 
-  override async verify(x: string, signingInput: string, signature: string): Promise<boolean> {
+  override async verify(publicKey: Uint8Array, signingInput: string, signature: string): Promise<boolean> {
     if (this.gate) await this.gate;
-    const valid = await super.verify(x, signingInput, signature);
+    const valid = await super.verify(publicKey, signingInput, signature);
     const onAnswer = this.onAnswer;
     this.onAnswer = null;
     onAnswer?.();

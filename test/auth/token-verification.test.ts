@@ -116,9 +116,49 @@ t.test('auth - malformed, expired and unknown-key tokens are refused before any 
   t.equal((await whoami(good)).status, 200, 'the token they were made from is valid');
 });
 
+/** The token with its signature's 64 bytes replaced by what `change` makes of a copy of them. */
+function withSignature(token: string, change: (signature: Buffer) => void): string {
+  const dot = token.lastIndexOf('.');
+  const signature = Buffer.from(token.slice(dot + 1), 'base64url');
+  change(signature);
+  return `${token.slice(0, dot + 1)}${signature.toString('base64url')}`;
+}
+
+/** The order of Ed25519's group: S and S + L are the same scalar, but only S < L is canonical. */
+const L = 2n ** 252n + 27742317777372353535851937790883648493n;
+
+/** Adds L to S, the signature's second half read as a little-endian integer (it fits: S + L < 2²⁵⁴). */
+function addOrderToS(signature: Buffer): void {
+  let scalar = 0n;
+  for (let i = 63; i >= 32; i--) scalar = (scalar << 8n) | BigInt(signature[i]!);
+  scalar += L;
+  for (let i = 32; i < 64; i++, scalar >>= 8n) signature[i] = Number(scalar & 0xffn);
+}
+
+t.test('auth - a signature altered in one byte, made by an unregistered key, or with S + L in place of S is 401', async (t) => {
+  const good = await s.token({ extra: { jti: 'signature-checks' } });
+  const input = good.slice(0, good.lastIndexOf('.'));
+  const stranger = generateKeyPairSync('ed25519').privateKey;
+  const refused: Array<[string, string]> = [
+    ['one byte of R altered', withSignature(good, (sig) => void (sig[7] = sig[7]! ^ 0x01))],
+    ['one byte of S altered', withSignature(good, (sig) => void (sig[40] = sig[40]! ^ 0x80))],
+    ['signed by a key that is not registered', `${input}.${sign(null, Buffer.from(input), stranger).toString('base64url')}`],
+    ['S + L: the same scalar, not canonical', withSignature(good, addOrderToS)],
+  ];
+  const before = await verified();
+  for (const [what, token] of refused) {
+    t.not(token, good, what);
+    const res = await whoami(token);
+    t.equal(res.status, 401, what);
+    t.equal(res.json.error.code, 'UNAUTHORIZED', what);
+  }
+  t.equal((await verified()) - before, refused.length, 'each refused by its signature check, none before it');
+  t.equal((await whoami(good)).status, 200, 'the token they were made from is valid');
+});
+
 t.test('signature pool - checks queued in one turn go out together, at most 16 to a message, each answered for itself', async (t) => {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  const x = (publicKey.export({ format: 'jwk' }) as { x: string }).x;
+  const x = Buffer.from((publicKey.export({ format: 'jwk' }) as { x: string }).x, 'base64url');
   const pool = new SignaturePool(2);
   t.teardown(() => pool.close());
   const inputs = Array.from({ length: 40 }, (_, i) => `header.claims-${i}`);

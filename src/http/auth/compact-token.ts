@@ -3,6 +3,7 @@
  * before any signature work: a token that fails here costs the front end a few string scans and
  * two small JSON parses, never a verification.
  */
+import { SIGNATURE_CHARS } from './signature-batch.js';
 
 /** What a structurally sound token holds; the signature is still unchecked. */
 export interface CompactToken {
@@ -16,8 +17,6 @@ export interface CompactToken {
 
 /** Base64url without padding or whitespace, as RFC 7515 §2 requires of every part. */
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
-/** An Ed25519 signature is 64 bytes: 86 base64url characters. */
-const ED25519_SIGNATURE_CHARS = 86;
 /** Invalid UTF-8 is refused, not replaced, as jose's decoder does. */
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -44,7 +43,7 @@ export function parseCompactToken(token: string): CompactToken | null {
   const second = token.indexOf('.', first + 1);
   if (first < 0 || second < 0 || token.indexOf('.', second + 1) >= 0) return null;
   const signature = token.slice(second + 1);
-  if (signature.length !== ED25519_SIGNATURE_CHARS || !BASE64URL.test(signature)) return null;
+  if (signature.length !== SIGNATURE_CHARS || !BASE64URL.test(signature)) return null;
   const header = decodeObject(token.slice(0, first));
   if (!header || (header.alg !== 'EdDSA' && header.alg !== 'Ed25519')) return null;
   if (header.crit !== undefined) {

@@ -1,42 +1,25 @@
 /**
  * Ed25519 signature checks on worker threads of their own. A token not in the verified-token
- * cache costs one check, about 106 µs of a core here. jose runs the check as a WebCrypto job on
- * libuv's pool, but its generic path around the job cost the front end more than the check
- * itself, and the front end's one thread set the rate of fresh-token reads. So the front end
+ * cache costs one check: libsodium's, about 52 µs of a core here (OpenSSL's, through Node's
+ * crypto, took 106–109 µs). The front end's one thread sets the rate of fresh-token reads, so it
  * checks everything but the signature itself (token-verifier.ts), and the signatures gathered
  * during one turn of the event loop (every request parsed in it) go out together, split between
- * the threads by how many each still has, so one thread hop serves many tokens.
+ * the threads by how many each still has, so one thread hop serves many tokens. Handing a check
+ * over costs the front end 3–5 µs; checked inline, the front end's time per fresh-token read more
+ * than doubled for the same total (docs/measurements/2026-11-28-fresh-token-libsodium.md).
  *
  * Threads of its own, at low priority like the read pool's, so a flood of new tokens does not
  * take the cores from cached reads and writes. Not the read pool itself: Piscina takes one task
- * per token, and a long diff there would hold the checks queued behind it. Not crypto.verify's
- * callback form either: it runs on libuv's pool, shared with file I/O, and costs the front end
- * one callback per token. Figures: docs/measurements/2026-11-25-fresh-token-reads.md.
+ * per token, and a long diff there would hold the checks queued behind it. Earlier figures:
+ * docs/measurements/2026-11-25-fresh-token-reads.md.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../errors.js';
 import { log } from '../../log.js';
+import { packBatch, PUBLIC_KEY_BYTES, SIGNATURE_CHARS, type SignatureCheck, type SignatureResults } from './signature-batch.js';
 
-/** One message to a thread: parallel arrays, one entry per signature. */
-export interface SignatureBatch {
-  id: number;
-  /** The public key's `x` (base64url) each signature is checked against. */
-  keys: string[];
-  inputs: string[];
-  signatures: string[];
-}
-
-/** A thread's answer: `ok[i]` is 1 when signature i is valid. */
-export interface SignatureResults {
-  id: number;
-  ok: Uint8Array;
-}
-
-interface Job {
-  x: string;
-  input: string;
-  signature: string;
+interface Job extends SignatureCheck {
   resolve(valid: boolean): void;
   reject(err: unknown): void;
 }
@@ -48,7 +31,7 @@ interface Thread {
   load: number;
 }
 
-/** A batch this large takes a thread about 1.7 ms; larger ones would hold the first answers back. */
+/** A batch this large takes a thread about 0.9 ms; larger ones would hold the first answers back. */
 const MAX_BATCH = 16;
 
 /** One thread per core, at most 4: beyond that the front end and the actors lose their cores. */
@@ -67,11 +50,15 @@ export class SignaturePool {
     for (let i = 0; i < size; i++) this.threads.push(this.spawn(i));
   }
 
-  /** Whether `signature` (base64url) is a valid Ed25519 signature of `signingInput` by key `x`. */
-  verify(x: string, signingInput: string, signature: string): Promise<boolean> {
+  /**
+   * Whether `signature` (base64url) is a valid Ed25519 signature of `signingInput` (ASCII) by
+   * `publicKey` (its 32 raw bytes). A key or signature of another size verifies nothing.
+   */
+  verify(publicKey: Uint8Array, signingInput: string, signature: string): Promise<boolean> {
     if (this.closed) return Promise.reject(new ServiceError('UNAVAILABLE', 'server is shutting down', undefined, { retryAfter: 1 }));
+    if (publicKey.length !== PUBLIC_KEY_BYTES || signature.length !== SIGNATURE_CHARS) return Promise.resolve(false);
     return new Promise((resolve, reject) => {
-      this.queue.push({ x, input: signingInput, signature, resolve, reject });
+      this.queue.push({ publicKey, signingInput, signature, resolve, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       // After the poll phase: every request uWS parsed in this turn has queued its check by then.
@@ -103,8 +90,8 @@ export class SignaturePool {
     thread.batches.set(id, jobs);
     thread.load += jobs.length;
     this.stats.batches++;
-    const batch: SignatureBatch = { id, keys: jobs.map((j) => j.x), inputs: jobs.map((j) => j.input), signatures: jobs.map((j) => j.signature) };
-    thread.worker.postMessage(batch);
+    const batch = packBatch(id, jobs);
+    thread.worker.postMessage(batch, [batch.data.buffer, batch.ends.buffer]);
   }
 
   private spawn(slot: number): Thread {

@@ -10,6 +10,8 @@ import { TokenCache } from './token-cache.js';
 interface LoadedKey {
   record: SigningKeyRecord;
   org: OrgRecord;
+  /** The record's `x` decoded once, as the table is built: libsodium takes the raw 32 bytes. */
+  publicKey: Uint8Array;
 }
 
 type Claims = Record<string, unknown>;
@@ -113,7 +115,7 @@ export class TokenVerifier {
     for (const record of this.directory.keys()) {
       const org = this.directory.org(record.org_id);
       if (!org) continue;
-      const loaded = { record, org };
+      const loaded = { record, org, publicKey: Buffer.from(record.public_jwk.x, 'base64url') };
       byId.set(record.id, loaded);
       byX.set(`${org.id}:${record.public_jwk.x}`, loaded);
       orgs.set(org.slug, org);
@@ -176,7 +178,7 @@ export class TokenVerifier {
   }
 
   private async verifySignature(token: string, { parsed, key, principal, version }: Unsigned): Promise<Principal> {
-    if (!(await this.signatures.verify(key.record.public_jwk.x, parsed.signingInput, parsed.signature))) throw unauthorized();
+    if (!(await this.signatures.verify(key.publicKey, parsed.signingInput, parsed.signature))) throw unauthorized();
     // The checks above may have read the view this thread still holds: a fresh one sees a change
     // the CLI committed during the check.
     this.directory.refresh();
