@@ -120,7 +120,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     cluster = await startClusterNode({ cluster: config.cluster, storage: opened, dataDir: config.dataDir, runtime, records, registry: metrics.registry, onServed: (shards) => served.set(shards) });
   }
   const forwarding = cluster?.forwarding ?? null;
-  const services: Services = { config, storage, directory, records, activity, served, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null, shardReads: forwarding?.reads ?? null };
+  const services: Services = { config, storage, directory, records, activity, served, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null, shardReads: forwarding?.reads ?? null, readFence: cluster?.readFence ?? null };
   const front = createFrontEnd(services, routes);
   const port = await front.listen(config.host, config.port);
   const operator = await listenOperator(metrics, config.metricsAddr, cluster);

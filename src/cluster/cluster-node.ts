@@ -13,6 +13,8 @@ import { openShardLog } from './log/open-shard-log.js';
 import { testPlacementView } from './forward/fixed-placement.js';
 import type { NodeInfo, ShardPlacement } from './placement.js';
 import { NodeReplicas } from './replica/node-replicas.js';
+import { AcknowledgedReads } from './replica/acknowledged-reads.js';
+import type { ReadFence } from '../http/read-fence.js';
 import { ReplicaMetrics } from './replica/replica-metrics.js';
 import type { ShardReport } from './replica/replica-report.js';
 import { ShardSeeder } from './replica/shard-seeder.js';
@@ -36,6 +38,8 @@ export interface NodeStatus {
 /** A running cluster node: the parts the server uses, and their shutdown. */
 export interface ClusterNode {
   gate: ServeGate;
+  /** The front end's reads of shards served here are answered once their logs hold them. */
+  readFence: ReadFence;
   forwarding: Forwarding;
   status(): NodeStatus;
   close(): Promise<void>;
@@ -132,9 +136,11 @@ export async function startClusterNode(parts: ClusterNodeParts): Promise<Cluster
     }
   })();
 
-  const forwarding = await startForwarding({ cluster, runtime: parts.runtime, records, storage, registry: parts.registry, view, gate });
+  const readFence = new AcknowledgedReads(storage, replicas);
+  const forwarding = await startForwarding({ cluster, runtime: parts.runtime, records, storage, registry: parts.registry, view, gate, fence: readFence });
   return {
     gate,
+    readFence,
     forwarding,
     status: () => ({
       node: cluster.nodeId,

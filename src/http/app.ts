@@ -22,6 +22,8 @@ import { KeyRateLimiter } from './key-rate-limiter.js';
 import { IdempotencyGate } from './idempotency-gate.js';
 import { idempotencyTarget } from './idempotency-target.js';
 import { HOP_HEADER, NODE_HEADER, REPO_HEADER, type RequestPlacement } from './forwarding.js';
+import type { ReadTicket } from './read-fence.js';
+import { orgShard, repoShard } from '../storage/shards.js';
 
 if (!String(uWS.App).includes('[native code]')) {
   // A JS fallback would silently cost most of the throughput; refuse to run on it.
@@ -286,8 +288,23 @@ class FrontEnd implements HttpFrontEnd {
   /** Everything after authentication; synchronous unless a body, an idempotency key or the handler needs to wait. */
   private handle(x: Exchange, r: Routed, principal: Principal): Reply | Promise<Reply> {
     const placed = this.place(x, r, principal);
-    if (placed && !placed.here) return placed.reply;
-    const access = this.authorize(x, r, principal, placed?.repoId ?? null);
+    if (!placed) return this.serve(x, r, principal, null, null);
+    // Cluster mode: what was read here of the org's shard (its name index) and the repository's
+    // is answered once the log holds what the reads saw (read-fence.ts).
+    const ticket = this.services.readFence!.open();
+    ticket.read(orgShard(principal.org.id));
+    const replies = r.match.route.actor === undefined;
+    if (!placed.here) {
+      const { reply } = placed;
+      return ticket.answer(() => reply, replies);
+    }
+    const { repoId } = placed;
+    return ticket.answer(() => this.serve(x, r, principal, repoId, ticket), replies);
+  }
+
+  /** The request served here: authorization, query, then the body or the handler. */
+  private serve(x: Exchange, r: Routed, principal: Principal, resolvedId: string | null, ticket: ReadTicket | null): Reply | Promise<Reply> {
+    const access = this.authorize(x, r, principal, resolvedId, ticket);
     // A forwarded read names the repository it resolved to: the entry node remembers it.
     if (r.hop !== '' && access.repo && (x.method === 'GET' || x.method === 'HEAD')) x.baseHeaders[REPO_HEADER] = access.repo.id;
     const query = parseQuery(r.rawQuery, r.match.route.query);
@@ -321,9 +338,10 @@ class FrontEnd implements HttpFrontEnd {
 
   /**
    * The token's rate, org, permission and repository restriction; the repository the path names
-   * (or, in a cluster, the one the org's owner resolved the name to: `resolvedId`).
+   * (or, in a cluster, the one the org's owner resolved the name to: `resolvedId`, and the
+   * repository's shard is noted on the request's `ticket`).
    */
-  private authorize(x: Exchange, r: Routed, principal: Principal, resolvedId: string | null): Authorized {
+  private authorize(x: Exchange, r: Routed, principal: Principal, resolvedId: string | null, ticket: ReadTicket | null): Authorized {
     const { route, params } = r.match;
     this.limiter.take(principal.key.id);
     if (params.org !== undefined && params.org !== principal.org.slug) throw new ServiceError('FORBIDDEN', 'this token is not valid for that organization');
@@ -336,6 +354,7 @@ class FrontEnd implements HttpFrontEnd {
     const { records } = this.services;
     const repo = (resolvedId === null ? getRepoByName(records, principal.org.id, params.repo) : getRepoResolvedElsewhere(records, principal.org.id, params.repo, resolvedId)) ?? null;
     if (repo) {
+      ticket?.read(repoShard(repo.id));
       if (!canAccessRepo(principal, repo)) throw new ServiceError('FORBIDDEN', 'this token may not access that repository');
       return { principal, repo, missing: null, idemKey };
     }

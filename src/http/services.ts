@@ -10,6 +10,7 @@ import type { TokenVerifier } from './auth/token-verifier.js';
 import type { Metrics } from './metrics.js';
 import type { RequestForwarding } from './forwarding.js';
 import type { ShardReads } from './shard-reads.js';
+import type { ReadFence } from './read-fence.js';
 
 /** What request handlers may use; built once by the server. */
 export interface Services {
@@ -32,4 +33,6 @@ export interface Services {
   forwarding: RequestForwarding | null;
   /** Cluster mode: reads of records on other nodes' shards, for org-level reads; null on a single node. */
   shardReads: ShardReads | null;
+  /** Cluster mode: answers what was read here once the shard logs hold it; null on a single node. */
+  readFence: ReadFence | null;
 }

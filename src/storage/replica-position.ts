@@ -39,7 +39,8 @@ export function readReplicaPosition(storage: Storage, shard: number, txn?: Trans
   return { ...position, commits, dirty: importing || commits > position.commit };
 }
 
-function commitCount(storage: Storage, shard: number, txn?: Transaction): number {
+/** How many commits the shard's data here holds, as of `txn` when given, else of the thread's read snapshot. */
+export function commitCount(storage: Storage, shard: number, txn?: Transaction): number {
   return (storage.meta.get(K.commitCount(shard), txn ? { transaction: txn } : undefined) as number | undefined) ?? 0;
 }
 

@@ -34,7 +34,16 @@ export interface ReplicaCluster {
 
 type Teardown = { teardown(fn: () => Promise<void> | void): void };
 
-export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'jetstream'; count?: number; leaseTtlS?: number; env?: Record<string, string> }): Promise<ReplicaCluster> {
+export interface ReplicaClusterOptions {
+  log: 'etcd' | 'jetstream';
+  count?: number;
+  leaseTtlS?: number;
+  env?: Record<string, string>;
+  /** Where the nodes reach NATS instead of its members' endpoints (a proxy in between). */
+  natsVia?: (nats: EngineCluster) => Promise<string[]>;
+}
+
+export async function startReplicaCluster(t: Teardown, opts: ReplicaClusterOptions): Promise<ReplicaCluster> {
   const count = opts.count ?? 3;
   const etcd = await startEtcd();
   t.teardown(() => etcd.stop());
@@ -51,6 +60,7 @@ export async function startReplicaCluster(t: Teardown, opts: { log: 'etcd' | 'je
   const secretKey = randomBytes(32).toString('base64');
   const common: Record<string, string> = {
     ...clusterSettings({ name, etcd, nats, log: opts.log, secretKey, leaseTtlS: opts.leaseTtlS ?? 5, rebalanceStableS: 3 }),
+    ...(nats && opts.natsVia ? { REPOHOST_CLUSTER_NATS: (await opts.natsVia(nats)).join(',') } : {}),
     ...opts.env,
   };
   const imported = await runCli(['cluster', 'import-orgs', '--data', seed], { ...common, ...CLI_NODE_SETTINGS });

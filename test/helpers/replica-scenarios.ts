@@ -9,7 +9,8 @@ import type { ReplicaCluster, ReplicaNode } from './replica-nodes.js';
  * stopped (SIGSTOP) past its lease, under write load. A write counts as acknowledged only on a
  * 2xx; every acknowledged write must be readable afterwards through every live node.
  */
-const ROOT = 'z'.repeat(32);
+/** The root change every repository has. */
+export const ROOT = 'z'.repeat(32);
 
 
 export async function createRepos(node: ReplicaNode, count: number): Promise<Array<{ name: string; id: string }>> {

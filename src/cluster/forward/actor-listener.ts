@@ -3,6 +3,7 @@ import type { Database, Key } from 'lmdb';
 import { createServer, constants, type Http2Server, type ServerHttp2Session, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { shardOf } from '../../actors/shard-map.js';
 import type { ActorRuntime } from '../../actors/runtime.js';
+import type { ReadFence } from '../../http/read-fence.js';
 import { log } from '../../log.js';
 import { ACTOR_HEADER, ACTOR_PATH, COMMAND_HEADER, PROTOBUF, STALE_STATUS, encodeFailure } from './actor-wire.js';
 import type { ForwardMetrics } from './forward-metrics.js';
@@ -36,6 +37,7 @@ export class ActorListener {
     private readonly owners: ShardOwners,
     private readonly metrics: ForwardMetrics,
     private readonly snapshots: (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+    private readonly fence: ReadFence,
   ) {
     this.server = createServer((req, res) => this.onRequest(req, res));
     this.server.on('session', (session: ServerHttp2Session) => {
@@ -77,8 +79,9 @@ export class ActorListener {
     });
     req.on('end', () => {
       if (req.url === READ_PATH || req.url === LIST_PATH) {
-        const { status, bytes } = this.read(req.url, Buffer.concat(parts));
-        res.writeHead(status, { [constants.HTTP2_HEADER_CONTENT_TYPE]: status === 200 ? V8_CLONE : PROTOBUF }).end(bytes);
+        void this.read(req.url, Buffer.concat(parts)).then(({ status, bytes }) => {
+          res.writeHead(status, { [constants.HTTP2_HEADER_CONTENT_TYPE]: status === 200 ? V8_CLONE : PROTOBUF }).end(bytes);
+        });
         return;
       }
       this.serve(shard, String(req.headers[ACTOR_HEADER] ?? ''), String(req.headers[COMMAND_HEADER] ?? ''), Buffer.concat(parts)).then(
@@ -91,12 +94,18 @@ export class ActorListener {
     });
   }
 
-  /** A batch of keys or lists read from this node's LMDB, all of shards it owns and serves, or refused whole. */
-  private read(path: string, bytes: Buffer): { status: number; bytes: Uint8Array } {
+  /**
+   * A batch of keys or lists read from this node's LMDB, all of shards it owns and serves, or
+   * refused whole; sent once the shards' logs hold what it read (read-fence.ts).
+   */
+  private async read(path: string, bytes: Buffer): Promise<{ status: number; bytes: Uint8Array }> {
     try {
       const request = deserialize(bytes) as unknown;
       const read = path === LIST_PATH ? readOwnLists(this.meta, this.owners, request as ListRead) : readOwnKeys(this.meta, this.owners, request as Key[]);
-      if ('values' in read) return { status: 200, bytes: serialize(read.values) };
+      if ('values' in read) {
+        await this.fence.made(read.shards);
+        return { status: 200, bytes: serialize(read.values) };
+      }
       this.metrics.staleRefused('read');
       return { status: STALE_STATUS, bytes: encodeFailure(staleRoute(read.notOwned)) };
     } catch (err) {

@@ -1,6 +1,7 @@
 import { deserialize, serialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
 import type { Database, Key } from 'lmdb';
+import type { ReadFence } from '../../http/read-fence.js';
 import type { ShardReads } from '../../http/shard-reads.js';
 import { shardOfKey, type KeyRange } from '../../storage/keys.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
@@ -53,7 +54,9 @@ const idOf = (key: Key): string => JSON.stringify(key);
  * for; the others are grouped by owner and fetched with one request per node, in parallel. An
  * owner that no longer owns a key's shard refuses the batch as a stale route (503 with
  * Retry-After for the client), so a listing never mixes in a copy that may be behind. A list read
- * asks each node for the first entries of its lists merged, and merges the nodes' answers.
+ * asks each node for the first entries of its lists merged, and merges the nodes' answers. What
+ * is read here is read at once and handed on once the shards' logs hold it (read-fence.ts); the
+ * owners do the same with what they send.
  */
 export class ShardGather implements ShardReads {
   constructor(
@@ -61,27 +64,32 @@ export class ShardGather implements ShardReads {
     private readonly owners: ShardOwners,
     private readonly peers: PeerSessions,
     private readonly metrics: ForwardMetrics,
+    private readonly fence: ReadFence,
   ) {}
 
   async gather(keys: Key[]): Promise<RecordReader> {
     const { local, remote } = this.byOwner(keys, shardOfGathered);
-    const shards = new Set(local.map(shardOfGathered));
-    const fetched = new Map<string, unknown>();
-    await Promise.all(
-      [...remote].map(async ([node, batch]) => {
-        const values = (await this.fetch(node, batch.url, READ_PATH, batch.items)) as unknown[];
-        batch.items.forEach((key, i) => fetched.set(idOf(key), values[i]));
+    const values = new Map<string, unknown>();
+    for (const key of local) values.set(idOf(key), this.meta.get(key));
+    await Promise.all([
+      this.fence.made(local.map(shardOfGathered)),
+      ...[...remote].map(async ([node, batch]) => {
+        const fetched = (await this.fetch(node, batch.url, READ_PATH, batch.items)) as unknown[];
+        batch.items.forEach((key, i) => values.set(idOf(key), fetched[i]));
       }),
-    );
-    const { meta } = this;
-    return { get: (key: Key) => (shards.has(shardOfGathered(key)) ? meta.get(key) : fetched.get(idOf(key))) };
+    ]);
+    return { get: (key: Key) => values.get(idOf(key)) };
   }
 
   async newest(lists: KeyRange[], limit: number, before?: string): Promise<ListEntry[]> {
     const { local, remote } = this.byOwner(lists, shardOfList);
-    const answers = await Promise.all([...remote].map(([node, batch]) => this.fetch(node, batch.url, LIST_PATH, { lists: batch.items, limit, before } satisfies ListRead) as Promise<ListEntry[]>));
+    const here = firstOf(newestFirstAcross(this.meta, local, before), limit);
+    const [answers] = await Promise.all([
+      Promise.all([...remote].map(([node, batch]) => this.fetch(node, batch.url, LIST_PATH, { lists: batch.items, limit, before } satisfies ListRead) as Promise<ListEntry[]>)),
+      this.fence.made(local.map(shardOfList)),
+    ]);
     // Each node's answer is newest first: merged, they are the lists' first entries.
-    return firstOf(mergeOrdered([firstOf(newestFirstAcross(this.meta, local, before), limit), ...answers], (entry) => entry.id, true), limit);
+    return firstOf(mergeOrdered([here, ...answers], (entry) => entry.id, true), limit);
   }
 
   /** `items` of shards this node serves, and the others by the node that owns their shard (throws when one has no live owner). */
@@ -133,14 +141,19 @@ function firstNotOwned(owners: ShardOwners, shards: Iterable<number>): number | 
   return null;
 }
 
+/** What an owner read for a peer: the values and the shards they are of, or the first shard it does not own. */
+export type OwnRead<T> = { values: T; shards: number[] } | { notOwned: number };
+
 /** The owner's side: the values of keys of shards it owns and serves, or the first shard it does not own. */
-export function readOwnKeys(meta: RecordReader, owners: ShardOwners, keys: Key[]): { values: unknown[] } | { notOwned: number } {
-  const notOwned = firstNotOwned(owners, keys.map(shardOfGathered));
-  return notOwned === null ? { values: keys.map((key) => meta.get(key)) } : { notOwned };
+export function readOwnKeys(meta: RecordReader, owners: ShardOwners, keys: Key[]): OwnRead<unknown[]> {
+  const shards = keys.map(shardOfGathered);
+  const notOwned = firstNotOwned(owners, shards);
+  return notOwned === null ? { values: keys.map((key) => meta.get(key)), shards } : { notOwned };
 }
 
 /** The owner's side of a list read: the entries, all of shards it owns and serves, or the first shard it does not own. */
-export function readOwnLists(meta: Meta, owners: ShardOwners, read: ListRead): { values: ListEntry[] } | { notOwned: number } {
-  const notOwned = firstNotOwned(owners, read.lists.map(shardOfList));
-  return notOwned === null ? { values: firstOf(newestFirstAcross(meta, read.lists, read.before), read.limit) } : { notOwned };
+export function readOwnLists(meta: Meta, owners: ShardOwners, read: ListRead): OwnRead<ListEntry[]> {
+  const shards = read.lists.map(shardOfList);
+  const notOwned = firstNotOwned(owners, shards);
+  return notOwned === null ? { values: firstOf(newestFirstAcross(meta, read.lists, read.before), read.limit), shards } : { notOwned };
 }

@@ -2,6 +2,7 @@ import type { ActorCaller } from '../../actors/actor-caller.js';
 import type { ActorRuntime } from '../../actors/runtime.js';
 import type { ClusterConfig } from '../../config.js';
 import type { RequestForwarding } from '../../http/forwarding.js';
+import type { ReadFence } from '../../http/read-fence.js';
 import type { ShardReads } from '../../http/shard-reads.js';
 import type { RecordReader } from '../../storage/read/record-cache.js';
 import type { Storage } from '../../storage/database.js';
@@ -38,6 +39,8 @@ export interface ForwardingParts {
   registry: Registry;
   view: PlacementView;
   gate: ServeGate;
+  /** What this node reads of its shards for peers and gathers is sent once their logs hold it. */
+  fence: ReadFence;
 }
 
 /** Starts the internal HTTP/2 listener and builds the router and the front end's placement. */
@@ -45,14 +48,14 @@ export async function startForwarding(parts: ForwardingParts): Promise<Forwardin
   const owners = new ShardOwners(parts.view, parts.gate);
   const metrics = new ForwardMetrics(parts.registry);
   const peers = new PeerSessions(parts.cluster.leaseTtlS * 1000);
-  const listener = new ActorListener(parts.runtime, parts.storage.meta, owners, metrics, (req, res) => serveShardSnapshot(parts.storage, req, res));
+  const listener = new ActorListener(parts.runtime, parts.storage.meta, owners, metrics, (req, res) => serveShardSnapshot(parts.storage, req, res), parts.fence);
   const internal = new URL(parts.cluster.internalUrl);
   const internalPort = await listener.listen(internal.hostname.replace(/^\[(.*)\]$/, '$1'), Number(internal.port));
   const requests = new RequestForwarder(owners, parts.records, metrics);
   return {
     actors: new ActorRouter(parts.runtime, owners, peers, metrics),
     requests,
-    reads: new ShardGather(parts.storage.meta, owners, peers, metrics),
+    reads: new ShardGather(parts.storage.meta, owners, peers, metrics, parts.fence),
     internalPort,
     async close() {
       await listener.close();

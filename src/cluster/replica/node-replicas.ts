@@ -84,6 +84,16 @@ export class NodeReplicas {
     return this.replicas[shard]!.serving;
   }
 
+  /** The shard's activation while it is served here, 0 when it is not (ShardReplica.activation). */
+  activation(shard: number): number {
+    return this.replicas[shard]!.activation;
+  }
+
+  /** Whether the log holds the shard's commits up to `commit` of `activation` (ShardReplica.acknowledged). */
+  acknowledged(shard: number, activation: number, commit: number): boolean | Promise<boolean> {
+    return this.replicas[shard]!.acknowledged(activation, commit);
+  }
+
   /** A request is waiting for the shard: if its activation is queued here, it goes first. */
   demand(shard: number): void {
     this.activations.demand(shard);

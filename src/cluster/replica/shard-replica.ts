@@ -37,6 +37,12 @@ export interface ReplicaContext {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** A read waiting for the log to acknowledge the shard's commits up to `commit` (acknowledged-reads.ts). */
+interface AckWaiter {
+  commit: number;
+  done(acknowledged: boolean): void;
+}
+
 /**
  * One shard on one node: the state machine that makes it a follower, an active owner, or
  * neither, as the placement says.
@@ -79,6 +85,11 @@ export class ShardReplica {
   /** As the active owner: entries appended since it last trimmed the log, and where it trimmed to. */
   private appendedSinceTrim = 0;
   private trimmedTo = 0;
+  /** The highest commit number the log acknowledged in the current (or last) activation. */
+  private ackedCommit = 0;
+  /** The activation (`moves`) whose copy was given up with commits the log never took. */
+  private lostActivation = 0;
+  private ackWaiters: AckWaiter[] = [];
 
   constructor(
     readonly shard: number,
@@ -100,6 +111,40 @@ export class ShardReplica {
   /** Whether this node may run the shard's commands now. */
   get serving(): boolean {
     return this.state === 'active' && !this.appender?.failed && !this.stray;
+  }
+
+  /** The number of this activation while the shard is served here, 0 when it is not. */
+  get activation(): number {
+    return this.serving ? this.moves : 0;
+  }
+
+  /**
+   * Whether the log holds the shard's commits up to `commit`, made in activation `activation`:
+   * true, false when some never will be (the activation is over, or its copy was given up), or
+   * a promise of the answer once the appends in flight settle (false after `unknownDeadlineMs`:
+   * a commit number that never reaches the replica, its thread having died).
+   */
+  acknowledged(activation: number, commit: number): boolean | Promise<boolean> {
+    if (activation !== this.moves || activation === this.lostActivation || this.appender?.failed || this.stray) return false;
+    if (commit <= this.ackedCommit) return true;
+    if (!this.appender) return false;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => waiter.done(false), this.ctx.unknownDeadlineMs).unref();
+      const waiter: AckWaiter = {
+        commit,
+        done: (acknowledged) => {
+          clearTimeout(timer);
+          this.ackWaiters = this.ackWaiters.filter((w) => w !== waiter);
+          resolve(acknowledged);
+        },
+      };
+      this.ackWaiters.push(waiter);
+    });
+  }
+
+  /** Answers the waiting reads the acknowledgements so far cover, or all of them with `false`. */
+  private releaseAckWaiters(end: boolean): void {
+    for (const w of this.ackWaiters) if (end || w.commit <= this.ackedCommit) w.done(!end);
   }
 
   /**
@@ -219,7 +264,9 @@ export class ShardReplica {
           if (this.stray) await this.appender!.barrier().catch(() => undefined);
           if (this.appender!.failed || this.stray) {
             if (this.appender!.failed) this.ctx.refused();
+            this.lostActivation = this.moves;
             this.appender = null;
+            this.releaseAckWaiters(true);
             this.dropEarly();
             this.set('divergent');
             continue;
@@ -281,6 +328,7 @@ export class ShardReplica {
     if (this.appender!.failed) return; // the loop marks it divergent
     this.applied = this.appender!.lastSeq;
     this.appender = null;
+    this.releaseAckWaiters(true);
     this.set('idle');
   }
 
@@ -333,6 +381,7 @@ export class ShardReplica {
       this.applied = seq;
       this.epoch = epoch;
       this.nextCommit = commits + 1;
+      this.ackedCommit = commits;
       this.appender = new ShardAppender({
         log: this.ctx.log,
         shard: this.shard,
@@ -342,6 +391,8 @@ export class ShardReplica {
         unknownDeadlineMs: this.ctx.unknownDeadlineMs,
         onAck: (acked, commit, ms) => {
           markAcknowledged(this.ctx.storage, this.shard, { seq: acked, epoch, commit });
+          this.ackedCommit = commit;
+          this.releaseAckWaiters(false);
           this.appendedSinceTrim++;
           this.ctx.appended(ms);
         },
