@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.js';
 import { repoShard } from '../../src/storage/shards.js';
 import { CLI_NODE_SETTINGS } from '../helpers/cluster-settings.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
-import { startReplicaCluster } from '../helpers/replica-nodes.js';
+import { startCluster } from '../helpers/cluster.js';
 import { ROOT, createRepos, retrying } from '../helpers/replica-scenarios.js';
 
 /**
@@ -19,7 +19,7 @@ import { ROOT, createRepos, retrying } from '../helpers/replica-scenarios.js';
 t.test('a read through the owner waits for the log, and never shows a write the log lost', async (t) => {
   let proxy!: DelayProxy;
   const started = Date.now();
-  const cluster = await startReplicaCluster(t, {
+  const cluster = await startCluster(t, {
     log: 'jetstream',
     count: 1,
     natsVia: async (nats) => {
@@ -57,7 +57,7 @@ t.test('a read through the owner waits for the log, and never shows a write the 
   // A refused append: while the owner's next append is on its way through the slow proxy,
   // another writer appends to the shard's log first (as a newer owner would), so the log refuses
   // it; the write fails with 503 and the shard's copy here is dropped and rebuilt from the log.
-  const intruder = await openShardLog(loadConfig({ ...cluster.settings, ...CLI_NODE_SETTINGS, REPOHOST_CLUSTER_NATS: cluster.nats!.endpoints.join(',') }).cluster!);
+  const intruder = await openShardLog(loadConfig({ ...cluster.env, ...CLI_NODE_SETTINGS, REPOHOST_CLUSTER_NATS: cluster.nats!.endpoints.join(',') }).cluster!);
   t.teardown(() => intruder.close());
   const shard = repoShard(repo!.id);
   let settled = false;

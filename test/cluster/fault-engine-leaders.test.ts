@@ -1,7 +1,7 @@
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startFaultCluster } from '../helpers/cluster.js';
-import { onEachLog, runFaultScenario } from '../helpers/fault-scenarios.js';
+import { startCluster } from '../helpers/cluster.js';
+import { FAULT_CLUSTER, onEachLog, runFaultScenario } from '../helpers/fault-scenarios.js';
 
 /**
  * The engines' own failures under write load: kill -9 of the etcd Raft leader (both shard logs:
@@ -10,7 +10,7 @@ import { onEachLog, runFaultScenario } from '../helpers/fault-scenarios.js';
  * histories stay linearizable. The killed member is started again before the checks.
  */
 onEachLog(t, 'kill -9 of the etcd leader', async (t, log) => {
-  const cluster = await startFaultCluster(t, { log });
+  const cluster = await startCluster(t, { ...FAULT_CLUSTER, log });
   await runFaultScenario(t, cluster, {
     async fault(ctx) {
       const leader = await ctx.cluster.etcd.leader();
@@ -27,7 +27,7 @@ onEachLog(
   t,
   'kill -9 of the JetStream meta leader',
   async (t, log) => {
-    const cluster = await startFaultCluster(t, { log });
+    const cluster = await startCluster(t, { ...FAULT_CLUSTER, log });
     await runFaultScenario(t, cluster, {
       async fault(ctx) {
         const nats = ctx.cluster.nats!;

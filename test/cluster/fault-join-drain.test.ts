@@ -1,11 +1,11 @@
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startFaultCluster, type FaultCluster, type FaultNode } from '../helpers/cluster.js';
+import { startCluster, type TestCluster, type TestNode } from '../helpers/cluster.js';
 import { CLI_NODE_SETTINGS } from '../helpers/cluster-settings.js';
 import { runCli } from '../helpers/server.js';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import { rendezvousRank } from '../../src/cluster/control/rendezvous.js';
-import { onEachLog, runFaultScenario } from '../helpers/fault-scenarios.js';
+import { FAULT_CLUSTER, onEachLog, runFaultScenario } from '../helpers/fault-scenarios.js';
 
 /**
  * Join and drain under write load: a fourth node joins and takes shards, then a node is drained
@@ -14,7 +14,7 @@ import { onEachLog, runFaultScenario } from '../helpers/fault-scenarios.js';
  * join that fails prints the controllers' decisions, the joiner's copies and its warnings.
  */
 onEachLog(t, 'join and drain under load', async (t, log) => {
-  const cluster = await startFaultCluster(t, { log });
+  const cluster = await startCluster(t, { ...FAULT_CLUSTER, log });
   await runFaultScenario(t, cluster, {
     async fault(ctx) {
       const placements = async (): Promise<Array<{ owner: string; followers: string[] }>> => {
@@ -33,7 +33,7 @@ onEachLog(t, 'join and drain under load', async (t, log) => {
         }
         return false;
       };
-      const serves = async (node: FaultNode): Promise<number> =>
+      const serves = async (node: TestNode): Promise<number> =>
         ((await node.status().catch(() => null))?.shards ?? []).filter((s) => s.state === 'active' && s.placement?.owner === node.id).length;
       const joinedAt = Date.now();
       const joined = await ctx.cluster.addNode();
@@ -68,7 +68,7 @@ onEachLog(t, 'join and drain under load', async (t, log) => {
 });
 
 /** What the controllers decided and where the joined node's copies stand, for a failed join. */
-async function diagnosis(cluster: FaultCluster, joined: FaultNode, placed: Array<{ owner: string; followers: string[] }>): Promise<string> {
+async function diagnosis(cluster: TestCluster, joined: TestNode, placed: Array<{ owner: string; followers: string[] }>): Promise<string> {
   const decisions = cluster.nodes.flatMap((n) => n.logs.filter((l) => /placement written|rebalancing/.test(l)).map((l) => `${n.id} ${l.trim()}`));
   const copies = new Map<string, number>();
   const own = await joined.status().catch(() => null);

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startFaultCluster } from '../helpers/cluster.js';
-import { onEachLog, reposOwnedBy, runFaultScenario } from '../helpers/fault-scenarios.js';
+import { startCluster } from '../helpers/cluster.js';
+import { FAULT_CLUSTER, onEachLog, reposOwnedBy, runFaultScenario } from '../helpers/fault-scenarios.js';
 import { createNetLab, netnsAvailable } from '../helpers/netns.js';
 
 /**
@@ -17,10 +17,10 @@ if (noNetns) t.test('a partition isolating an owner', { skip: noNetns }, () => u
 else onEachLog(t, 'a partition isolating an owner', async (t, log) => {
   const lab = await createNetLab();
   t.teardown(() => lab.teardown());
-  const cluster = await startFaultCluster(t, { log, lab });
+  const cluster = await startCluster(t, { ...FAULT_CLUSTER, log, lab });
   await runFaultScenario(t, cluster, {
     async fault(ctx) {
-      const victim = (await ctx.cluster.ownerOf(ctx.repos[0]!.shard))!;
+      const victim = await ctx.cluster.ownerOf(ctx.repos[0]!.shard);
       const measured = await reposOwnedBy(ctx, victim);
       const others = ctx.cluster.nodes.filter((n) => n !== victim);
       ctx.faultAt();
@@ -30,7 +30,7 @@ else onEachLog(t, 'a partition isolating an owner', async (t, log) => {
       await sleep((ctx.cluster.leaseTtlS + 3) * 1000);
       await lab.heal(victim.net!);
       await sleep(2000);
-      if (!victim.alive()) await victim.restartNode();
+      if (!victim.alive()) await victim.restart();
       await ctx.cluster.settled(40_000);
       return measured;
     },

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startFaultCluster } from '../helpers/cluster.js';
-import { onEachLog, reposOwnedBy, runFaultScenario } from '../helpers/fault-scenarios.js';
+import { startCluster } from '../helpers/cluster.js';
+import { FAULT_CLUSTER, onEachLog, reposOwnedBy, runFaultScenario } from '../helpers/fault-scenarios.js';
 
 /**
  * A stop-the-world pause of an owner (SIGSTOP) longer than its lease, then SIGCONT, under write
@@ -11,10 +11,10 @@ import { onEachLog, reposOwnedBy, runFaultScenario } from '../helpers/fault-scen
  * leaves on its lost lease and is started again.
  */
 onEachLog(t, 'SIGSTOP of an owner past its lease, then SIGCONT', async (t, log) => {
-  const cluster = await startFaultCluster(t, { log });
+  const cluster = await startCluster(t, { ...FAULT_CLUSTER, log });
   await runFaultScenario(t, cluster, {
     async fault(ctx) {
-      const victim = (await ctx.cluster.ownerOf(ctx.repos[0]!.shard))!;
+      const victim = await ctx.cluster.ownerOf(ctx.repos[0]!.shard);
       const measured = await reposOwnedBy(ctx, victim);
       ctx.faultAt();
       victim.pause();
@@ -23,7 +23,7 @@ onEachLog(t, 'SIGSTOP of an owner past its lease, then SIGCONT', async (t, log) 
       t.comment(`paused ${victim.id} for ${ctx.cluster.leaseTtlS + 2} s, owner of ${measured.join(', ')}`);
       // A node that lost its lease exits (its supervisor restarts it); give it the time to notice.
       await sleep(2000);
-      if (!victim.alive()) await victim.restartNode();
+      if (!victim.alive()) await victim.restart();
       await ctx.cluster.settled(40_000);
       return measured;
     },

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { performance } from 'node:perf_hooks';
-import { allOwnedBy, startForwardNodes } from '../helpers/forward-nodes.js';
+import { allOwnedBy, startCluster } from '../helpers/cluster.js';
 import { orgShard } from '../../src/storage/shards.js';
 import type { TestServer } from '../helpers/server.js';
 
@@ -30,7 +30,9 @@ async function timed(s: TestServer, token: string, method: string, path: string,
 }
 
 t.test('the hop through a non-owner', { skip }, async (t) => {
-  const [a, b] = await startForwardNodes(t, [{ id: 'a', owners: allOwnedBy('a') }, { id: 'b', owners: allOwnedBy('a') }]);
+  const cluster = await startCluster(t, { log: 'etcd', fixedPlacement: { a: allOwnedBy('a'), b: allOwnedBy('a') } });
+  await cluster.settled();
+  const [a, b] = cluster.nodes;
   const token = await a!.token();
   t.equal((await a!.api('POST', '/acme/repos', { body: { name: 'hop' } })).status, 201);
   // A new repository's `main` is at the root change; moving it there again is a full write.
@@ -54,9 +56,13 @@ t.test('the hop through a non-owner', { skip }, async (t) => {
 t.test('actor messages to another node: a repository create whose saga steps go there', { skip }, async (t) => {
   // `c` owns only the org's shard, `d` every other: each create's repository steps cross to `d`.
   const rounds = Math.min(ROUNDS, 500);
-  const [a] = await startForwardNodes(t, [{ id: 'a', owners: allOwnedBy('a') }]);
+  const local = await startCluster(t, { log: 'etcd', fixedPlacement: { a: allOwnedBy('a') } });
+  await local.settled();
+  const [a] = local.nodes;
   const orgOnly = (orgId: string): Record<string, string> => ({ default: 'd', [String(orgShard(orgId))]: 'c' });
-  const [c, d] = await startForwardNodes(t, [{ id: 'c', owners: orgOnly }, { id: 'd', owners: orgOnly }]);
+  const split = await startCluster(t, { log: 'etcd', fixedPlacement: { c: orgOnly, d: orgOnly } });
+  await split.settled();
+  const [c, d] = split.nodes;
   const figures: Record<string, { p50: number; p99: number }> = {};
   for (const [via, s] of [['local', a!], ['steps forwarded', c!]] as const) {
     const token = await s.token();

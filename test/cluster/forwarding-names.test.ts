@@ -1,6 +1,6 @@
 import t from 'tap';
 import { orgShard } from '../../src/storage/shards.js';
-import { startForwardNodes, type ForwardNode } from '../helpers/forward-nodes.js';
+import { startCluster, type TestNode } from '../helpers/cluster.js';
 
 // An entry node that does not own the org's shard remembers the repository ids its clients' reads
 // resolved to, and sends the next read of that name straight to the repository's owner — or
@@ -8,7 +8,7 @@ import { startForwardNodes, type ForwardNode } from '../helpers/forward-nodes.js
 // repository under an old name must still be answered as the org's owner would.
 
 /** Requests `node` proxied to another node so far. */
-async function proxied(node: ForwardNode): Promise<number> {
+async function proxied(node: TestNode): Promise<number> {
   const line = (await node.metrics()).split('\n').find((l) => l.startsWith('repohost_forwarded_total{kind="request",outcome="answered"}'));
   return line ? Number(line.split(' ').pop()) : 0;
 }
@@ -16,10 +16,9 @@ async function proxied(node: ForwardNode): Promise<number> {
 t.test('reads by a remembered name skip the org owner, and stale names are asked again', async (t) => {
   // `a` owns the even shards and the org's, `b` the odd ones: clients enter through `b`.
   const owners = (orgId: string): Record<string, string> => ({ ...Object.fromEntries(Array.from({ length: 128 }, (_, i) => [String(2 * i + 1), 'b'])), default: 'a', [String(orgShard(orgId))]: 'a' });
-  const [a, b] = await startForwardNodes(t, [
-    { id: 'a', owners },
-    { id: 'b', owners },
-  ]);
+  const cluster = await startCluster(t, { log: 'etcd', fixedPlacement: { a: owners, b: owners } });
+  await cluster.settled();
+  const [a, b] = cluster.nodes;
   const where = new Map<string, { id: string; node: string }>();
   for (let i = 0; where.size < 12 && i < 12; i++) {
     const made = await b!.api('POST', '/acme/repos', { body: { name: `n${i}` } });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startForwardNodes } from '../helpers/forward-nodes.js';
+import { startCluster } from '../helpers/cluster.js';
 import { orgShard } from '../../src/storage/shards.js';
 
 // Forwarding's refusals (docs/design.md, "Forwarding"): stale routes, and an owner that stopped
@@ -16,11 +16,16 @@ t.test('a stale route gets 503 with Retry-After and never a second hop', async (
   // Each node believes the other owns every shard, except the org's shard, which both give to `a`.
   let org = '';
   // `e` is further behind: it still gives every shard, the org's too, to `b`.
-  const [a, b, e] = await startForwardNodes(t, [
-    { id: 'a', owners: (orgId) => ({ default: 'b', [(org = String(orgShard(orgId)))]: 'a' }) },
-    { id: 'b', owners: (orgId) => ({ default: 'a', [String(orgShard(orgId))]: 'a' }) },
-    { id: 'e', owners: () => ({ default: 'b' }) },
-  ]);
+  const cluster = await startCluster(t, {
+    log: 'etcd',
+    fixedPlacement: {
+      a: (orgId) => ({ default: 'b', [(org = String(orgShard(orgId)))]: 'a' }),
+      b: (orgId) => ({ default: 'a', [String(orgShard(orgId))]: 'a' }),
+      e: () => ({ default: 'b' }),
+    },
+  });
+  await cluster.settled();
+  const [a, b, e] = cluster.nodes;
 
   // A request b proxies to a for the org's shard, which a owns: served.
   const created = await b!.api('GET', '/acme/repos');
@@ -76,7 +81,9 @@ t.test('a stale route gets 503 with Retry-After and never a second hop', async (
 t.test('a stopped owner: the message sent to it fails within the lease TTL', async (t) => {
   // `c` owns only the org's shard, `d` every other: a repository create's step goes to `d`.
   const orgOnly = (orgId: string): Record<string, string> => ({ default: 'd', [String(orgShard(orgId))]: 'c' });
-  const [c, d] = await startForwardNodes(t, [{ id: 'c', owners: orgOnly }, { id: 'd', owners: orgOnly }], { REPOHOST_LEASE_TTL_S: '5' });
+  const cluster = await startCluster(t, { log: 'etcd', leaseTtlS: 5, fixedPlacement: { c: orgOnly, d: orgOnly } });
+  await cluster.settled();
+  const [c, d] = cluster.nodes;
   t.equal((await c!.api('POST', '/acme/repos', { body: { name: 'before' } })).status, 201, 'a create whose step runs on d');
   d!.process.kill('SIGSTOP');
   t.teardown(() => void d!.process.kill('SIGCONT'));

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiAnswers, DEAD_UPSTREAM, populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
-import { allOwnedBy, startForwardNodes, type ForwardNode } from '../helpers/forward-nodes.js';
+import { allOwnedBy, startCluster, type TestNode } from '../helpers/cluster.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { cloneUrl, gitClient } from '../git/helpers.js';
 
@@ -20,7 +20,9 @@ function counter(metrics: string, name: string, labels: string): number {
 }
 
 t.test('through a node that owns nothing, the API answers as the owner does', async (t) => {
-  const [a, b] = await startForwardNodes(t, [{ id: 'a', owners: allOwnedBy('a') }, { id: 'b', owners: allOwnedBy('a') }], SCENARIO_ENV);
+  const cluster = await startCluster(t, { log: 'etcd', fixedPlacement: { a: allOwnedBy('a'), b: allOwnedBy('a') }, env: SCENARIO_ENV });
+  await cluster.settled();
+  const [a, b] = cluster.nodes;
   await populate(b!, 2);
 
   // A blob uploaded through `b` in chunks, with no declared length: streamed to `a`, staged there.
@@ -82,7 +84,9 @@ t.test('through a node that owns nothing, the API answers as the owner does', as
 t.test('shards split between two nodes: each answers as the other', async (t) => {
   // `a` owns the even shards, `b` the odd ones, in both views.
   const split = (): Record<string, string> => Object.fromEntries([['default', 'a'], ...Array.from({ length: 128 }, (_, i) => [String(2 * i + 1), 'b'])]);
-  const [a, b] = await startForwardNodes(t, [{ id: 'a', owners: split }, { id: 'b', owners: split }], SCENARIO_ENV);
+  const cluster = await startCluster(t, { log: 'etcd', fixedPlacement: { a: split, b: split }, env: SCENARIO_ENV });
+  await cluster.settled();
+  const [a, b] = cluster.nodes;
   await populate(b!, 6);
   const viaB = await apiAnswers(b!);
   const viaA = await apiAnswers(a!);
@@ -104,7 +108,7 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
 });
 
 /** Which node serves each of the org's repositories, and which the org itself. */
-async function owners(node: ForwardNode, names: string[]): Promise<{ org: string; repos: Map<string, { id: string; node: string }> }> {
+async function owners(node: TestNode, names: string[]): Promise<{ org: string; repos: Map<string, { id: string; node: string }> }> {
   const org = (await node.api('GET', '/acme')).headers.get('x-repohost-node')!;
   const repos = new Map<string, { id: string; node: string }>();
   for (const name of names) {
@@ -118,7 +122,7 @@ async function owners(node: ForwardNode, names: string[]): Promise<{ org: string
  * The org-level reads over repositories on both nodes (six repositories `r0`…`r5`, newest last):
  * the same answers through either node as one node holding them all gives.
  */
-async function orgReadsGathered(t: Test, nodes: ForwardNode[]): Promise<void> {
+async function orgReadsGathered(t: Test, nodes: TestNode[]): Promise<void> {
   const names = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
   const { org, repos } = await owners(nodes[0]!, names);
   t.same(new Set([...repos.values()].map((r) => r.node)), new Set(['a', 'b']), 'the repositories are on both nodes');
@@ -184,7 +188,7 @@ async function orgReadsGathered(t: Test, nodes: ForwardNode[]): Promise<void> {
 }
 
 /** The id of every item of a cursor-paged list, page by page (`limit` a page). */
-async function pagedIds(node: ForwardNode, path: string, items: string, limit: number, token?: string): Promise<string[]> {
+async function pagedIds(node: TestNode, path: string, items: string, limit: number, token?: string): Promise<string[]> {
   const ids: string[] = [];
   let cursor = '';
   for (let pages = 0; pages < 50; pages++) {
@@ -202,7 +206,7 @@ async function pagedIds(node: ForwardNode, path: string, items: string, limit: n
  * repositories): the org's list merges them newest first, in cursor pages too, through either
  * node, and a restricted token or a `repo` filter sees only its repositories' syncs.
  */
-async function syncRunsMerged(t: Test, nodes: ForwardNode[]): Promise<void> {
+async function syncRunsMerged(t: Test, nodes: TestNode[]): Promise<void> {
   const names = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
   const { org, repos } = await owners(nodes[0]!, names);
   for (const name of names.slice(1)) t.equal((await nodes[0]!.api('PATCH', `/acme/${name}`, { body: { upstream: { url: DEAD_UPSTREAM } } })).status, 200, `${name} gets an upstream`);
@@ -231,7 +235,7 @@ async function syncRunsMerged(t: Test, nodes: ForwardNode[]): Promise<void> {
 }
 
 /** The target's delivery log through `node`, polled until `done` holds for it (newest first). */
-async function deliveryLog(node: ForwardNode, targetId: string, done: (log: Array<{ id: string; status: string; attempts: number }>) => boolean): Promise<Array<{ id: string; status: string; attempts: number }>> {
+async function deliveryLog(node: TestNode, targetId: string, done: (log: Array<{ id: string; status: string; attempts: number }>) => boolean): Promise<Array<{ id: string; status: string; attempts: number }>> {
   for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
     const res = await node.api('GET', `/acme/webhook-targets/${targetId}/deliveries?limit=100`);
     if (res.status !== 200) throw new Error(`GET deliveries: ${res.status} ${res.text}`);
@@ -246,7 +250,7 @@ async function deliveryLog(node: ForwardNode, targetId: string, done: (log: Arra
  * either node, and a delivery on the shard the org's owner does not hold is redelivered (or
  * refused while its owner still retries it) as on one node.
  */
-async function deliveriesMerged(t: Test, nodes: ForwardNode[]): Promise<void> {
+async function deliveriesMerged(t: Test, nodes: TestNode[]): Promise<void> {
   const names = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
   const { org, repos } = await owners(nodes[0]!, names);
   const elsewhere = names.find((n) => repos.get(n)!.node !== org)!;

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { TRIM_ENV, logTrimScenario } from '../helpers/log-trim-scenario.js';
-import { startReplicaCluster } from '../helpers/replica-nodes.js';
+import { startCluster } from '../helpers/cluster.js';
 
 // Log trimming and state transfer on the etcd shard log (docs/design.md, "Cluster mode"): 3
 // repohost processes, 3 etcd members; the same scenario on JetStream in
@@ -9,6 +9,6 @@ import { startReplicaCluster } from '../helpers/replica-nodes.js';
 const skip = process.env.REPOHOST_LONG_TESTS === '1' ? false : 'set REPOHOST_LONG_TESTS=1';
 
 t.test('owners trim their logs under load, and a wiped node is seeded from its peers', { skip }, async (t) => {
-  const cluster = await startReplicaCluster(t, { log: 'etcd', leaseTtlS: 10, env: TRIM_ENV });
+  const cluster = await startCluster(t, { log: 'etcd', leaseTtlS: 10, env: TRIM_ENV });
   await logTrimScenario(t, cluster);
 });

@@ -8,60 +8,33 @@ import { createOrg } from '../../src/storage/admin-store.js';
 import { openStorage } from '../../src/storage/database.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import { SecretBox } from '../../src/storage/secret-box.js';
-import { freePorts, startEtcd } from '../helpers/cluster-engines.js';
+import { startCluster } from '../helpers/cluster.js';
+import { CLI_NODE_SETTINGS } from '../helpers/cluster-settings.js';
 import { target } from '../helpers/org-directory-behaviour.js';
-import { replicaNode, settleCluster, type ReplicaNode } from '../helpers/replica-nodes.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
-import { createTestKey, runCli, signToken, startTestServer, type TestKey, type TestServer } from '../helpers/server.js';
+import { createTestKey, runCli, signToken, type TestKey } from '../helpers/server.js';
 
 /**
  * The org directory in etcd through the real CLI and real servers: two repohost processes in
- * cluster mode (each on its own data directory; nothing else of cluster mode is needed for the
- * directory) share one etcd. Orgs and keys made with the CLI authenticate on both, a webhook
- * target created through one node's API is listed by the other, and a key revoked with the CLI
- * is refused by both within the watch latency.
+ * cluster mode (each on its own data directory) share one etcd. Orgs and keys made with the CLI
+ * authenticate on both, a webhook target created through one node's API is listed by the other,
+ * and a key revoked with the CLI is refused by both within the watch latency.
  */
-const etcd = await startEtcd();
+// No node yet: they start once the CLI has written what they load, both at once, so the shards
+// are placed soon after both have joined.
+const cluster = await startCluster(t, { log: 'etcd', count: 0, rebalanceStableS: 1, workers: 1 });
 const dirs: string[] = [];
-const servers: TestServer[] = [];
 const tempDir = (): string => {
   const d = mkdtempSync(join(tmpdir(), 'repohost-cluster-dir-'));
   dirs.push(d);
   return d;
 };
-t.teardown(async () => {
-  for (const s of servers) await s.stop();
-  await etcd.stop();
+t.teardown(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const secretKey = randomBytes(32).toString('base64');
-const clusterEnv = (node: string, key = secretKey): Record<string, string> => ({
-  REPOHOST_CLUSTER_ETCD: etcd.endpoints.join(','),
-  REPOHOST_CLUSTER_NAME: 'srvtest',
-  REPOHOST_NODE_ID: node,
-  REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:1',
-  REPOHOST_SHARD_LOG: 'etcd',
-  REPOHOST_SECRET_KEY: key,
-});
-/**
- * A server's port and settings: cluster mode forwards to the owner's public URL and starts the
- * forwarding listener, so each node has its own ports.
- */
-const nodeOptions = async (node: string, key = secretKey): Promise<{ port: number; env: Record<string, string> }> => {
-  const [port, internal] = (await freePorts(2)) as [number, number];
-  return {
-    port,
-    env: {
-      ...clusterEnv(node, key),
-      REPOHOST_NODE_URL: `http://127.0.0.1:${port}`,
-      REPOHOST_NODE_INTERNAL_URL: `http://127.0.0.1:${internal}`,
-      // The nodes start one after the other: place the shards soon after both have joined.
-      REPOHOST_REBALANCE_STABLE_S: '1',
-    },
-  };
-};
-const cli = async (args: string[], dataDir: string, env = clusterEnv('cli')): Promise<{ code: number; json: any; stderr: string }> => {
+const clusterEnv = (key = cluster.env.REPOHOST_SECRET_KEY!): Record<string, string> => ({ ...cluster.env, ...CLI_NODE_SETTINGS, REPOHOST_SECRET_KEY: key });
+const cli = async (args: string[], dataDir: string, env = clusterEnv()): Promise<{ code: number; json: any; stderr: string }> => {
   const r = await runCli([...args, '--data', dataDir, '--json'], env);
   let json: unknown;
   try {
@@ -93,52 +66,49 @@ t.test('cluster import-orgs copies a single node\'s orgs, keys and targets once'
   await storage.close();
   const nodeKey = readFileSync(join(single, 'secret.key'), 'utf8').trim();
 
-  const wrongKey = await cli(['cluster', 'import-orgs'], single, clusterEnv('cli', secretKey));
+  const wrongKey = await cli(['cluster', 'import-orgs'], single);
   t.not(wrongKey.code, 0, 'refused with a cluster key that is not the data directory\'s');
   t.match(wrongKey.stderr, /another key/);
-  const first = await cli(['cluster', 'import-orgs'], single, clusterEnv('cli', nodeKey));
+  const first = await cli(['cluster', 'import-orgs'], single, clusterEnv(nodeKey));
   t.equal(first.code, 0, first.stderr);
   t.same(first.json, { orgs: 1, keys: 1, targets: 1, present: 0 });
-  const again = await cli(['cluster', 'import-orgs'], single, clusterEnv('cli', nodeKey));
+  const again = await cli(['cluster', 'import-orgs'], single, clusterEnv(nodeKey));
   t.same(again.json, { orgs: 0, keys: 0, targets: 0, present: 3 }, 'run again, it adds nothing');
   const listed = await cli(['key', 'list', '--org', 'legacy'], tempDir());
   t.same(listed.json.keys.map((k: { id: string }) => k.id), [key.id], 'the CLI of another node lists the imported key from etcd');
 });
 
 t.test('CLI and two servers on one etcd directory', async (t) => {
+  // The harness's own org is `acme`: this one is made here.
   const cliDir = tempDir();
-  t.equal((await cli(['org', 'create', 'acme'], cliDir)).code, 0);
-  const taken = await cli(['org', 'create', 'acme'], tempDir());
+  t.equal((await cli(['org', 'create', 'beta'], cliDir)).code, 0);
+  const taken = await cli(['org', 'create', 'beta'], tempDir());
   t.not(taken.code, 0, 'a slug taken through etcd is refused from another data directory');
-  const created = await cli(['key', 'create', '--org', 'acme', '--scopes', 'admin'], cliDir);
+  const created = await cli(['key', 'create', '--org', 'beta', '--scopes', 'admin'], cliDir);
   t.equal(created.code, 0, created.stderr);
   const key: TestKey = { id: created.json.id, privateKey: createPrivateKey(created.json.private_key_pem), publicX: created.json.public_key_jwk.x };
 
-  for (const node of ['node-a', 'node-b']) {
-    const server = await startTestServer({ dataDir: tempDir(), org: 'acme', key, ...(await nodeOptions(node)), workers: 1 });
-    servers.push(replicaNode(server, node));
-  }
-  const [a, b] = servers as [ReplicaNode, ReplicaNode];
+  const [a, b] = await Promise.all([cluster.addNode(), cluster.addNode()]);
   // Cluster mode serves a shard once the control plane has placed it and its owner activated it.
-  await settleCluster([a, b]);
-  const token = await signToken(key, 'acme');
-  for (const s of [a, b]) t.equal((await s.api('GET', '/acme/webhook-targets', { token })).status, 200, 'a key made with the CLI authenticates on every node');
+  await cluster.settled();
+  const token = await signToken(key, 'beta');
+  for (const s of [a, b]) t.equal((await s.api('GET', '/beta/webhook-targets', { token })).status, 200, 'a key made with the CLI authenticates on every node');
 
-  const made = await a.api('POST', '/acme/webhook-targets', { token, body: { url: 'https://93.184.215.14/hook', events: ['push'], name: 'shared' } });
+  const made = await a.api('POST', '/beta/webhook-targets', { token, body: { url: 'https://93.184.215.14/hook', events: ['push'], name: 'shared' } });
   t.equal(made.status, 201, made.text);
   t.match(made.json.secret, /^whsec_/);
-  const listedOnB = await within(async () => (await b.api('GET', '/acme/webhook-targets', { token })).json.webhook_targets?.some((x: { id: string }) => x.id === made.json.id) === true, 1000);
+  const listedOnB = await within(async () => (await b.api('GET', '/beta/webhook-targets', { token })).json.webhook_targets?.some((x: { id: string }) => x.id === made.json.id) === true, 1000);
   t.ok(listedOnB < Infinity, `a target created through node a is listed by node b (${listedOnB.toFixed(0)} ms)`);
 
   // Node b's worker threads hold their own directories: its org actor must see the target to store
   // the event, its webhook actor to send it, signed with the secret node a sealed.
   const receiver = await startWebhookReceiver();
   t.teardown(() => receiver.close());
-  const hooked = await a.api('POST', '/acme/webhook-targets', { token, body: { url: receiver.url('/c'), events: ['repo.created'], name: 'delivered' } });
+  const hooked = await a.api('POST', '/beta/webhook-targets', { token, body: { url: receiver.url('/c'), events: ['repo.created'], name: 'delivered' } });
   t.equal(hooked.status, 201, hooked.text);
   receiver.setSecret('/c', hooked.json.secret);
-  await within(async () => (await b.api('GET', `/acme/webhook-targets/${hooked.json.id}`, { token })).status === 200, 1000);
-  const repo = await b.api('POST', '/acme/repos', { token, body: { name: 'made-on-b' } });
+  await within(async () => (await b.api('GET', `/beta/webhook-targets/${hooked.json.id}`, { token })).status === 200, 1000);
+  const repo = await b.api('POST', '/beta/repos', { token, body: { name: 'made-on-b' } });
   t.equal(repo.status, 201, repo.text);
   await receiver.waitFor(() => receiver.unique('/c').length > 0, 15_000, 'the repo.created delivery from node b');
   const delivery = receiver.unique('/c')[0]!;
@@ -149,19 +119,15 @@ t.test('CLI and two servers on one etcd directory', async (t) => {
   t.equal(revoked.code, 0, revoked.stderr);
   t.equal(revoked.json.status, 'revoked');
   for (const [name, s] of [['a', a], ['b', b]] as const) {
-    const refusedAfter = await within(async () => (await s.api('GET', '/acme/webhook-targets', { token })).status === 401, 1000);
+    const refusedAfter = await within(async () => (await s.api('GET', '/beta/webhook-targets', { token })).status === 401, 1000);
     t.ok(refusedAfter < Infinity, `node ${name} refuses the revoked key ${refusedAfter.toFixed(0)} ms after the CLI returned`);
   }
 });
 
 t.test('a node whose REPOHOST_SECRET_KEY differs from the cluster\'s does not start', async (t) => {
   const other = randomBytes(32).toString('base64');
-  const dataDir = tempDir();
-  const refused = await startTestServer({ dataDir, org: 'acme', key: servers[0]!.key, ...(await nodeOptions('node-c', other)), workers: 1 }).then(
-    (s) => {
-      servers.push(s);
-      return null;
-    },
+  const refused = await cluster.addNode({ env: { REPOHOST_SECRET_KEY: other } }).then(
+    () => null,
     (err: Error) => err,
   );
   t.match(refused?.message, /REPOHOST_SECRET_KEY differs/);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startReplicaCluster } from '../helpers/replica-nodes.js';
+import { startCluster } from '../helpers/cluster.js';
 import { pauseOwnerScenario } from '../helpers/replica-scenarios.js';
 
 // A stale owner (stopped past its lease, then continued) is fenced by the etcd shard log's
@@ -7,6 +7,6 @@ import { pauseOwnerScenario } from '../helpers/replica-scenarios.js';
 const TTL_S = 10;
 
 t.test('an owner stopped past its lease is fenced and loses nothing it acknowledged', async (t) => {
-  const cluster = await startReplicaCluster(t, { log: 'etcd', leaseTtlS: TTL_S });
+  const cluster = await startCluster(t, { log: 'etcd', leaseTtlS: TTL_S });
   await pauseOwnerScenario(t, cluster, TTL_S);
 });

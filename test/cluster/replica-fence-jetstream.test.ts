@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startReplicaCluster } from '../helpers/replica-nodes.js';
+import { startCluster } from '../helpers/cluster.js';
 import { pauseOwnerScenario } from '../helpers/replica-scenarios.js';
 
 // A stale owner (stopped past its lease, then continued) is fenced by the jetstream shard log's
@@ -10,6 +10,6 @@ const TTL_S = 10;
 const skip = process.env.REPOHOST_LONG_TESTS === '1' ? false : 'the other log runs it by default: set REPOHOST_LONG_TESTS=1';
 
 t.test('an owner stopped past its lease is fenced and loses nothing it acknowledged', { skip }, async (t) => {
-  const cluster = await startReplicaCluster(t, { log: 'jetstream', leaseTtlS: TTL_S });
+  const cluster = await startCluster(t, { log: 'jetstream', leaseTtlS: TTL_S });
   await pauseOwnerScenario(t, cluster, TTL_S);
 });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startReplicaCluster } from '../helpers/replica-nodes.js';
+import { startCluster } from '../helpers/cluster.js';
 import { killOwnerScenario } from '../helpers/replica-scenarios.js';
 
 // Replication through the etcd shard log (docs/design.md, "Cluster mode"): 3 repohost processes,
@@ -10,6 +10,6 @@ const TTL_S = 10;
 const skip = process.env.REPOHOST_LONG_TESTS === '1' ? false : 'the other log runs it by default: set REPOHOST_LONG_TESTS=1';
 
 t.test('writes replicate to every node, and an owner killed under load fails over', { skip }, async (t) => {
-  const cluster = await startReplicaCluster(t, { log: 'etcd', leaseTtlS: TTL_S });
+  const cluster = await startCluster(t, { log: 'etcd', leaseTtlS: TTL_S });
   await killOwnerScenario(t, cluster, TTL_S);
 });

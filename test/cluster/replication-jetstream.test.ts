@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startReplicaCluster } from '../helpers/replica-nodes.js';
+import { startCluster } from '../helpers/cluster.js';
 import { killOwnerScenario, webhookBacklogScenario } from '../helpers/replica-scenarios.js';
 
 // Replication through the JetStream shard log (docs/design.md, "Cluster mode"): 3 repohost processes,
@@ -7,7 +7,7 @@ import { killOwnerScenario, webhookBacklogScenario } from '../helpers/replica-sc
 const TTL_S = 10;
 
 t.test('writes replicate to every node, each pending delivery counts once, an owner killed under load fails over and rejoins', async (t) => {
-  const cluster = await startReplicaCluster(t, { log: 'jetstream', leaseTtlS: TTL_S });
+  const cluster = await startCluster(t, { log: 'jetstream', leaseTtlS: TTL_S });
   await webhookBacklogScenario(t, cluster);
   await killOwnerScenario(t, cluster, TTL_S, { rejoin: true });
 });

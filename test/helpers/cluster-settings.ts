@@ -2,9 +2,9 @@ import type { NodeStatus } from '../../src/cluster/cluster-node.js';
 import type { EngineCluster } from './cluster-engines.js';
 
 /**
- * The environment of the members of a local cluster, shared by the cluster tests
- * (replica-nodes.ts, cluster.ts), `npm run cluster:dev` and `npm run bench -- --cluster N`: the settings
- * every member shares, the ones naming one node, and when every shard is served.
+ * The environment of the members of a local cluster, shared by the cluster tests (cluster.ts),
+ * `npm run cluster:dev` and `npm run bench -- --cluster N`: the settings every member shares, the
+ * ones naming one node, and when every shard is served.
  */
 export type ShardLogKind = 'etcd' | 'jetstream';
 

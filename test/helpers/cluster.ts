@@ -1,51 +1,80 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { randomBytes, createPrivateKey } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LEASE_LOST_EXIT, type NodeStatus } from '../../src/cluster/cluster-node.js';
 import { rendezvousRank } from '../../src/cluster/control/rendezvous.js';
+import { TEST_PLACEMENT_ENV, type FixedPlacementTable } from '../../src/cluster/forward/fixed-placement.js';
+import type { NodeInfo } from '../../src/cluster/placement.js';
+import { createOrg } from '../../src/storage/admin-store.js';
+import { openStorage } from '../../src/storage/database.js';
+import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import { freePorts, startEtcd, startNats, type EngineCluster } from './cluster-engines.js';
 import { CLI_NODE_SETTINGS, clusterSettings, nodeSettings, unsettledReason, type ShardLogKind } from './cluster-settings.js';
-import type { NetLab, NetNode } from './netns.js';
-import { runCli, startTestServer, type TestKey, type TestServer } from './server.js';
 import type { ApiCall } from './history-recorder.js';
+import type { NetLab, NetNode } from './netns.js';
+import { createTestKey, runCli, startTestServer, type TestKey, type TestServer } from './server.js';
 
 /**
- * A cluster of real repohost processes for the fault scenarios: 3-member etcd (and nats-server
- * when the shard log is JetStream), then N nodes of the compiled CLI `serve` with the cluster
- * settings, each on its own data directory and ports. With a network lab, every node runs in its
- * own namespace and the engines listen on the bridge, so the scenario can cut a node off.
+ * A cluster of real repohost processes, the one way the tests start one: 3-member etcd (and
+ * nats-server when the shard log is JetStream), then N nodes of the compiled CLI `serve` with the
+ * cluster settings, each on its own data directory and ports, started together. With a network
+ * lab, every node runs in its own namespace and the engines listen on the bridge, so a test can
+ * cut a node off. With fixed placement tables (the forwarding tests' seam), each node routes by
+ * its own table instead of the controller's placement.
  *
- * The org and its admin key are made with the CLI under the cluster's settings, so they land in
- * whatever stores the cluster's directory (etcd). What the harness reads from a node:
+ * The org and its admin key are made in a seed directory and imported into etcd with the CLI
+ * (`repohost cluster import-orgs`), as an operator would. What the harness reads from a node:
  * `GET /cluster/status` on its operator listener (`NodeStatus`: the node's lease and, per shard,
  * its replica state and the placement it sees).
  */
 
 export type { ShardLogKind } from './cluster-settings.js';
 
-export interface FaultNode extends TestServer {
+export interface TestNode extends TestServer {
   id: string;
   /** The node's namespace when the cluster runs in a network lab. */
   net: NetNode | null;
   status(): Promise<NodeStatus>;
-  /** SIGKILL, and wait for the exit. */
-  kill9(): Promise<void>;
   /** SIGSTOP / SIGCONT: a stop-the-world pause. */
   pause(): void;
   resume(): void;
-  /** Starts a killed or stopped node again on its data directory, ports and id. */
-  restartNode(): Promise<void>;
   /** The node's API as the history recorder calls it (token of the cluster's admin key). */
   call: ApiCall;
   alive(): boolean;
 }
 
-export interface FaultCluster {
+export interface ClusterOptions {
   log: ShardLogKind;
-  nodes: FaultNode[];
+  /** Nodes started with the cluster (default 3), named n1, n2, … (with fixed tables: their ids). */
+  count?: number;
+  /**
+   * REPOHOST_LEASE_TTL_S (default 10 s: on this shared machine shorter leases have lapsed while
+   * a cluster started; settled() restarts such a node, as a supervisor would).
+   */
+  leaseTtlS?: number;
+  /** REPOHOST_REBALANCE_STABLE_S (default 3 s: the nodes start together, the first placement takes them all). */
+  rebalanceStableS?: number;
+  /** More settings of every node and CLI call; they win over the ones above. */
+  env?: Record<string, string>;
+  /** Worker threads of each node (the test server's default otherwise). */
+  workers?: number;
+  lab?: NetLab;
+  /**
+   * Per node id, the node's own placement table (src/cluster/forward/fixed-placement.ts): the
+   * `default` owner and per-shard exceptions, given the org's id. These ids are the nodes. Tables
+   * may disagree, as views do while a placement change propagates. The controller still runs,
+   * unheard.
+   */
+  fixedPlacement?: Record<string, (orgId: string) => Record<string, string>>;
+  /** Where the nodes reach NATS instead of its members' endpoints (a proxy in between). */
+  natsVia?: (nats: EngineCluster) => Promise<string[]>;
+}
+
+export interface TestCluster {
+  log: ShardLogKind;
+  nodes: TestNode[];
   etcd: EngineCluster;
   nats: EngineCluster | null;
   org: string;
@@ -53,110 +82,134 @@ export interface FaultCluster {
   leaseTtlS: number;
   /** The settings every node and CLI call of this cluster shares. */
   env: Record<string, string>;
-  /** Starts one more node (join); it has the next id. */
-  addNode(): Promise<FaultNode>;
+  /** Starts one more node (a join) with the next id; `env` adds to its settings. */
+  addNode(o?: { env?: Record<string, string> }): Promise<TestNode>;
   /** Asks the controller to move every shard off `node` (the control plane's drain request). */
-  drain(node: FaultNode): Promise<void>;
+  drain(node: TestNode): Promise<void>;
   /**
-   * Resolves once every shard is active on a live owner, as every live node sees it. Meanwhile a
-   * node that exited on a lost lease is restarted (a killed one is not).
+   * Resolves once every shard is active on a live owner, as every live node of `among` (default:
+   * all) sees it; with fixed tables, once every node serves the shards its own table gives it.
+   * Meanwhile a node of `among` that exited on a lost lease is restarted (a killed one is not).
    */
-  settled(timeoutMs?: number): Promise<void>;
+  settled(timeoutMs?: number, among?: TestNode[]): Promise<void>;
   /**
    * Resolves once every shard's owner and followers are their rendezvous targets among the live
    * nodes not drained, as every live node sees it: no move is in progress.
    */
   balanced(timeoutMs?: number): Promise<void>;
-  /** The node that owns `shard`, by the placement the first live node sees. */
-  ownerOf(shard: number): Promise<FaultNode | undefined>;
-  live(): FaultNode[];
+  /** The node that owns `shard` by the placement `via` (default: the first live node) sees. */
+  ownerOf(shard: number, via?: TestNode): Promise<TestNode>;
+  live(): TestNode[];
 }
 
 type Teardown = { teardown(fn: () => Promise<void> | void): void };
 
-/** Why cluster scenarios cannot run here, or null when they can. */
-export function clusterUnavailable(): string | null {
-  if (process.env.REPOHOST_CLUSTER_FAULTS !== '1') return 'cluster fault scenarios run with REPOHOST_CLUSTER_FAULTS=1';
-  const node = fileURLToPath(new URL('../../src/cluster/cluster-node.js', import.meta.url));
-  if (!existsSync(node)) return 'this build has no cluster mode (src/cluster/cluster-node.ts)';
-  return null;
+/** Where a node listens before it starts. */
+interface Slot {
+  id: string;
+  net: NetNode | null;
+  host: string;
+  port: number;
+  internalPort: number;
 }
 
-export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; count?: number; leaseTtlS?: number; lab?: NetLab; env?: Record<string, string> }): Promise<FaultCluster> {
+/** Every shard owned by `id`, in the view of whichever node is given this table. */
+export const allOwnedBy = (id: string) => (): Record<string, string> => ({ default: id });
+
+const alive = (n: TestServer): boolean => n.process.exitCode === null && n.process.signalCode === null;
+
+export async function startCluster(t: Teardown, opts: ClusterOptions): Promise<TestCluster> {
   const lab = opts.lab ?? null;
   const listenHost = lab?.hostAddress;
-  const etcd = await startEtcd({ listenHost });
-  t.teardown(() => etcd.stop());
-  const nats = opts.log === 'jetstream' ? await startNats({ listenHost }) : null;
-  if (nats) t.teardown(() => nats.stop());
-  // The design's default. On this shared 2-core machine a start has lost 5 s leases to scheduling
-  // stalls: settled() restarts such a node, as a supervisor would.
-  const leaseTtlS = opts.leaseTtlS ?? 5;
+  const [etcd, nats] = await startEngines(t, opts.log === 'jetstream', listenHost);
+  const leaseTtlS = opts.leaseTtlS ?? 10;
   const org = 'acme';
+  const secretKey = randomBytes(32).toString('base64');
   const env: Record<string, string> = {
-    ...clusterSettings({ name: `f${process.pid}`, etcd, nats, log: opts.log, secretKey: randomBytes(32).toString('base64'), leaseTtlS, rebalanceStableS: 1 }),
-    REPOHOST_REBALANCE_MAX_MOVES: '256',
+    ...clusterSettings({ name: `rh${process.pid}`, etcd, nats, log: opts.log, secretKey, leaseTtlS, rebalanceStableS: opts.rebalanceStableS ?? 3 }),
+    ...(nats && opts.natsVia ? { REPOHOST_CLUSTER_NATS: (await opts.natsVia(nats)).join(',') } : {}),
     ...opts.env,
   };
 
-  // The org and the admin key, written through the cluster's directory by the CLI.
-  const seed = mkdtempSync(join(tmpdir(), 'repohost-fault-seed-'));
+  const seed = mkdtempSync(join(tmpdir(), 'repohost-cluster-seed-'));
   t.teardown(() => rmSync(seed, { recursive: true, force: true }));
-  const cliEnv = { ...env, ...CLI_NODE_SETTINGS };
-  const orgMade = await runCli(['org', 'create', org, '--data', seed], cliEnv);
-  if (orgMade.code !== 0) throw new Error(`org create: ${orgMade.stderr}`);
-  const keyMade = await runCli(['key', 'create', '--org', org, '--scopes', 'admin', '--name', 'fault-admin', '--json', '--data', seed], cliEnv);
-  if (keyMade.code !== 0) throw new Error(`key create: ${keyMade.stderr}`);
-  const k = JSON.parse(keyMade.stdout) as { id: string; private_key_pem: string; public_key_jwk: { x: string } };
-  const key: TestKey = { id: k.id, privateKey: createPrivateKey(k.private_key_pem), publicX: k.public_key_jwk.x };
+  const storage = openStorage(seed);
+  const orgId = createOrg(new LmdbOrgDirectory(storage), org, `${org} inc`).id;
+  await storage.close();
+  const key = createTestKey(seed, { scopes: ['admin'], name: 'test-admin', org });
+  const imported = await runCli(['cluster', 'import-orgs', '--data', seed], { ...env, ...CLI_NODE_SETTINGS });
+  if (imported.code !== 0) throw new Error(`import-orgs failed: ${imported.stderr}`);
 
-  const nodes: FaultNode[] = [];
-  const startNode = async (): Promise<FaultNode> => {
-    const id = `n${nodes.length + 1}`;
-    const net = lab ? await lab.addNode(id) : null;
-    // Inside its own namespace a node has every port to itself.
-    const [port, internal] = net ? [8080, 9100] : ((await freePorts(2)) as [number, number]);
-    const host = net ? net.address : '127.0.0.1';
-    const dataDir = mkdtempSync(join(tmpdir(), `repohost-fault-${id}-`));
+  // Namespaces are made one at a time (the lab numbers them in order); ports are picked together.
+  let labTurn: Promise<unknown> = Promise.resolve();
+  const slots = async (ids: string[]): Promise<Slot[]> => {
+    const ports = lab ? [] : await freePorts(2 * ids.length);
+    return Promise.all(
+      ids.map(async (id, i): Promise<Slot> => {
+        if (!lab) return { id, net: null, host: '127.0.0.1', port: ports[2 * i]!, internalPort: ports[2 * i + 1]! };
+        const net = labTurn.then(() => lab.addNode(id));
+        labTurn = net.catch(() => undefined);
+        // Inside its own namespace a node has every port to itself.
+        const made = await net;
+        return { id, net: made, host: made.address, port: 8080, internalPort: 9100 };
+      }),
+    );
+  };
+
+  const launch = async (slot: Slot, more: Record<string, string> = {}): Promise<TestNode> => {
+    const { id, net, host, port } = slot;
+    const dataDir = mkdtempSync(join(tmpdir(), `repohost-node-${id}-`));
     const server = await startTestServer({
       dataDir,
       key,
       org,
       port,
       host,
+      workers: opts.workers,
       spawnVia: net ? (command, args, o) => lab!.spawn(net, command, args, o) : undefined,
-      env: { ...env, ...nodeSettings(id, port, internal, host) },
+      env: { ...env, ...nodeSettings(id, port, slot.internalPort, host), ...more },
+    }).catch((err: unknown) => {
+      rmSync(dataDir, { recursive: true, force: true });
+      throw err;
     });
     t.teardown(async () => {
+      if (process.env.REPLICA_DEBUG) for (const line of server.logs) if (/"level":"(warn|error)"/.test(line)) console.error(id, line.slice(0, 800));
       await server.kill().catch(() => undefined);
       server.cleanup();
     });
-    const node: FaultNode = Object.assign(server, {
+    return Object.assign(server, {
       id,
       net,
       async status(): Promise<NodeStatus> {
-        const res = await fetch(server.metricsUrl!.replace(/\/metrics$/, '/cluster/status'), { signal: AbortSignal.timeout(2000) });
+        // Bounded: a stopped node must not hold up a poll.
+        const res = await fetch(server.metricsUrl!.replace(/\/metrics$/, '/cluster/status'), { signal: AbortSignal.timeout(5000) });
         if (res.status !== 200) throw new Error(`${id}: GET /cluster/status answered ${res.status}`);
         return (await res.json()) as NodeStatus;
       },
-      kill9: () => server.kill(),
       pause: () => void server.process.kill('SIGSTOP'),
       resume: () => void server.process.kill('SIGCONT'),
-      restartNode: async () => {
-        await server.kill();
-        await server.restart();
-      },
       call: (...args: Parameters<ApiCall>) => server.api(...args),
-      alive: () => server.process.exitCode === null && server.process.signalCode === null,
+      alive: () => alive(server),
     });
-    nodes.push(node);
-    return node;
   };
-  for (let i = 0; i < (opts.count ?? 3); i++) await startNode();
 
-  const live = (): FaultNode[] => nodes.filter((n) => n.alive());
+  const fixed = opts.fixedPlacement ?? null;
+  const ids = fixed ? Object.keys(fixed) : Array.from({ length: opts.count ?? 3 }, (_, i) => `n${i + 1}`);
+  const first = await slots(ids);
+  const tableEnv = (slot: Slot): Record<string, string> => {
+    if (!fixed) return {};
+    const nodes: NodeInfo[] = first.map((s) => ({ id: s.id, url: `http://${s.host}:${s.port}`, internalUrl: `http://${s.host}:${s.internalPort}` }));
+    const table: FixedPlacementTable = { nodes, owners: fixed[slot.id]!(orgId) };
+    const file = join(seed, `placement-${slot.id}.json`);
+    writeFileSync(file, JSON.stringify(table));
+    return { [TEST_PLACEMENT_ENV]: file };
+  };
+  const nodes: TestNode[] = await Promise.all(first.map((s) => launch(s, tableEnv(s))));
+
+  let named = nodes.length;
+  const live = (): TestNode[] => nodes.filter(alive);
   const drained = new Set<string>();
-  const cluster: FaultCluster = {
+  return {
     log: opts.log,
     nodes,
     etcd,
@@ -165,8 +218,13 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
     key,
     leaseTtlS,
     env,
-    addNode: startNode,
     live,
+    async addNode(o = {}) {
+      const [slot] = await slots([`n${++named}`]);
+      const node = await launch(slot!, o.env);
+      nodes.push(node);
+      return node;
+    },
     async drain(node) {
       const { Etcd3 } = await import('etcd3');
       const { controlKeys } = await import('../../src/cluster/control/keys.js');
@@ -179,25 +237,26 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
         client.close();
       }
     },
-    async settled(timeoutMs = 30_000) {
+    async settled(timeoutMs = 60_000, among = nodes) {
       const deadline = Date.now() + timeoutMs;
       let last = '';
       while (Date.now() < deadline) {
         try {
-          // A node that left on a lost lease is started again, as its supervisor would.
-          for (const n of nodes) if (n.process.exitCode === LEASE_LOST_EXIT) await n.restartNode();
-          const up = live();
-          if (up.length === 0) throw new Error(`every node exited:\n${nodes.map((n) => `${n.id}: ${n.logs.slice(-3).join('\n')}`).join('\n')}`);
-          const reason = unsettledReason(await Promise.all(up.map((n) => n.status())), new Set(up.map((n) => n.id)));
+          for (const n of among) if (n.process.exitCode === LEASE_LOST_EXIT) await n.restart();
+          const up = among.filter(alive);
+          // A fixed table is never taken over: a node gone is a failure at once.
+          if (up.length === 0 || (fixed && up.length < among.length)) break;
+          const statuses = await Promise.all(up.map((n) => n.status()));
+          const reason = fixed ? unservedOwnShards(statuses) : unsettledReason(statuses, new Set(up.map((n) => n.id)));
           if (reason === null) return;
           last = reason;
         } catch (err) {
           last = String(err);
-          if (live().length === 0) break;
         }
         await sleep(200);
       }
-      throw new Error(`the cluster did not settle in ${timeoutMs} ms: ${last}`);
+      const exited = among.filter((n) => !alive(n)).map((n) => `${n.id} exited (${n.process.exitCode ?? n.process.signalCode}):\n${n.logs.slice(-15).join('\n')}`);
+      throw new Error(`the cluster did not settle in ${timeoutMs} ms: ${last}\n${exited.join('\n')}`);
     },
     async balanced(timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
@@ -215,13 +274,37 @@ export async function startFaultCluster(t: Teardown, opts: { log: ShardLogKind; 
       }
       throw new Error(`the cluster did not balance in ${timeoutMs} ms: ${moving} shards off their targets`);
     },
-    async ownerOf(shard) {
-      const s = await live()[0]!.status();
+    async ownerOf(shard, via = live()[0]) {
+      const s = await via!.status();
       const owner = s.shards.find((r) => r.shard === shard)?.placement?.owner;
-      return nodes.find((n) => n.id === owner);
+      const node = nodes.find((n) => n.id === owner);
+      if (!node) throw new Error(`shard ${shard}: ${via!.id} places it on ${owner ?? 'no node'}, not a node of this cluster`);
+      return node;
     },
   };
-  return cluster;
+}
+
+/** etcd, and nats-server when asked, started together; each is stopped at teardown even if the other failed. */
+async function startEngines(t: Teardown, withNats: boolean, listenHost: string | undefined): Promise<[EngineCluster, EngineCluster | null]> {
+  const started = await Promise.allSettled([startEtcd({ listenHost }), withNats ? startNats({ listenHost }) : Promise.resolve(null)]);
+  for (const s of started) {
+    if (s.status === 'fulfilled' && s.value) {
+      const engine = s.value;
+      t.teardown(() => engine.stop());
+    }
+  }
+  const [etcd, nats] = started;
+  if (etcd.status === 'rejected') throw etcd.reason;
+  if (nats.status === 'rejected') throw nats.reason;
+  return [etcd.value, nats.value];
+}
+
+/** With fixed tables: null once every node serves each shard its own table gives it. */
+function unservedOwnShards(statuses: NodeStatus[]): string | null {
+  const waiting = statuses
+    .map((s) => ({ node: s.node, count: s.shards.filter((r) => r.placement?.owner === s.node && r.state !== 'active').length }))
+    .filter((w) => w.count > 0);
+  return waiting.length === 0 ? null : waiting.map((w) => `${w.node} still activates ${w.count} of its shards`).join('; ');
 }
 
 /** Shards whose placement, as `status` sees it, is not the rendezvous targets of `eligible`. */

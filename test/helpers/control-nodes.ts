@@ -8,6 +8,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * Nodes of a control-plane test: each is a full control plane (own etcd client, own lease,
  * placement view, controller candidate) inside the test process. Their followers report
  * themselves caught up at once, standing in for the log tailer of a real node.
+ *
+ * Not `serve` processes (test/helpers/cluster.ts) on purpose: the control-plane tests watch what
+ * no node process shows (each controller round's writes, each lease status change as it
+ * happens, how long one etcd call takes), and a plane starts in a fraction of a second where a
+ * node also starts a worker pool and activates its shards on a log.
  */
 export interface ControlTestNode {
   id: string;

@@ -7,9 +7,9 @@ import { loadConfig } from '../../src/config.js';
 import { repoShard } from '../../src/storage/shards.js';
 import { openStorage } from '../../src/storage/database.js';
 import { CLI_NODE_SETTINGS } from './cluster-settings.js';
-import type { ReplicaCluster, ReplicaNode } from './replica-nodes.js';
+import type { TestCluster } from './cluster.js';
 import { shardEntries } from './shard-entries.js';
-import { checkAcknowledged, createRepos, ownerOf, writeLoad } from './replica-scenarios.js';
+import { checkAcknowledged, createRepos, writeLoad } from './replica-scenarios.js';
 
 /**
  * Settings of a cluster whose owners trim their logs often, and whose controller places a node
@@ -27,8 +27,6 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
   }
 }
 
-const alive = (n: ReplicaNode): boolean => n.process.exitCode === null && n.process.signalCode === null;
-
 /**
  * Owners trim their logs under write load (REPOHOST_LOG_TRIM_ENTRIES=TRIM_EVERY): the log of a
  * written shard no longer holds its first entries. A follower's data directory is then wiped and
@@ -36,17 +34,17 @@ const alive = (n: ReplicaNode): boolean => n.process.exitCode === null && n.proc
  * copied from peers and tailed from there. Once writes stop, such a copy equals its owner's byte
  * for byte, and every acknowledged write reads back through the node.
  */
-export async function logTrimScenario(t: Test, cluster: ReplicaCluster): Promise<void> {
+export async function logTrimScenario(t: Test, cluster: TestCluster): Promise<void> {
   const [n1] = cluster.nodes;
   await cluster.settled();
   const repos = await createRepos(n1!, 4);
   const shard = repoShard(repos[0]!.id);
-  const log = await openShardLog(loadConfig({ ...cluster.settings, ...CLI_NODE_SETTINGS }).cluster!);
+  const log = await openShardLog(loadConfig({ ...cluster.env, ...CLI_NODE_SETTINGS }).cluster!);
   t.teardown(() => log.close());
-  const load = writeLoad(() => cluster.nodes.filter(alive), repos.map((r) => r.name));
+  const load = writeLoad(() => cluster.live(), repos.map((r) => r.name));
 
   await until(`the log of shard ${shard} is trimmed`, 60_000, () => log.read(shard, 0, 1).then(() => false, (err: unknown) => err instanceof ShardLogTrimmed));
-  const owner = await ownerOf(cluster, repos[0]!.id, n1!);
+  const owner = await cluster.ownerOf(shard, n1);
   t.ok((await owner.status()).shards[shard]!.trimmedTo > 0, `${owner.id} trimmed shard ${shard}'s log (${load.acked.length} writes acknowledged so far)`);
   await t.rejects(log.read(shard, 0, 1), ShardLogTrimmed, "the log no longer holds the shard's first entries");
 
@@ -56,7 +54,7 @@ export async function logTrimScenario(t: Test, cluster: ReplicaCluster): Promise
   const trimmed = new Map<number, number>();
   for (const repo of repos) {
     const s = repoShard(repo.id);
-    const to = (await (await ownerOf(cluster, repo.id, owner)).status()).shards[s]!.trimmedTo;
+    const to = (await (await cluster.ownerOf(s, owner)).status()).shards[s]!.trimmedTo;
     if (to > 0) trimmed.set(s, to);
   }
   await wiped.kill();

@@ -1,7 +1,7 @@
 import type { Test } from 'tap';
 import { repoShard } from '../../src/storage/shards.js';
 import { metricValue } from './metrics-text.js';
-import type { ReplicaCluster, ReplicaNode } from './replica-nodes.js';
+import type { TestCluster, TestNode } from './cluster.js';
 
 /**
  * The replication scenarios, run on either shard log (test/cluster/replication-*.test.ts): writes
@@ -13,7 +13,7 @@ import type { ReplicaCluster, ReplicaNode } from './replica-nodes.js';
 export const ROOT = 'z'.repeat(32);
 
 
-export async function createRepos(node: ReplicaNode, count: number): Promise<Array<{ name: string; id: string }>> {
+export async function createRepos(node: TestNode, count: number): Promise<Array<{ name: string; id: string }>> {
   const repos = [];
   for (let i = 0; i < count; i++) {
     const name = `r${i}`;
@@ -41,7 +41,7 @@ export async function retrying(fn: () => Promise<{ status: number; text: string;
 }
 
 /** Every bookmark in `acked`, read through each node: present, at the root change. */
-export async function checkAcknowledged(t: Test, nodes: ReplicaNode[], acked: Array<{ repo: string; bookmark: string }>): Promise<void> {
+export async function checkAcknowledged(t: Test, nodes: TestNode[], acked: Array<{ repo: string; bookmark: string }>): Promise<void> {
   for (const node of nodes) {
     let missing = 0;
     for (const { repo, bookmark } of acked) {
@@ -67,7 +67,7 @@ interface Acked {
   at: number;
 }
 
-export function writeLoad(nodes: () => ReplicaNode[], repos: string[], writers = 4): { stop(): Promise<void>; acked: Acked[]; failures: number } {
+export function writeLoad(nodes: () => TestNode[], repos: string[], writers = 4): { stop(): Promise<void>; acked: Acked[]; failures: number } {
   const state = { running: true, acked: [] as Acked[], failures: 0 };
   let n = 0;
   const loops = Array.from({ length: writers }, async (_, w) => {
@@ -98,13 +98,6 @@ export function writeLoad(nodes: () => ReplicaNode[], repos: string[], writers =
   };
 }
 
-/** The node that owns the repository's shard now, from a live node's status. */
-export async function ownerOf(cluster: ReplicaCluster, repoId: string, via: ReplicaNode): Promise<ReplicaNode> {
-  const status = await via.status();
-  const owner = status.shards[repoShard(repoId)]!.placement!.owner;
-  return cluster.nodes.find((n) => n.id === owner)!;
-}
-
 /** The longest time without an acknowledged write to `repo` after `from` (ms). */
 export function gapAfter(acked: Array<{ repo: string; at: number }>, repo: string, from: number): number {
   const times = acked.filter((a) => a.repo === repo && a.at >= from).map((a) => a.at);
@@ -123,7 +116,7 @@ export function gapAfter(acked: Array<{ repo: string; at: number }>, repo: strin
  * node holds a copy of every shard here (3 replicas, 3 nodes), and the cluster's backlog is the
  * sum over its nodes, which must equal the target's pending deliveries as its log lists them.
  */
-export async function webhookBacklogScenario(t: Test, cluster: ReplicaCluster): Promise<void> {
+export async function webhookBacklogScenario(t: Test, cluster: TestCluster): Promise<void> {
   const [n1] = cluster.nodes;
   await cluster.settled();
   const target = await retrying(() => n1!.api('POST', '/acme/webhook-targets', { body: { url: 'http://127.0.0.1:9/refused', events: ['bookmark.created'] }, headers: { 'idempotency-key': 'backlog-target' } }));
@@ -159,7 +152,7 @@ export async function webhookBacklogScenario(t: Test, cluster: ReplicaCluster): 
  * (SIGKILL) under write load: its shards come back on a promoted follower within the lease TTL
  * plus a margin, and every acknowledged write is readable through the survivors.
  */
-export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number, opts: { rejoin?: boolean } = {}): Promise<void> {
+export async function killOwnerScenario(t: Test, cluster: TestCluster, ttlS: number, opts: { rejoin?: boolean } = {}): Promise<void> {
   const [n1] = cluster.nodes;
   await cluster.settled();
   const repos = await createRepos(n1!, 4);
@@ -173,7 +166,7 @@ export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: 
   }
   await checkAcknowledged(t, cluster.nodes, first);
 
-  const victim = await ownerOf(cluster, repos[0]!.id, n1!);
+  const victim = await cluster.ownerOf(repoShard(repos[0]!.id), n1);
   const survivors = cluster.nodes.filter((n) => n !== victim);
   const load = writeLoad(() => survivors, repos.map((r) => r.name));
   await new Promise((r) => setTimeout(r, 1500));
@@ -190,7 +183,7 @@ export async function killOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: 
   failedOverInTime(t, gap, ttlS, "r0's shard served again");
   await cluster.settled(20_000, survivors);
   await checkAcknowledged(t, survivors, [...first, ...load.acked]);
-  const metrics = await (await ownerOf(cluster, repos[0]!.id, survivors[0]!)).metrics();
+  const metrics = await (await cluster.ownerOf(repoShard(repos[0]!.id), survivors[0])).metrics();
   t.match(metrics, /repohost_shard_log_append_seconds_count [1-9]/, "r0's new owner counts its log appends");
   t.match(metrics, /repohost_shards\{state="active"\} [1-9]/, 'and its active shards');
   if (opts.rejoin) await rejoin(t, victim, [...first, ...load.acked]);
@@ -213,7 +206,7 @@ function failedOverInTime(t: Test, gap: number, ttlS: number, what: string): voi
  * committed but never appended, are rebuilt from the log; it follows again and answers every
  * acknowledged write (forwarding what it does not own).
  */
-async function rejoin(t: Test, node: ReplicaNode, acked: Array<{ repo: string; bookmark: string }>): Promise<void> {
+async function rejoin(t: Test, node: TestNode, acked: Array<{ repo: string; bookmark: string }>): Promise<void> {
   await node.restart();
   const deadline = Date.now() + 30_000;
   let states: Record<string, number> = {};
@@ -234,11 +227,11 @@ async function rejoin(t: Test, node: ReplicaNode, acked: Array<{ repo: string; b
  * (it answers those writes 503, not 2xx), it leaves the cluster, and every write it or another
  * node acknowledged is readable through the others.
  */
-export async function pauseOwnerScenario(t: Test, cluster: ReplicaCluster, ttlS: number): Promise<void> {
+export async function pauseOwnerScenario(t: Test, cluster: TestCluster, ttlS: number): Promise<void> {
   const [n1] = cluster.nodes;
   await cluster.settled();
   const repos = await createRepos(n1!, 3);
-  const victim = await ownerOf(cluster, repos[0]!.id, n1!);
+  const victim = await cluster.ownerOf(repoShard(repos[0]!.id), n1);
   const others = cluster.nodes.filter((n) => n !== victim);
   const direct = writeLoad(() => [victim], [repos[0]!.name], 2);
   const load = writeLoad(() => others, repos.map((r) => r.name));
