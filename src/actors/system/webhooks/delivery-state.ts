@@ -42,6 +42,12 @@ export interface PendingDelivery {
   shard: number;
   /** The record as it stands after the last attempt (written, or queued to be). */
   record: DeliveryRecord;
+  /**
+   * The record's body as the bytes signed and sent, made once: by the fan-out for all the targets
+   * of an event, or when the record is read back. A string body would be encoded again by the
+   * HMAC and by the HTTP client at every attempt.
+   */
+  body: Buffer;
   /** When the next attempt is due. */
   dueAt: number;
 }
@@ -97,7 +103,7 @@ export class DeliveryState {
         stale.push({ shard, id });
         continue;
       }
-      found.push({ orgId, targetId, lane, shard, record, dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 });
+      found.push({ orgId, targetId, lane, shard, record, body: Buffer.from(record.body), dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 });
       if (found.length === limit) break;
     }
     if (stale.length) {

@@ -216,7 +216,7 @@ export class WebhookDispatcher {
     const target = this.state.target(delivery.orgId, delivery.targetId);
     if (!target) return null;
     const { record } = delivery;
-    const result = await this.http.send(target, record);
+    const result = await this.http.send(target, record, delivery.body);
     if (this.stopped) return null;
     const attempts = record.attempts + 1;
     const { status, nextAt } = afterAttempt(result.verdict, attempts, result.retryAfterMs, this.opts.retryBaseMs, this.clock.now());

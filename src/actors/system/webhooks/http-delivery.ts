@@ -35,7 +35,8 @@ export class HttpDelivery {
     this.deadlines = new AttemptDeadlines(opts.timeoutMs);
   }
 
-  async send(target: WebhookTargetRecord, record: DeliveryRecord): Promise<AttemptResult> {
+  /** `body` is `record.body` as bytes (`PendingDelivery.body`). */
+  async send(target: WebhookTargetRecord, record: DeliveryRecord, body: Buffer): Promise<AttemptResult> {
     let secret: string;
     try {
       secret = this.secretOf(target);
@@ -43,10 +44,10 @@ export class HttpDelivery {
       return { verdict: 'permanent', statusCode: null, error: 'the target secret cannot be opened with this data directory key', retryAfterMs: null };
     }
     const { clock, timeoutMs } = this.opts;
-    const signature = signatureHeader(secret, record.body, Math.floor(clock.now() / 1000));
+    const signature = signatureHeader(secret, body, Math.floor(clock.now() / 1000));
     const headers = deliveryHeaders(this.opts.brand, record.event_type, record.id, signature);
     const deadline = this.deadlines.next();
-    const outcome = await exchange(this.agent, this.endpointOf(target), headers, record.body, deadline, timeoutMs);
+    const outcome = await exchange(this.agent, this.endpointOf(target), headers, body, deadline, timeoutMs);
     if ('status' in outcome) {
       const verdict = classifyStatus(outcome.status);
       return {
@@ -113,7 +114,7 @@ const answerTimedOut = (err: unknown): boolean => {
   return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
 };
 
-function exchange(dispatcher: Dispatcher, endpoint: Endpoint, headers: Record<string, string>, body: string, deadline: Deadline, timeoutMs: number): Promise<Outcome> {
+function exchange(dispatcher: Dispatcher, endpoint: Endpoint, headers: Record<string, string>, body: Buffer, deadline: Deadline, timeoutMs: number): Promise<Outcome> {
   return new Promise((resolve) => {
     let answer: { status: number; retryAfter: string | string[] | undefined } | null = null;
     let read = 0;

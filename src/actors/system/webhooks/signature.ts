@@ -4,7 +4,7 @@ import { createHmac } from 'node:crypto';
  * The delivery signature (API §11.3): `t=<unix seconds>,sha256=<hex>`, the hex being
  * HMAC-SHA256 keyed with the whole `whsec_…` string over `<t>.<raw body>`.
  */
-export function signatureHeader(secret: string, body: string, unixSeconds: number): string {
+export function signatureHeader(secret: string, body: string | Buffer, unixSeconds: number): string {
   const mac = createHmac('sha256', secret).update(`${unixSeconds}.`).update(body).digest('hex');
   return `t=${unixSeconds},sha256=${mac}`;
 }
