@@ -119,11 +119,12 @@ export class DeliveryState {
   /**
    * Drops what deleted targets left on an owned shard: their delivery records and pending
    * entries (deleting a target removes its record only: each shard's owner removes the rest).
-   * Returns how many entries were removed.
+   * Returns how many entries were removed. Targets are looked up through `target`, decoded once
+   * for all the shards, not once per shard they have deliveries on.
    */
   async dropDeletedTargets(shard: number): Promise<number> {
     const { meta, root } = this.storage;
-    const gone = [...shardDeliveryTargets(meta, shard)].filter(({ orgId, targetId }) => !this.directory.target(orgId, targetId));
+    const gone = [...shardDeliveryTargets(meta, shard)].filter(({ orgId, targetId }) => !this.target(orgId, targetId));
     if (!gone.length) return 0;
     return root.transaction(() => (this.ownership.owns(shard) ? gone.reduce((n, { targetId }) => n + removeTargetDeliveries(meta, shard, targetId), 0) : 0));
   }
