@@ -8,7 +8,7 @@ import { AttemptDeadlines } from '../../src/actors/system/webhooks/attempt-deadl
 import { pruneDeliveryLog } from '../../src/actors/system/webhooks/log-pruning.js';
 import { AddressRefusedError, createWebhookAgent } from '../../src/actors/system/webhooks/outbound-agent.js';
 import { MAX_ATTEMPTS, classifyStatus, parseRetryAfter, retryDelayMs } from '../../src/actors/system/webhooks/retry-policy.js';
-import { signatureHeader } from '../../src/actors/system/webhooks/signature.js';
+import { signatureHeader, signingKey } from '../../src/actors/system/webhooks/signature.js';
 import { openStorage } from '../../src/storage/database.js';
 import { newId } from '../../src/storage/ids.js';
 import { K, lastPart, Ranges } from '../../src/storage/keys.js';
@@ -89,6 +89,7 @@ t.test('webhook policy - the signature is HMAC-SHA256 over "<t>.<body>" keyed wi
   const header = signatureHeader(secret, body, now);
   // Known answer, computed independently: printf '%s' "<t>.<body>" | openssl dgst -sha256 -hmac whsec_test-secret
   t.equal(signatureHeader(secret, body, 1700000000), 't=1700000000,sha256=cc736906fb801c0ba3d4b46c9059be64e4fc3c54fa78ff835c857e05f0c262b5');
+  t.equal(signatureHeader(signingKey(secret), Buffer.from(body), 1700000000), signatureHeader(secret, body, 1700000000), 'a prepared key over the body bytes signs the same');
   t.ok(verifySignature(secret, header, body));
   t.notOk(verifySignature(secret, signatureHeader(secret, body, now - 600), body), 'older than 5 minutes is refused by the receiver');
 });

@@ -42,6 +42,12 @@ export interface PendingDelivery {
   shard: number;
   /** The record as it stands after the last attempt (written, or queued to be). */
   record: DeliveryRecord;
+  /**
+   * The record's body as the bytes signed and sent, made once: by the fan-out for all the targets
+   * of an event, or when the record is read back. A string body would be encoded again by the
+   * HMAC and by the HTTP client at every attempt.
+   */
+  body: Buffer;
   /** When the next attempt is due. */
   dueAt: number;
 }
@@ -97,7 +103,7 @@ export class DeliveryState {
         stale.push({ shard, id });
         continue;
       }
-      found.push({ orgId, targetId, lane, shard, record, dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 });
+      found.push({ orgId, targetId, lane, shard, record, body: Buffer.from(record.body), dueAt: record.next_attempt_at ? Date.parse(record.next_attempt_at) : 0 });
       if (found.length === limit) break;
     }
     if (stale.length) {
@@ -113,11 +119,12 @@ export class DeliveryState {
   /**
    * Drops what deleted targets left on an owned shard: their delivery records and pending
    * entries (deleting a target removes its record only: each shard's owner removes the rest).
-   * Returns how many entries were removed.
+   * Returns how many entries were removed. Targets are looked up through `target`, decoded once
+   * for all the shards, not once per shard they have deliveries on.
    */
   async dropDeletedTargets(shard: number): Promise<number> {
     const { meta, root } = this.storage;
-    const gone = [...shardDeliveryTargets(meta, shard)].filter(({ orgId, targetId }) => !this.directory.target(orgId, targetId));
+    const gone = [...shardDeliveryTargets(meta, shard)].filter(({ orgId, targetId }) => !this.target(orgId, targetId));
     if (!gone.length) return 0;
     return root.transaction(() => (this.ownership.owns(shard) ? gone.reduce((n, { targetId }) => n + removeTargetDeliveries(meta, shard, targetId), 0) : 0));
   }

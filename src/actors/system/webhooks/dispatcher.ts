@@ -202,34 +202,33 @@ export class WebhookDispatcher {
     return batch.more;
   }
 
-  /** One attempt of a lane's head; resolves with when to try it again, or null when it is done. */
+  /**
+   * One attempt of a lane's head; resolves with when to try it again, or null when it is done.
+   * Never rejects: whatever throws is logged and the attempt tried again later.
+   */
   private async attempt(delivery: PendingDelivery): Promise<number | null> {
+    const { record } = delivery;
     try {
-      return await this.attemptOnce(delivery);
+      const target = this.state.target(delivery.orgId, delivery.targetId);
+      if (!target) return null;
+      const result = await this.http.send(target, record, delivery.body);
+      if (this.stopped) return null;
+      const attempts = record.attempts + 1;
+      const { status, nextAt } = afterAttempt(result.verdict, attempts, result.retryAfterMs, this.opts.retryBaseMs, this.clock.now());
+      delivery.record = {
+        ...record,
+        status,
+        attempts,
+        last_status_code: result.statusCode,
+        last_error: result.error,
+        next_attempt_at: nextAt === null ? null : new Date(nextAt).toISOString(),
+      };
+      this.state.save(delivery);
+      return nextAt;
     } catch (err) {
-      log.error('webhook delivery attempt failed', { err, delivery_id: delivery.record.id });
+      log.error('webhook delivery attempt failed', { err, delivery_id: record.id });
       return this.clock.now() + this.opts.retryBaseMs;
     }
-  }
-
-  private async attemptOnce(delivery: PendingDelivery): Promise<number | null> {
-    const target = this.state.target(delivery.orgId, delivery.targetId);
-    if (!target) return null;
-    const { record } = delivery;
-    const result = await this.http.send(target, record);
-    if (this.stopped) return null;
-    const attempts = record.attempts + 1;
-    const { status, nextAt } = afterAttempt(result.verdict, attempts, result.retryAfterMs, this.opts.retryBaseMs, this.clock.now());
-    delivery.record = {
-      ...record,
-      status,
-      attempts,
-      last_status_code: result.statusCode,
-      last_error: result.error,
-      next_attempt_at: nextAt === null ? null : new Date(nextAt).toISOString(),
-    };
-    this.state.save(delivery);
-    return nextAt;
   }
 
   private async pruneLoop(): Promise<void> {

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { Agent, Dispatcher } from 'undici';
 import type { SecretBox } from '../../../storage/secret-box.js';
 import { AttemptDeadlines, type Deadline } from './attempt-deadlines.js';
@@ -5,7 +6,7 @@ import type { Clock } from './clock.js';
 import { AddressRefusedError, createWebhookAgent } from './outbound-agent.js';
 import type { DeliveryRecord, WebhookTargetRecord } from '../../../storage/webhook-store.js';
 import { classifyStatus, parseRetryAfter, type Verdict } from './retry-policy.js';
-import { deliveryHeaders, signatureHeader } from './signature.js';
+import { DeliveryHeaders, signatureHeader, signingKey } from './signature.js';
 
 /** HTTP delivery (API §11.3): one signed POST of a delivery's body to its target, and its verdict. */
 export interface AttemptResult {
@@ -27,26 +28,29 @@ export interface HttpDeliveryOptions {
 export class HttpDelivery {
   private readonly agent: Agent;
   private readonly deadlines: AttemptDeadlines;
-  private readonly secretCache = new Map<string, { sealed: string; secret: string }>();
+  private readonly headers: DeliveryHeaders;
+  private readonly secretCache = new Map<string, { sealed: string; key: KeyObject }>();
   private readonly endpoints = new Map<string, Endpoint>();
 
   constructor(private readonly opts: HttpDeliveryOptions) {
     this.agent = createWebhookAgent(opts.allowPrivate, opts.timeoutMs);
     this.deadlines = new AttemptDeadlines(opts.timeoutMs);
+    this.headers = new DeliveryHeaders(opts.brand);
   }
 
-  async send(target: WebhookTargetRecord, record: DeliveryRecord): Promise<AttemptResult> {
-    let secret: string;
+  /** `body` is `record.body` as bytes (`PendingDelivery.body`). */
+  async send(target: WebhookTargetRecord, record: DeliveryRecord, body: Buffer): Promise<AttemptResult> {
+    let key: KeyObject;
     try {
-      secret = this.secretOf(target);
+      key = this.keyOf(target);
     } catch {
       return { verdict: 'permanent', statusCode: null, error: 'the target secret cannot be opened with this data directory key', retryAfterMs: null };
     }
     const { clock, timeoutMs } = this.opts;
-    const signature = signatureHeader(secret, record.body, Math.floor(clock.now() / 1000));
-    const headers = deliveryHeaders(this.opts.brand, record.event_type, record.id, signature);
+    const signature = signatureHeader(key, body, Math.floor(clock.now() / 1000));
+    const headers = this.headers.of(record.event_type, record.id, signature);
     const deadline = this.deadlines.next();
-    const outcome = await exchange(this.agent, this.endpointOf(target), headers, record.body, deadline, timeoutMs);
+    const outcome = await exchange(this.agent, this.endpointOf(target), headers, body, deadline, timeoutMs);
     if ('status' in outcome) {
       const verdict = classifyStatus(outcome.status);
       return {
@@ -82,12 +86,13 @@ export class HttpDelivery {
     return endpoint;
   }
 
-  private secretOf(target: WebhookTargetRecord): string {
+  /** The target's secret as an HMAC key, opened and prepared once per secret. */
+  private keyOf(target: WebhookTargetRecord): KeyObject {
     const cached = this.secretCache.get(target.id);
-    if (cached?.sealed === target.sealed_secret) return cached.secret;
-    const secret = this.opts.secrets.open(target.sealed_secret);
-    this.secretCache.set(target.id, { sealed: target.sealed_secret, secret });
-    return secret;
+    if (cached?.sealed === target.sealed_secret) return cached.key;
+    const key = signingKey(this.opts.secrets.open(target.sealed_secret));
+    this.secretCache.set(target.id, { sealed: target.sealed_secret, key });
+    return key;
   }
 }
 
@@ -100,7 +105,13 @@ interface Endpoint {
 /** An answer's body is not needed; more than this of it is not read (the connection is dropped). */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-type Outcome = { status: number; retryAfter: string | string[] | undefined } | { error: unknown };
+type Answer = { status: number; retryAfter: string | string[] | undefined };
+type Outcome = Answer | { error: unknown };
+
+const answerTimedOut = (err: unknown): boolean => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
+};
 
 /**
  * One POST on undici's dispatch API: no response stream or promise wrapper per request, which the
@@ -108,55 +119,68 @@ type Outcome = { status: number; retryAfter: string | string[] | undefined } | {
  * status and Retry-After are read. Ends with the status once the answer's body is read (or its
  * first MAX_ANSWER_BYTES), or with the error that ended it, or when the deadline passes.
  */
-const answerTimedOut = (err: unknown): boolean => {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
-};
-
-function exchange(dispatcher: Dispatcher, endpoint: Endpoint, headers: Record<string, string>, body: string, deadline: Deadline, timeoutMs: number): Promise<Outcome> {
+function exchange(dispatcher: Dispatcher, endpoint: Endpoint, headers: string[], body: Buffer, deadline: Deadline, timeoutMs: number): Promise<Outcome> {
   return new Promise((resolve) => {
-    let answer: { status: number; retryAfter: string | string[] | undefined } | null = null;
-    let read = 0;
-    let controller: Dispatcher.DispatchController | null = null;
-    let settled = false;
-    const settle = (outcome: Outcome): void => {
-      if (settled) return;
-      settled = true;
-      unwatch();
-      resolve(outcome);
-    };
-    const unwatch = deadline.watch(() => {
-      const reason = deadline.signal.reason as Error;
-      controller?.abort(reason);
-      settle({ error: reason });
-    });
-    if (settled) return;
-    dispatcher.dispatch(
-      { origin: endpoint.origin, path: endpoint.path, method: 'POST', headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs },
-      {
-        onRequestStart(c) {
-          controller = c;
-          if (settled) c.abort(new Error('the attempt has ended'));
-        },
-        onResponseStart(_c, statusCode, responseHeaders) {
-          if (statusCode >= 200) answer = { status: statusCode, retryAfter: responseHeaders['retry-after'] };
-        },
-        onResponseData(c, chunk) {
-          read += chunk.length;
-          if (read <= MAX_ANSWER_BYTES || !answer) return;
-          settle(answer);
-          c.abort(new Error('answer body too large'));
-        },
-        onResponseEnd() {
-          settle(answer ?? { error: new Error('no final answer') });
-        },
-        onResponseError(_c, error) {
-          // An answer whose body then failed is still that answer.
-          settle(answer ?? { error });
-        },
-      },
-    );
+    const handler = new ExchangeHandler(deadline, resolve);
+    if (handler.settled) return;
+    dispatcher.dispatch({ origin: endpoint.origin, path: endpoint.path, method: 'POST', headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }, handler);
   });
+}
+
+/** The handler of one exchange: its callbacks are methods, not a closure each per attempt. */
+class ExchangeHandler implements Dispatcher.DispatchHandler {
+  settled = false;
+  private answer: Answer | null = null;
+  private read = 0;
+  private controller: Dispatcher.DispatchController | null = null;
+  private unwatch: (() => void) | null = null;
+
+  constructor(
+    private readonly deadline: Deadline,
+    private readonly resolve: (outcome: Outcome) => void,
+  ) {
+    // Called at once when the deadline has passed already, which settles the exchange.
+    const unwatch = deadline.watch(() => this.expire());
+    if (!this.settled) this.unwatch = unwatch;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.settled) controller.abort(new Error('the attempt has ended'));
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (statusCode >= 200) this.answer = { status: statusCode, retryAfter: headers['retry-after'] };
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.read += chunk.length;
+    if (this.read <= MAX_ANSWER_BYTES || !this.answer) return;
+    this.settle(this.answer);
+    controller.abort(new Error('answer body too large'));
+  }
+
+  onResponseEnd(): void {
+    this.settle(this.answer ?? { error: new Error('no final answer') });
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+    // An answer whose body then failed is still that answer.
+    this.settle(this.answer ?? { error });
+  }
+
+  private expire(): void {
+    const reason = this.deadline.signal.reason as Error;
+    this.controller?.abort(reason);
+    this.settle({ error: reason });
+  }
+
+  private settle(outcome: Outcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.unwatch?.();
+    this.resolve(outcome);
+  }
 }
 
 /**

@@ -182,9 +182,12 @@ export class LaneScheduler {
       const head = lane.queue[0]!;
       q.busy++;
       this.sending.add(head);
-      const run = this.opts.attempt(head).then((nextAt) => this.settle(q, lane, head, nextAt));
+      // One reaction per attempt: the attempt leaves `running` as it settles.
+      const run: Promise<void> = this.opts.attempt(head).then((nextAt) => {
+        this.running.delete(run);
+        this.settle(q, lane, head, nextAt);
+      });
       this.running.add(run);
-      void run.finally(() => this.running.delete(run));
     }
   }
 

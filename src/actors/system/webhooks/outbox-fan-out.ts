@@ -54,6 +54,7 @@ function fanOut(storage: Storage, directory: OrgDirectory, shards: readonly numb
     if (!targets) targetsByOrg.set(orgId, (targets = directory.targets(orgId).map(subscriber)));
     const repoId = event.repository?.id ?? null;
     let body: string | null = null;
+    let bytes: Buffer | null = null;
     for (const sub of targets) {
       if (!matches(sub, event.type, repoId)) continue;
       const target = sub.record;
@@ -62,6 +63,7 @@ function fanOut(storage: Storage, directory: OrgDirectory, shards: readonly numb
       if (event.occurred_at < target.created_at) continue;
       // The envelope exactly as its producer wrote it; no compiled serializer fits every `data`.
       body ??= JSON.stringify(event);
+      bytes ??= Buffer.from(body);
       const record: DeliveryRecord = {
         id: newId('dlv'),
         org_id: orgId,
@@ -79,7 +81,7 @@ function fanOut(storage: Storage, directory: OrgDirectory, shards: readonly numb
         created_at: nowIso,
       };
       enqueueDelivery(meta, record);
-      created.push({ orgId, targetId: target.id, lane: laneOf(record), shard: deliveryShard(record), record, dueAt: now });
+      created.push({ orgId, targetId: target.id, lane: laneOf(record), shard: deliveryShard(record), record, body: bytes, dueAt: now });
     }
   }
   return { created, consumed: events.length };
