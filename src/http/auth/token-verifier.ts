@@ -87,6 +87,10 @@ export class TokenVerifier {
   private readonly forgetVersion = (): void => {
     this.versionRead = false;
   };
+  private renewed = false;
+  private readonly forgetRenewal = (): void => {
+    this.renewed = false;
+  };
 
   constructor(
     private readonly directory: OrgDirectory,
@@ -103,6 +107,20 @@ export class TokenVerifier {
     if (this.versionRead) return;
     this.versionRead = true;
     setImmediate(this.forgetVersion);
+    this.reload();
+  }
+
+  /**
+   * The table from a snapshot renewed once this turn: the checks before a signature may have read
+   * the view this thread still holds, and a fresh one sees a change the CLI committed meanwhile.
+   * Every check that ends in this turn ended before it began, so one renewal serves them all (a
+   * batch of results arrives at once; renewing per check cost 6 % of the front end's samples).
+   */
+  private freshTable(): void {
+    if (this.renewed) return;
+    this.renewed = true;
+    setImmediate(this.forgetRenewal);
+    this.directory.refresh();
     this.reload();
   }
 
@@ -179,10 +197,7 @@ export class TokenVerifier {
 
   private async verifySignature(token: string, { parsed, key, principal, version }: Unsigned): Promise<Principal> {
     if (!(await this.signatures.verify(key.publicKey, parsed.signingInput, parsed.signature))) throw unauthorized();
-    // The checks above may have read the view this thread still holds: a fresh one sees a change
-    // the CLI committed during the check.
-    this.directory.refresh();
-    this.reload();
+    this.freshTable();
     if (this.version !== version) {
       // The table moved while the signature was checked (a key disabled, revoked or narrowed):
       // the signature still proves who signed, but what the key may do now is the new table's.
