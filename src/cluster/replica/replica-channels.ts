@@ -6,7 +6,7 @@
  *
  * - APPEND: a thread's committed write sets, one message per transaction, to the main thread.
  * - ack(thread): the main thread's answer, once every set of the transaction is in its shard's
- *   log or refused.
+ *   log or refused (or, for a barrier, once what it waits for is).
  * - SERVING: the shards this node serves now (main → threads, after every change, and in answer
  *   to a thread's `hello`), so an actor worker refuses a shard's commands before running them.
  */
@@ -28,6 +28,11 @@ export interface AppendRequest {
    * there may still have read what an append in flight carries.
    */
   barrier: number[];
+  /**
+   * Commits that must be in the log before the answer, as a read snapshot showed them: a thread
+   * about to let what it read leave the node (a push upstream) waits for them like a read.
+   */
+  through?: Array<{ shard: number; commit: number }>;
 }
 
 export interface AppendReply {

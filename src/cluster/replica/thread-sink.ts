@@ -80,6 +80,15 @@ export class ThreadReplication {
     return this.send({ thread: threadId, id: ++this.next, sets: [], barrier: [...shards] });
   }
 
+  /**
+   * Settles once the log holds `shard`'s commits up to `commit` (the count a read snapshot
+   * showed): true, or false when it never will (the shard is not served here, or its copy was
+   * given up).
+   */
+  logged(shard: number, commit: number): Promise<boolean> {
+    return this.send({ thread: threadId, id: ++this.next, sets: [], barrier: [], through: [{ shard, commit }] }).then((refused) => refused.length === 0);
+  }
+
   private send(request: AppendRequest): Promise<readonly number[]> {
     return new Promise<readonly number[]>((resolve) => {
       if (this.waiting.size === 0) this.acks.ref();

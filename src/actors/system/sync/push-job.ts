@@ -9,6 +9,8 @@ import type { Storage } from '../../../storage/database.js';
 import { getChange, objectStore } from '../../../storage/change-store.js';
 import type { SyncRefStat } from '../../../storage/records.js';
 import { bookmarksOf, tagsOf } from '../../../storage/repo-store.js';
+import { acknowledgedThrough } from '../../../storage/server-storage.js';
+import { repoShard } from '../../../storage/shards.js';
 import type { LmdbObjectStore } from '../../../storage/git-object-store.js';
 import { isAncestor } from '../../../vcs/commit-graph.js';
 import { EMPTY_TREE_OID, readCommit, readTree } from '../../../vcs/git-object.js';
@@ -159,6 +161,8 @@ export async function pushUpstream(storage: Storage, remote: Remote, repoId: str
     const remoteTips = [...new Set(adv.refs.values())];
     const oids = objectsToSend(store, commands.map((c) => c.new), remoteTips);
     const pack = writePack(oids.map((oid) => loadObject(store, oid)));
+    // What leaves for the upstream must be in the shard log first (cluster mode), as a read is.
+    await acknowledgedThrough(storage, repoShard(repoId));
     const reports = await pushPack(remote, adv, commands, pack);
     for (const c of commands) {
       const report = reports.get(c.ref);

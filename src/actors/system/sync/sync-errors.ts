@@ -85,7 +85,7 @@ export function classifyFailure(err: unknown, secrets: readonly string[]): Failu
   const code = (err as { code?: unknown } | null)?.code;
   const known = asServiceError(err);
   if (err instanceof SyncFailure) verdict = { message: err.message, transient: err.transient };
-  else if (known) verdict = { message: `sync failed: ${known.message}`, transient: false };
+  else if (known) verdict = { message: `sync failed: ${known.message}`, transient: known.retryable };
   else if (typeof code !== 'string') verdict = { message: 'sync failed: internal error', transient: false };
   else if (TRANSIENT_CODES.has(code)) verdict = { message: `cannot reach the upstream (${code})`, transient: true };
   else if (code === 'ENOTFOUND') {

@@ -172,7 +172,7 @@ export class WebhookDispatcher {
     if (sweep) this.lastSweep = now;
     try {
       // One batch per turn of the event loop, so deliveries go on during a long drain.
-      while (!this.stopped && shards.length && this.drainOnce(shards)) await nextTurn();
+      while (!this.stopped && shards.length && (await this.drainOnce(shards))) await nextTurn();
       await this.clearDeletedTargets();
     } catch (err) {
       log.error('webhook outbox drain failed', { err });
@@ -192,13 +192,20 @@ export class WebhookDispatcher {
     if (removed) log.info('webhook deliveries of deleted targets removed', { removed });
   }
 
-  /** Fans out one batch of the outboxes of `shards`; true when more may wait. */
-  private drainOnce(shards: readonly number[]): boolean {
+  /**
+   * Fans out one batch of the outboxes of `shards`; true when more may wait. In cluster mode a
+   * delivery leaves only once the shard log holds its event: a receiver must not hear of a write
+   * whose append is then refused. A refused shard's deliveries stay unsent; its copy here is
+   * rebuilt from the log, and the events the log does hold come back to its outbox.
+   */
+  private async drainOnce(shards: readonly number[]): Promise<boolean> {
     // A shard lost since the drain began is its new owner's.
     const owned = shards.filter((shard) => this.ownership.owns(shard));
     const batch = fanOutBatch(this.opts.storage, this.opts.directory, owned, this.clock.now());
     if (!batch) return false;
-    for (const d of batch.created) this.lanes.add(d);
+    // A sink that failed replicated none of it.
+    const refused = await Promise.resolve(batch.logged).then((r) => r ?? [], () => owned);
+    for (const d of batch.created) if (!refused.includes(d.shard)) this.lanes.add(d);
     return batch.more;
   }
 

@@ -4,6 +4,8 @@ import { hasOutboxEvents, takeOutboxEvents } from '../../../storage/outbox.js';
 import { newId } from '../../../storage/ids.js';
 import type { EventEnvelope } from '../../../storage/records.js';
 import { deliveryShard } from '../../../storage/shards.js';
+import { commitWrites } from '../../../storage/write-recorder.js';
+import type { WriteSink } from '../../../storage/write-set.js';
 import type { PendingDelivery } from './delivery-state.js';
 import { enqueueDelivery, laneOf, type DeliveryRecord, type WebhookTargetRecord } from '../../../storage/webhook-store.js';
 
@@ -23,6 +25,12 @@ export interface FanOutBatch {
   created: PendingDelivery[];
   /** Whether more events may wait in the outbox. */
   more: boolean;
+  /**
+   * Cluster mode: settles once the shard log holds the fan-out's commit, and with it every commit
+   * of those shards before it (a shard's sets are appended in commit order), events included;
+   * with the shards whose sets it refused. Undefined on a single node.
+   */
+  logged: ReturnType<WriteSink>;
 }
 
 /** Moves one batch of events from the outboxes of `shards` into delivery records; null when they are empty. */
@@ -33,8 +41,9 @@ export function fanOutBatch(storage: Storage, directory: OrgDirectory, shards: r
   // holds it while this thread is scheduled to run the callback), and on disk when it returns:
   // a delivery is sent only once its record is durable, otherwise a crash could bring the event
   // back to the outbox and send it again under a new delivery id.
-  const { created, consumed } = storage.root.transactionSync(() => fanOut(storage, directory, waiting, now), COMMIT_THEN_SYNC);
-  return { created, more: consumed === DRAIN_BATCH };
+  let made!: { created: PendingDelivery[]; consumed: number };
+  const logged = commitWrites(storage, () => void (made = fanOut(storage, directory, waiting, now)), COMMIT_THEN_SYNC);
+  return { created: made.created, more: made.consumed === DRAIN_BATCH, logged };
 }
 
 /** Runs inside the drain's write transaction: every read here sees the latest commit. */
