@@ -305,8 +305,8 @@ class FrontEnd implements HttpFrontEnd {
   /** The request served here: authorization, query, then the body or the handler. */
   private serve(x: Exchange, r: Routed, principal: Principal, resolvedId: string | null, ticket: ReadTicket | null): Reply | Promise<Reply> {
     const access = this.authorize(x, r, principal, resolvedId, ticket);
-    // A forwarded read names the repository it resolved to: the entry node remembers it.
-    if (r.hop !== '' && access.repo && (x.method === 'GET' || x.method === 'HEAD')) x.baseHeaders[REPO_HEADER] = access.repo.id;
+    // A forwarded request names the repository it resolved to: the entry node remembers it.
+    if (r.hop !== '' && access.repo) x.baseHeaders[REPO_HEADER] = access.repo.id;
     const query = parseQuery(r.rawQuery, r.match.route.query);
     if (r.bodyStream && (r.declared === 0 || r.declared >= LARGE_BODY_BYTES)) assertDiskRoom(this.services.config.dataDir, r.declared, this.services.config.minFreeBytes);
     if (!r.body && !access.idemKey) return r.match.route.handler(this.context(x, r, access, query, undefined, null, r.bodyStream));

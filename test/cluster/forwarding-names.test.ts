@@ -1,9 +1,10 @@
 import t from 'tap';
 import { orgShard } from '../../src/storage/shards.js';
 import { startCluster, type TestNode } from '../helpers/cluster.js';
+import { ROOT } from '../helpers/replica-scenarios.js';
 
-// An entry node that does not own the org's shard remembers the repository ids its clients' reads
-// resolved to, and sends the next read of that name straight to the repository's owner — or
+// An entry node that does not own the org's shard remembers the repository ids its clients'
+// requests resolved to, and sends the next request of that name straight to the repository's owner — or
 // serves it itself (src/cluster/forward/request-forwarder.ts). Renames, deletions and a new
 // repository under an old name must still be answered as the org's owner would.
 
@@ -13,7 +14,7 @@ async function proxied(node: TestNode): Promise<number> {
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
-t.test('reads by a remembered name skip the org owner, and stale names are asked again', async (t) => {
+t.test('requests by a remembered name skip the org owner, and stale names are asked again', async (t) => {
   // `a` owns the even shards and the org's, `b` the odd ones: clients enter through `b`.
   const owners = (orgId: string): Record<string, string> => ({ ...Object.fromEntries(Array.from({ length: 128 }, (_, i) => [String(2 * i + 1), 'b'])), default: 'a', [String(orgShard(orgId))]: 'a' });
   const cluster = await startCluster(t, { log: 'etcd', fixedPlacement: { a: owners, b: owners } });
@@ -41,6 +42,9 @@ t.test('reads by a remembered name skip the org owner, and stale names are asked
     t.equal(read.headers.get('x-repohost-node'), 'b');
   }
   t.equal(await proxied(b!), before, `reads of ${nameB} through b took no hop`);
+  // Writes too (with a buffered body): served by b at once, not sent to the org's owner and back.
+  for (let i = 0; i < 3; i++) t.equal((await b!.api('POST', `/acme/${nameB}/bookmarks`, { body: { name: `w${i}`, change_id: ROOT } })).status, 201, `write ${i} to ${nameB} through b`);
+  t.equal(await proxied(b!), before, `writes to ${nameB} through b took no hop`);
   // A repository on a: one hop straight to it, as many as reads.
   await b!.api('GET', `/acme/${nameA}`);
   const beforeA = await proxied(b!);
@@ -51,8 +55,12 @@ t.test('reads by a remembered name skip the org owner, and stale names are asked
   t.equal(missing.status, 404);
   t.not(missing.json.error.code, 'REPO_NOT_FOUND', `the 404 is about the path (${missing.json.error.code})`);
 
-  // Renamed through a: b's remembered name is stale.
+  // Renamed through a: b's remembered name is stale. A write by it is asked again through the
+  // org's owner, which knows no such name, and the renamed repository does not get it.
   t.equal((await a!.api('PATCH', `/acme/${nameB}`, { body: { name: 'moved' } })).status, 200, 'rename through a');
+  const stale = await b!.api('POST', `/acme/${nameB}/bookmarks`, { body: { name: 'stale', change_id: ROOT } });
+  t.equal(stale.status, 404, `a write by the old name through b is not found (${stale.text})`);
+  t.equal((await a!.api('GET', '/acme/moved/bookmarks/stale')).status, 404, 'and the renamed repository did not take it');
   const old = await b!.api('GET', `/acme/${nameB}`);
   t.equal(old.status, 404, 'the old name is gone through b');
   t.equal(old.json.error.code, 'REPO_NOT_FOUND');

@@ -24,8 +24,12 @@ const WHOLE_REPLY_BYTES = 64 * 1024;
 /** Repository names an entry node remembers the ids of (org id + name → repository id). */
 const REMEMBERED_NAMES = 16_384;
 
-/** Connections kept to each peer's public listener. */
-const CONNECTIONS_PER_PEER = 32;
+/**
+ * Connections kept to each peer's public listener: one request in flight on each, so they bound
+ * what a node can have in flight at a peer. 32 capped a 3-node cluster's writes at 32 ÷ a
+ * write's latency (150–230/s with writes of ~100 ms, 200 clients queueing at the entry node).
+ */
+const CONNECTIONS_PER_PEER = 512;
 
 /**
  * The front end's placement of a request that names an org (inventory in docs/design.md,
@@ -45,8 +49,8 @@ const CONNECTIONS_PER_PEER = 32;
 export class RequestForwarder implements RequestForwarding {
   private readonly pools = new Map<string, Pool>();
   /**
-   * The ids that replies to this node's clients' reads resolved names to. A read of a repository
-   * goes straight to its shard's owner (or is served here) instead of through the org's owner;
+   * The ids that replies to this node's clients' requests resolved names to. A request to a
+   * repository goes straight to its shard's owner (or is served here) instead of through the org's owner;
    * the owner checks the name against the repository's own record, and a 404 on a remembered
    * name is asked again through the org's owner (a renamed or deleted repository).
    */
@@ -108,10 +112,14 @@ export class RequestForwarder implements RequestForwarding {
     return home.local ? HERE : this.proxy(req, home.node, shard, repoId);
   }
 
-  /** A client's read of a repository whose id this node learned: placed by its shard. */
+  /**
+   * A client's request to a repository whose id this node learned: placed by its shard. Not a
+   * streamed body: a stale name is asked again through the org's owner, which needs the body
+   * a second time (a small body is buffered; a REPO_NOT_FOUND from the owner applied nothing).
+   */
   private byRememberedName(req: ForwardableRequest, orgNode: NodeInfo, org: number): RequestPlacement | null {
     const name = req.params.repo;
-    if (name === undefined || !isRead(req)) return null;
+    if (name === undefined || req.bodyStream) return null;
     const key = nameKey(req.orgId, name);
     const repoId = this.names.get(key);
     if (repoId === undefined) return null;
@@ -153,7 +161,7 @@ export class RequestForwarder implements RequestForwarding {
     const replyHeaders: Record<string, string> = {};
     const fromClient = req.hop === '';
     const resolved = res.headers[REPO_HEADER];
-    if (fromClient && typeof resolved === 'string' && req.params.repo !== undefined && isRead(req)) this.names.set(nameKey(req.orgId, req.params.repo), resolved);
+    if (fromClient && typeof resolved === 'string' && req.params.repo !== undefined) this.names.set(nameKey(req.orgId, req.params.repo), resolved);
     for (const [name, value] of Object.entries(res.headers)) {
       if (value === undefined || HOP_BY_HOP.has(name) || (fromClient && name === REPO_HEADER)) continue;
       replyHeaders[name === NODE_HEADER.toLowerCase() ? NODE_HEADER : name] = Array.isArray(value) ? value.join(', ') : value;
@@ -197,8 +205,6 @@ export class RequestForwarder implements RequestForwarding {
 
 /** The owner found no repository of that id with that name (an error envelope is always small: `text`). */
 const repoNotFound = (reply: Reply): boolean => reply.status === 404 && 'text' in reply && Buffer.from(reply.text).includes('"code":"REPO_NOT_FOUND"');
-
-const isRead = (req: ForwardableRequest): boolean => req.method === 'GET' || req.method === 'HEAD';
 
 /** Names are case-insensitive within an org. */
 const nameKey = (orgId: string, name: string): string => `${orgId}/${name.toLowerCase()}`;
