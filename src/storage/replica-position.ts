@@ -52,11 +52,15 @@ export function sealCommit(storage: Storage, shard: number): number {
 }
 
 /**
- * After a log acknowledgement. Its own transaction, committed without waiting for the disk:
- * losing it in a crash leaves an older position, which only costs a rebuild.
+ * After a log acknowledgement. Its own transaction (a child one inside a batch), committed without
+ * waiting for the disk: losing it in a crash leaves an older position, which only costs a
+ * rebuild. Never moves the position back: a mark written late (batched) must not undo a newer one.
  */
 export function markAcknowledged(storage: Storage, shard: number, position: ReplicaPosition): void {
-  storage.root.transactionSync(() => storage.meta.putSync(K.appliedPosition(shard), position), COMMIT_NO_SYNC);
+  storage.root.transactionSync(() => {
+    const current = storage.meta.get(K.appliedPosition(shard)) as ReplicaPosition | undefined;
+    if (current === undefined || current.seq < position.seq) storage.meta.putSync(K.appliedPosition(shard), position);
+  }, COMMIT_NO_SYNC);
 }
 
 /**

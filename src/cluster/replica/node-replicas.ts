@@ -3,6 +3,7 @@ import { SHARD_COUNT } from '../../actors/shard-map.js';
 import { log } from '../../log.js';
 import type { Storage } from '../../storage/database.js';
 import { applyWriteSet } from '../../storage/apply-write-set.js';
+import { ApplyBatch } from './apply-batch.js';
 import { decodeWriteSet } from '../../storage/write-set-codec.js';
 import type { PlacementView } from '../placement.js';
 import type { ShardLog } from '../shard-log.js';
@@ -58,6 +59,7 @@ export class NodeReplicas {
       log: options.log,
       nodeId: options.view.localNodeId,
       applyWriteSet: (storage, bytes) => applyWriteSet(storage, decodeWriteSet(bytes)),
+      applyBatch: new ApplyBatch(options.storage),
       unknownDeadlineMs: options.unknownDeadlineMs,
       gapDeadlineMs: 2000,
       changed: (replica) => this.changed(replica),

@@ -4,6 +4,7 @@ import { applyLogEntries, dropShardData, markAcknowledged, readReplicaPosition }
 import { ShardLogFenced, ShardLogTrimmed, type ShardLog, type ShardLogEntry, type ShardLogTail } from '../shard-log.js';
 import { decodeLogRecord, encodeLogRecord } from './log-record.js';
 import { ActivationUrgency } from './activation-queue.js';
+import type { ApplyBatch } from './apply-batch.js';
 import { ShardAppender } from './shard-appender.js';
 import type { ReplicaRole, ShardReport, ReplicaState } from './replica-report.js';
 
@@ -17,6 +18,8 @@ export interface ReplicaContext {
   nodeId: string;
   /** Applies one write set (storage's codec), inside the caller's transaction. */
   applyWriteSet: (storage: Storage, writeSet: Uint8Array) => void;
+  /** Where a follower's deliveries are applied, together with the other shards' (apply-batch.ts). */
+  applyBatch: ApplyBatch;
   /** How long an append of unknown outcome is retried before the shard demotes. */
   unknownDeadlineMs: number;
   /** How long a commit number may be missing (its thread died before handing it over). */
@@ -87,6 +90,8 @@ export class ShardReplica {
   private trimmedTo = 0;
   /** The highest commit number the log acknowledged in the current (or last) activation. */
   private ackedCommit = 0;
+  /** Raised when the local copy is dropped or replaced: a position queued before is not written. */
+  private dataGeneration = 0;
   /** The activation (`moves`) whose copy was given up with commits the log never took. */
   private lostActivation = 0;
   private ackWaiters: AckWaiter[] = [];
@@ -334,6 +339,7 @@ export class ShardReplica {
 
   /** Drops the shard's data and position: the log (from its start, or after a peer's copy) rebuilds it. */
   private async rebuild(): Promise<void> {
+    this.dataGeneration++;
     await this.stopTail();
     await dropShardData(this.ctx.storage, this.shard);
     this.applied = 0;
@@ -347,6 +353,7 @@ export class ShardReplica {
    * leaves it divergent, to be cleared and seeded again).
    */
   private async seed(): Promise<void> {
+    this.dataGeneration++;
     await this.stopTail();
     this.set('seeding');
     this.applied = 0;
@@ -390,7 +397,14 @@ export class ShardReplica {
         lastSeq: seq,
         unknownDeadlineMs: this.ctx.unknownDeadlineMs,
         onAck: (acked, commit, ms) => {
-          markAcknowledged(this.ctx.storage, this.shard, { seq: acked, epoch, commit });
+          // With the node's other local writes of this turn (apply-batch.ts); not once the data
+          // it describes has been dropped meanwhile.
+          const generation = this.dataGeneration;
+          this.ctx.applyBatch
+            .run(() => {
+              if (this.dataGeneration === generation) markAcknowledged(this.ctx.storage, this.shard, { seq: acked, epoch, commit });
+            })
+            .catch((err: unknown) => log.warn('acknowledged position not written', { shard: this.shard, err }));
           this.ackedCommit = commit;
           this.releaseAckWaiters(false);
           this.appendedSinceTrim++;
@@ -444,9 +458,12 @@ export class ShardReplica {
     const tail: ShardLogTail = this.ctx.log.tail(this.shard, this.applied, (entries) => {
       // A tail given up on (stopTail) may still deliver: only the current one applies, and only
       // what is not applied yet.
-      const fresh = this.tail === tail ? entries.filter((e) => e.seq > this.applied) : [];
-      if (fresh.length > 0) this.apply(fresh);
-      return Promise.resolve();
+      if (this.tail !== tail) return Promise.resolve();
+      return this.ctx.applyBatch.run(() => {
+        // Checked again when the batch runs: the tail may have been given up on meanwhile.
+        const fresh = this.tail === tail ? entries.filter((e) => e.seq > this.applied) : [];
+        if (fresh.length > 0) this.apply(fresh);
+      });
     });
     this.tail = tail;
     tail.done.then(
