@@ -249,9 +249,16 @@ export class JetStreamShardLog implements ShardLog {
       try {
         await this.jsm.streams.add(config);
       } catch (addErr) {
-        // Another node created it between the lookup and the add.
+        // Another node created it between the lookup and the add. Adds racing from several nodes
+        // also fail as "stream not found" (seen with nats-server 2.9 while a cluster started): the
+        // stream may exist all the same, so look again before giving up.
         if (addErr instanceof JetStreamApiError && /already in use/.test(addErr.message)) return;
-        throw this.failure(k, addErr, false);
+        await new Promise((r) => setTimeout(r, 200));
+        const exists = await this.jsm.streams.info(config.name).then(
+          () => true,
+          () => false,
+        );
+        if (!exists) throw this.failure(k, addErr, false);
       }
     }
   }
