@@ -7,11 +7,12 @@ interface Queued {
 }
 
 /**
- * The followers' applies of every shard on this node, committed together: one local transaction
- * per turn of the event loop instead of one per shard and delivery. They run on the main thread,
- * beside the front end, and a transaction there waits for LMDB's write lock (shared with the actor
+ * The replicas' own local writes of every shard on this node — followers' applies, owners'
+ * acknowledged positions — committed together: one local transaction per turn of the event loop
+ * instead of one per shard and delivery or acknowledgement. They run on the main thread, beside
+ * the front end, and a transaction there waits for LMDB's write lock (shared with the actor
  * workers) and then for its commit: under writes spread over many shards, the per-shard
- * transactions took 32 % of a node's main thread (docs/measurements/2026-11-28-cluster-writes.md).
+ * transactions took 43 % of a node's main thread (docs/measurements/2026-11-28-cluster-writes.md).
  * Each work runs as a child transaction: one that throws rolls back alone and rejects its own
  * promise; the others commit. Not waited for on disk, as before (the log holds the truth).
  */
