@@ -23,6 +23,8 @@ export class PrefixCache<T> {
   private readonly listeners = new Set<PrefixListener>();
   private watcher: Watcher | null = null;
   private closed = false;
+  /** Ends the wait for a watch being created, when the cache closes meanwhile. */
+  private abandonConnect: (() => void) | null = null;
   /** The etcd revision the cache reflects. */
   revision = 0;
 
@@ -49,8 +51,9 @@ export class PrefixCache<T> {
       }
     }
     this.revision = Number(res.header.revision);
-    const watcher = await this.client.watch().prefix(this.prefix).startRevision(String(this.revision + 1)).create();
-    if (this.closed) return void (await watcher.cancel());
+    if (this.closed) return;
+    const watcher = await this.connect(this.client.watch().prefix(this.prefix).startRevision(String(this.revision + 1)).watcher());
+    if (!watcher) return;
     this.watcher = watcher;
     watcher.on('data', (wr) => {
       if (this.watcher !== watcher) return;
@@ -83,8 +86,32 @@ export class PrefixCache<T> {
   /** Stops watching. The cancel is not awaited: it waits for the stream, which may hang on a stopped member. */
   close(): void {
     this.closed = true;
+    this.abandonConnect?.();
     void this.watcher?.cancel().catch(() => undefined);
     this.watcher = null;
+  }
+
+  /**
+   * Waits until the watch is created, or the cache closes (then cancels it and returns null).
+   * The client's `create()` is not used: on a closed client it never settles, and the client
+   * retries the watch's stream forever, which also keeps the process alive.
+   */
+  private async connect(watcher: Watcher): Promise<Watcher | null> {
+    try {
+      await new Promise<void>((resolve, reject) => {
+        watcher.once('connected', () => resolve());
+        watcher.once('error', reject);
+        this.abandonConnect = resolve;
+      });
+    } catch (err) {
+      void watcher.cancel().catch(() => undefined);
+      throw err;
+    } finally {
+      this.abandonConnect = null;
+    }
+    if (!this.closed) return watcher;
+    void watcher.cancel().catch(() => undefined);
+    return null;
   }
 
   private async resync(old: Watcher): Promise<void> {
