@@ -14,7 +14,7 @@ import { noteOutboxEvent } from './system/webhooks/outbox-signal.js';
  */
 export class Mutation {
   readonly events: EventEnvelope[] = [];
-  /** Per org: whether it has a webhook target, read once per command inside its transaction. */
+  /** Per org: whether its events are kept for the fan-out, asked once per command inside its transaction. */
   private readonly subscribed = new Map<string, boolean>();
 
   constructor(
@@ -55,10 +55,11 @@ export class Mutation {
       data,
     };
     // The outbox feeds webhook targets only, and a target hears of events from its creation on:
-    // an org without targets has nobody to tell, now or later, so nothing is stored.
+    // an org without targets has nobody to tell, now or later, so nothing is stored. A cluster
+    // node cannot tell (a target just created elsewhere may not have reached it) and keeps all.
     // It goes to the outbox of its repository's shard (the org's for an org event): the shard of
     // the actor running this command, since only a repository's actor emits its events.
-    if (this.hasTargets(org.id)) {
+    if (this.keepsEvents(org.id)) {
       putOutboxEvent(this.storage.meta, event);
       noteOutboxEvent(eventShard(event));
     }
@@ -66,9 +67,9 @@ export class Mutation {
     return event;
   }
 
-  private hasTargets(orgId: string): boolean {
-    let has = this.subscribed.get(orgId);
-    if (has === undefined) this.subscribed.set(orgId, (has = this.directory.hasTargets(orgId)));
-    return has;
+  private keepsEvents(orgId: string): boolean {
+    let keep = this.subscribed.get(orgId);
+    if (keep === undefined) this.subscribed.set(orgId, (keep = this.directory.mayHaveTargets(orgId)));
+    return keep;
   }
 }

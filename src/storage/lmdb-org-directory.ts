@@ -5,6 +5,8 @@ import type { OrgDirectory } from './org-directory.js';
 import type { OrgRecord, SigningKeyRecord } from './records.js';
 import type { WebhookTargetRecord } from './webhook-store.js';
 
+
+const CAUGHT_UP = Promise.resolve(true);
 /**
  * The org directory of a single node: records in the data directory's LMDB environment under
  * global keys (no shard number in front, see keys.ts), read on the caller's thread like any
@@ -92,10 +94,15 @@ export class LmdbOrgDirectory implements OrgDirectory {
     return [...this.storage.meta.getRange(Ranges.webhookTargets(orgId))].map(({ value }) => value as WebhookTargetRecord);
   }
 
-  /** A key lookup: no record is decoded. */
-  hasTargets(orgId: string): boolean {
+  /** Exact, as a write's transaction sees the data directory; a key lookup: no record is decoded. */
+  mayHaveTargets(orgId: string): boolean {
     for (const _ of this.storage.meta.getKeys({ ...Ranges.webhookTargets(orgId), limit: 1 })) return true;
     return false;
+  }
+
+  /** Every read sees the latest commit. */
+  caughtUp(): Promise<boolean> {
+    return CAUGHT_UP;
   }
 
   putTarget(target: WebhookTargetRecord): void {

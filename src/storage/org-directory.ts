@@ -51,8 +51,17 @@ export interface OrgDirectory {
   target(orgId: string, targetId: string): WebhookTargetRecord | undefined;
   /** The org's webhook targets in creation order (their ids sort by creation time). */
   targets(orgId: string): WebhookTargetRecord[];
-  /** Whether the org has any webhook target (asked by every write that emits an event). */
-  hasTargets(orgId: string): boolean;
+  /**
+   * Whether the org's events must be kept for the webhook fan-out (asked by every write that emits
+   * one): the org has a target, or may have one this view has not seen yet.
+   */
+  mayHaveTargets(orgId: string): boolean;
+  /**
+   * Resolves to true once this view holds every target committed before the call, false when
+   * that cannot be known now (try again later). The fan-out waits for it, so that an event
+   * written after its target was acknowledged is never matched against a view without it.
+   */
+  caughtUp(): Promise<boolean>;
   /** Creates or replaces a target. */
   putTarget(target: WebhookTargetRecord): void;
   removeTarget(orgId: string, targetId: string): void;

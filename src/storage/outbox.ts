@@ -1,5 +1,5 @@
 import type { Database, Key } from 'lmdb';
-import { K, Ranges } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
 import type { EventEnvelope } from './records.js';
 import { eventShard } from './shards.js';
 
@@ -15,14 +15,23 @@ export function putOutboxEvent(meta: Meta, event: EventEnvelope): void {
   meta.putSync(K.outbox(eventShard(event), event.id), event);
 }
 
-export function hasOutboxEvents(meta: Meta, shard: number): boolean {
-  for (const _ of meta.getKeys({ ...Ranges.outbox(shard), limit: 1 })) return true;
-  return false;
+/** The id of the shard's newest event in the outbox, undefined when it is empty. */
+export function lastOutboxEvent(meta: Meta, shard: number): string | undefined {
+  const range = Ranges.outbox(shard);
+  for (const key of meta.getKeys({ start: range.end, end: range.start, reverse: true, limit: 1 })) return lastPart(key);
+  return undefined;
 }
 
-/** Takes (reads and removes, in the caller's write transaction) up to `limit` of the shard's oldest events. */
-export function takeOutboxEvents(meta: Meta, shard: number, limit: number): EventEnvelope[] {
-  const entries = [...meta.getRange({ ...Ranges.outbox(shard), limit })];
-  for (const { key } of entries) meta.removeSync(key);
-  return entries.map((e) => e.value as EventEnvelope);
+/**
+ * Takes (reads and removes, in the caller's write transaction) up to `limit` of the shard's oldest
+ * events, none newer than event `through`.
+ */
+export function takeOutboxEvents(meta: Meta, shard: number, limit: number, through: string): EventEnvelope[] {
+  const events: EventEnvelope[] = [];
+  for (const { key, value } of meta.getRange({ ...Ranges.outbox(shard), limit })) {
+    if (lastPart(key) > through) break;
+    meta.removeSync(key);
+    events.push(value as EventEnvelope);
+  }
+  return events;
 }

@@ -4,6 +4,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiAnswers, DEAD_UPSTREAM, populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
 import { allOwnedBy, startCluster, type TestNode } from '../helpers/cluster.js';
+import type { EngineCluster } from '../helpers/cluster-engines.js';
+import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { cloneUrl, gitClient } from '../git/helpers.js';
 
@@ -84,7 +86,22 @@ t.test('through a node that owns nothing, the API answers as the owner does', as
 t.test('shards split between two nodes: each answers as the other', async (t) => {
   // `a` owns the even shards, `b` the odd ones, in both views.
   const split = (): Record<string, string> => Object.fromEntries([['default', 'a'], ...Array.from({ length: 128 }, (_, i) => [String(2 * i + 1), 'b'])]);
-  const cluster = await startCluster(t, { log: 'etcd', fixedPlacement: { a: split, b: split }, env: SCENARIO_ENV });
+  // Each node reaches etcd through proxies (no delay until a test sets one): a node's watch of the
+  // org directory can then be held behind another's writes. The shard log is JetStream, so that
+  // holding etcd back does not hold the writes back too.
+  const etcdProxies = new Map<string, DelayProxy[]>();
+  const etcdVia = async (etcd: EngineCluster, id: string): Promise<string[]> => {
+    const proxies: DelayProxy[] = [];
+    for (const endpoint of etcd.endpoints) {
+      const member = new URL(endpoint);
+      const proxy = await startDelayProxy({ targetHost: member.hostname, targetPort: Number(member.port) });
+      t.teardown(() => proxy.stop());
+      proxies.push(proxy);
+    }
+    etcdProxies.set(id, proxies);
+    return proxies.map((p) => `http://${p.address}`);
+  };
+  const cluster = await startCluster(t, { log: 'jetstream', fixedPlacement: { a: split, b: split }, env: SCENARIO_ENV, etcdVia });
   await cluster.settled();
   const [a, b] = cluster.nodes;
   await populate(b!, 6);
@@ -94,6 +111,7 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
   await orgReadsGathered(t, [a!, b!]);
   await syncRunsMerged(t, [a!, b!]);
   await deliveriesMerged(t, [a!, b!]);
+  await targetsHeardAtOnce(t, [a!, b!], etcdProxies);
   // Each repository read by name, through both nodes.
   for (const repo of ['r0', 'r1', 'r2', 'r3', 'r4', 'r5']) {
     for (const path of ['', '/bookmarks', '/changes?bookmark=main&limit=200', '/content?depth=10', '/content?path=a.txt', '/upstream/syncs']) {
@@ -300,3 +318,39 @@ async function deliveriesMerged(t: Test, nodes: TestNode[]): Promise<void> {
   const refused = await nodes[0]!.api('POST', `/acme/webhook-targets/${down}/deliveries/${pending.id}/redeliver`);
   t.same({ status: refused.status, code: refused.json.error.code }, { status: 409, code: 'ABORTED' }, 'a pending delivery on the other node is not redelivered');
 }
+
+/**
+ * A target created through the org's owner hears of a write made right after its 201 on the other
+ * node, although that node's threads may not have the target in their view yet (the directory's
+ * watch latency): the other node keeps the event, and its fan-out catches up with etcd first.
+ */
+async function targetsHeardAtOnce(t: Test, nodes: TestNode[], etcdProxies: Map<string, DelayProxy[]>): Promise<void> {
+  const names = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
+  const { org, repos } = await owners(nodes[0]!, names);
+  const creator = nodes.find((n) => n.id === org)!;
+  const writer = nodes.find((n) => n.id !== org)!;
+  // The writer hears of etcd's changes 100 ms late: the window in which it has no target yet.
+  const held = etcdProxies.get(writer.id)!;
+  for (const proxy of held) proxy.setDelay(100);
+  const far = names.find((n) => repos.get(n)!.node === writer.id)!;
+  const receiver = await startWebhookReceiver();
+  t.teardown(() => receiver.close());
+  const rounds = 10;
+  for (let i = 0; i < rounds; i++) {
+    const path = `/fresh${i}`;
+    const made = await creator.api('POST', '/acme/webhook-targets', { body: { url: receiver.url(path), events: ['repo.updated'], repo_ids: [repos.get(far)!.id] } });
+    t.equal(made.status, 201, `target ${i} made through ${creator.id}`);
+    receiver.setSecret(path, made.json.secret as string);
+    const res = await writer.api('PATCH', `/acme/${far}`, { body: { tags: { fresh: String(i) } } });
+    t.equal(res.status, 200, `${far} updated through ${writer.id}, its owner`);
+  }
+  for (const proxy of held) proxy.setDelay(0);
+  // Target i hears writes i to the last, each once, in order.
+  const expected = (i: number): string[] => Array.from({ length: rounds - i }, (_, k) => String(i + k));
+  const complete = (): boolean => Array.from({ length: rounds }, (_, i) => receiver.unique(`/fresh${i}`).length === rounds - i).every(Boolean);
+  await receiver.waitFor(complete, 30_000, 'every delivery to the new targets').catch(() => undefined);
+  for (let i = 0; i < rounds; i++) {
+    t.same(receiver.unique(`/fresh${i}`).map((d) => d.body.data.after.tags.fresh), expected(i), `target ${i} heard of the write made right after its creation, and of the later ones`);
+  }
+}
+

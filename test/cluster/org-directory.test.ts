@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createEtcdClient } from '../../src/cluster/control/etcd-client.js';
 import { openOrgDirectory, type OpenedOrgDirectory } from '../../src/cluster/org-directory/open-org-directory.js';
-import type { EtcdOrgDirectory } from '../../src/cluster/org-directory/etcd-org-directory.js';
+import { GlobalKeys, type EtcdOrgDirectory } from '../../src/cluster/org-directory/etcd-org-directory.js';
 import { createOrg, createSigningKey, setKeyStatus } from '../../src/storage/admin-store.js';
 import { openStorage } from '../../src/storage/database.js';
 import { isServiceError } from '../../src/errors.js';
@@ -96,6 +96,26 @@ t.test('a key revoked through one node is refused by another within the watch la
   const p99 = percentile(delays, 99);
   t.comment(`revocation seen by the other node: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${delays.at(-1)!.toFixed(1)} ms (write + watch, ${delays.length} keys)`);
   t.ok(delays.at(-1)! < 1000, `every revocation reached the other node within 1 s (max ${delays.at(-1)!.toFixed(1)} ms)`);
+});
+
+t.test('a directory caught up holds every target committed before it asked', async (t) => {
+  const org = createOrg(a, 'caught-up');
+  await a.flush();
+  await until(() => b.org(org.id) !== undefined);
+  // Written straight to etcd, so nothing waits for b's watch: b learns of each target either way.
+  const writer = createEtcdClient({ endpoints: etcd.endpoints });
+  t.teardown(() => writer.close());
+  const keys = new GlobalKeys(location.cluster);
+  let behind = 0;
+  for (let i = 0; i < 20; i++) {
+    const hook = target(org.id, `caught-${i}`);
+    await writer.put(keys.target(org.id, hook.id)).value(JSON.stringify(hook));
+    if (!b.target(org.id, hook.id)) behind++;
+    t.equal(await b.caughtUp(), true, 'caught up');
+    t.ok(b.target(org.id, hook.id), `target ${i} is in the view once caught up`);
+  }
+  t.comment(`the view lacked the target right after its commit ${behind} of 20 times`);
+  t.ok(b.mayHaveTargets('org_without_targets'), 'a cluster node keeps every org\'s events');
 });
 
 t.test('two nodes creating the same slug: exactly one wins, even from stale views', async (t) => {

@@ -70,6 +70,8 @@ export interface ClusterOptions {
   fixedPlacement?: Record<string, (orgId: string) => Record<string, string>>;
   /** Where the nodes reach NATS instead of its members' endpoints (a proxy in between). */
   natsVia?: (nats: EngineCluster) => Promise<string[]>;
+  /** Where one node reaches etcd instead of its members' endpoints (proxies in between); null: directly. */
+  etcdVia?: (etcd: EngineCluster, nodeId: string) => Promise<string[] | null>;
 }
 
 export interface TestCluster {
@@ -158,6 +160,7 @@ export async function startCluster(t: Teardown, opts: ClusterOptions): Promise<T
 
   const launch = async (slot: Slot, more: Record<string, string> = {}): Promise<TestNode> => {
     const { id, net, host, port } = slot;
+    const etcdVia = opts.etcdVia && (await opts.etcdVia(etcd, id));
     const dataDir = mkdtempSync(join(tmpdir(), `repohost-node-${id}-`));
     const server = await startTestServer({
       dataDir,
@@ -167,7 +170,7 @@ export async function startCluster(t: Teardown, opts: ClusterOptions): Promise<T
       host,
       workers: opts.workers,
       spawnVia: net ? (command, args, o) => lab!.spawn(net, command, args, o) : undefined,
-      env: { ...env, ...nodeSettings(id, port, slot.internalPort, host), ...more },
+      env: { ...env, ...(etcdVia ? { REPOHOST_CLUSTER_ETCD: etcdVia.join(',') } : {}), ...nodeSettings(id, port, slot.internalPort, host), ...more },
     }).catch((err: unknown) => {
       rmSync(dataDir, { recursive: true, force: true });
       throw err;

@@ -31,6 +31,7 @@ export class GlobalKeys {
   slug = (slug: string): string => `${this.prefix}org-slug/${slug}`;
   key = (id: string): string => `${this.prefix}key/${id}`;
   target = (orgId: string, id: string): string => `${this.prefix}wht/${orgId}/${id}`;
+  targets = (): string => `${this.prefix}wht/`;
 }
 
 /**
@@ -53,7 +54,7 @@ export class GlobalKeys {
 export class EtcdOrgDirectory implements OrgDirectory {
   private view = new DirectoryView();
   private applied = 0;
-  private readonly echoes: Array<{ revision: number; resolve: () => void }> = [];
+  private readonly echoes: Array<{ revision: number; resolve: (applied: boolean) => void }> = [];
   private staged: Array<Promise<void>> = [];
   private watcher: Watcher | null = null;
   private watchClient: Etcd3;
@@ -187,8 +188,31 @@ export class EtcdOrgDirectory implements OrgDirectory {
     return [...held.keys()].sort().map((id) => structuredClone(held.get(id)!.record));
   }
 
-  hasTargets(orgId: string): boolean {
-    return (this.view.targets.get(orgId)?.size ?? 0) > 0;
+  /**
+   * Always: a target created through another node reaches this view within the watch latency,
+   * and a write made right after its 201 may be here first. The fan-out asks `caughtUp()` before
+   * it matches the events kept.
+   */
+  mayHaveTargets(): boolean {
+    return true;
+  }
+
+  /**
+   * Asks etcd which targets changed after the last revision this view applied, and waits (at most
+   * ECHO_WAIT_MS) for the watch to bring the latest of them. False when etcd does not answer or
+   * the watch stays behind.
+   */
+  async caughtUp(): Promise<boolean> {
+    if (this.closed) return false;
+    const prefix = this.paths.targets();
+    let latest = 0;
+    try {
+      const res = await this.client.kv.range({ key: Buffer.from(prefix), range_end: rangeEnd(prefix), min_mod_revision: this.applied + 1, keys_only: true });
+      for (const kv of res.kvs) latest = Math.max(latest, Number(kv.mod_revision));
+    } catch {
+      return false;
+    }
+    return this.echo(latest);
   }
 
   /** Creates the target, or replaces it as this view holds it: a change made meanwhile elsewhere is ABORTED, not overwritten. */
@@ -231,7 +255,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
     clearInterval(this.checkTimer);
     this.endWatch();
     this.client.close();
-    for (const echo of this.echoes.splice(0)) echo.resolve();
+    for (const echo of this.echoes.splice(0)) echo.resolve(false);
     return Promise.resolve();
   }
 
@@ -241,7 +265,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
    */
   private stage(write: () => Promise<string>): void {
     const done = write().then(
-      (revision) => this.echo(Number(revision)),
+      async (revision) => void (await this.echo(Number(revision))),
       (err: unknown) => {
         if (err instanceof ServiceError) throw err;
         log.warn('org directory: a write did not reach etcd', { error: (err as Error).message });
@@ -253,20 +277,24 @@ export class EtcdOrgDirectory implements OrgDirectory {
     this.staged.push(done);
   }
 
-  /** Resolves once the watch has applied `revision`, or after ECHO_WAIT_MS: the write is committed either way. */
-  private echo(revision: number): Promise<void> {
-    if (this.applied >= revision || this.closed) return Promise.resolve();
+  /**
+   * Resolves to true once the watch has applied `revision`, to false after ECHO_WAIT_MS or when
+   * the directory closes (a write is committed either way).
+   */
+  private echo(revision: number): Promise<boolean> {
+    if (this.applied >= revision) return Promise.resolve(true);
+    if (this.closed) return Promise.resolve(false);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
-        log.warn('org directory: a committed write has not come back through the watch yet', { revision, applied: this.applied });
-        resolve();
+        log.warn('org directory: a committed change has not come back through the watch yet', { revision, applied: this.applied });
+        resolve(false);
       }, ECHO_WAIT_MS);
       timer.unref();
       this.echoes.push({
         revision,
-        resolve: () => {
+        resolve: (applied) => {
           clearTimeout(timer);
-          resolve();
+          resolve(applied);
         },
       });
     });
@@ -399,7 +427,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
       const echo = this.echoes[i]!;
       if (echo.revision <= this.applied) {
         this.echoes.splice(i, 1);
-        echo.resolve();
+        echo.resolve(true);
       }
     }
   }

@@ -8,7 +8,7 @@ import { DeliveryState, type PendingDelivery } from './delivery-state.js';
 import { HttpDelivery } from './http-delivery.js';
 import { LaneScheduler } from './lane-scheduler.js';
 import { pruneDeliveryLog } from './log-pruning.js';
-import { fanOutBatch } from './outbox-fan-out.js';
+import { fanOutBatch, outboxEnds } from './outbox-fan-out.js';
 import { afterAttempt } from './retry-policy.js';
 import { onOutboxEvents } from './outbox-signal.js';
 import { OwnedShards, type ShardOwnership } from '../shard-ownership.js';
@@ -193,15 +193,22 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Fans out one batch of the outboxes of `shards`; true when more may wait. In cluster mode a
-   * delivery leaves only once the shard log holds its event: a receiver must not hear of a write
-   * whose append is then refused. A refused shard's deliveries stay unsent; its copy here is
-   * rebuilt from the log, and the events the log does hold come back to its outbox.
+   * Fans out one batch of the outboxes of `shards`; true when more may wait. The events taken are
+   * those already written when the directory is asked to catch up: each was acknowledged after
+   * any target its writer had been told was created, so the directory then holds that target.
+   * In cluster mode a delivery leaves only once the shard log holds its event: a receiver must
+   * not hear of a write whose append is then refused. A refused shard's deliveries stay unsent;
+   * its copy here is rebuilt from the log, and the events the log does hold come back to its outbox.
    */
   private async drainOnce(shards: readonly number[]): Promise<boolean> {
-    // A shard lost since the drain began is its new owner's.
-    const owned = shards.filter((shard) => this.ownership.owns(shard));
-    const batch = fanOutBatch(this.opts.storage, this.opts.directory, owned, this.clock.now());
+    const ends = outboxEnds(this.opts.storage, shards);
+    if (!ends.size) return false;
+    // Not caught up (etcd did not answer): the events wait for the next poll.
+    if (!(await this.opts.directory.caughtUp())) return false;
+    // A shard lost meanwhile is its new owner's.
+    for (const shard of ends.keys()) if (!this.ownership.owns(shard)) ends.delete(shard);
+    const owned = [...ends.keys()];
+    const batch = fanOutBatch(this.opts.storage, this.opts.directory, ends, this.clock.now());
     if (!batch) return false;
     // A sink that failed replicated none of it.
     const refused = await Promise.resolve(batch.logged).then((r) => r ?? [], () => owned);

@@ -1,6 +1,6 @@
 import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
 import type { OrgDirectory } from '../../../storage/org-directory.js';
-import { hasOutboxEvents, takeOutboxEvents } from '../../../storage/outbox.js';
+import { lastOutboxEvent, takeOutboxEvents } from '../../../storage/outbox.js';
 import { newId } from '../../../storage/ids.js';
 import type { EventEnvelope } from '../../../storage/records.js';
 import { deliveryShard } from '../../../storage/shards.js';
@@ -33,26 +33,38 @@ export interface FanOutBatch {
   logged: ReturnType<WriteSink>;
 }
 
-/** Moves one batch of events from the outboxes of `shards` into delivery records; null when they are empty. */
-export function fanOutBatch(storage: Storage, directory: OrgDirectory, shards: readonly number[], now: number): FanOutBatch | null {
-  const waiting = shards.filter((shard) => hasOutboxEvents(storage.meta, shard));
-  if (!waiting.length) return null;
+/** Where each outbox of `shards` that holds events ends now: the last event id, by shard. */
+export function outboxEnds(storage: Storage, shards: readonly number[]): Map<number, string> {
+  const ends = new Map<number, string>();
+  for (const shard of shards) {
+    const last = lastOutboxEvent(storage.meta, shard);
+    if (last !== undefined) ends.set(shard, last);
+  }
+  return ends;
+}
+
+/**
+ * Moves one batch of events from the outboxes into delivery records, none written after the ends
+ * given (`outboxEnds`, taken before the directory was caught up); null when there is none.
+ */
+export function fanOutBatch(storage: Storage, directory: OrgDirectory, ends: ReadonlyMap<number, string>, now: number): FanOutBatch | null {
+  if (!ends.size) return null;
   // Synchronous, so the write lock is held only while `fanOut` runs (an asynchronous transaction
   // holds it while this thread is scheduled to run the callback), and on disk when it returns:
   // a delivery is sent only once its record is durable, otherwise a crash could bring the event
   // back to the outbox and send it again under a new delivery id.
   let made!: { created: PendingDelivery[]; consumed: number };
-  const logged = commitWrites(storage, () => void (made = fanOut(storage, directory, waiting, now)), COMMIT_THEN_SYNC);
+  const logged = commitWrites(storage, () => void (made = fanOut(storage, directory, ends, now)), COMMIT_THEN_SYNC);
   return { created: made.created, more: made.consumed === DRAIN_BATCH, logged };
 }
 
 /** Runs inside the drain's write transaction: every read here sees the latest commit. */
-function fanOut(storage: Storage, directory: OrgDirectory, shards: readonly number[], now: number): { created: PendingDelivery[]; consumed: number } {
+function fanOut(storage: Storage, directory: OrgDirectory, ends: ReadonlyMap<number, string>, now: number): { created: PendingDelivery[]; consumed: number } {
   const { meta } = storage;
   const events: EventEnvelope[] = [];
-  for (const shard of shards) {
+  for (const [shard, through] of ends) {
     if (events.length === DRAIN_BATCH) break;
-    events.push(...takeOutboxEvents(meta, shard, DRAIN_BATCH - events.length));
+    events.push(...takeOutboxEvents(meta, shard, DRAIN_BATCH - events.length, through));
   }
   const targetsByOrg = new Map<string, Subscriber[]>();
   const created: PendingDelivery[] = [];
