@@ -46,9 +46,8 @@ export class SignaturePool {
   /** Signatures checked and batches sent since start (the operator's metrics). */
   readonly stats = { verified: 0, batches: 0 };
 
-  constructor(size = SIGNATURE_THREADS) {
-    for (let i = 0; i < size; i++) this.threads.push(this.spawn(i));
-  }
+  /** Threads start as checks ask for them (`grow`): a server that sees few new tokens runs one. */
+  constructor(private readonly size = SIGNATURE_THREADS) {}
 
   /**
    * Whether `signature` (base64url) is a valid Ed25519 signature of `signingInput` (ASCII) by
@@ -77,12 +76,18 @@ export class SignaturePool {
     const jobs = this.queue;
     this.queue = [];
     if (this.closed) return this.fail(jobs);
+    this.grow();
     const size = Math.min(MAX_BATCH, Math.ceil(jobs.length / this.threads.length));
     for (let i = 0; i < jobs.length; i += size) {
       let thread = this.threads[0]!;
       for (const t of this.threads) if (t.load < thread.load) thread = t;
       this.send(thread, jobs.slice(i, i + size));
     }
+  }
+
+  /** Starts the first thread with the first checks, and another while every thread has checks unanswered. */
+  private grow(): void {
+    if (this.threads.length < this.size && this.threads.every((t) => t.load > 0)) this.threads.push(this.spawn(this.threads.length));
   }
 
   private send(thread: Thread, jobs: Job[]): void {

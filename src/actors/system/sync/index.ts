@@ -34,7 +34,8 @@ export function startSyncActor(services: Services): SystemActor {
   };
   const pool = new Piscina({
     filename: fileURLToPath(new URL('./sync-worker.js', import.meta.url)),
-    minThreads: 1,
+    // Started by the first sync, not at start-up: a server that never syncs never loads it.
+    minThreads: 0,
     maxThreads: 1,
     concurrentTasksPerWorker: config.syncConcurrency,
     idleTimeout: Infinity,
