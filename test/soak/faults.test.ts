@@ -18,7 +18,7 @@
  * the end is within a generous bound of what it was after warm-up. The figures go to the TAP
  * output as comments.
  *
- * Length: `REPOHOST_SOAK_S` seconds of faulty load (default 30, four kills), plus the restarts,
+ * Length: `REPOHOST_SOAK_S` seconds of faulty load (default 15, four kills), plus the restarts,
  * the settling and the checks: about 90 s in all on an idle 2-core machine. A long soak (the file extends its
  * own time limit to fit):
  *   REPOHOST_SOAK_S=1800 npx tap --reporter=tap dist/test/soak/faults.test.js
@@ -40,7 +40,7 @@ import { Ledger } from './ledger.js';
 import { SoakClient, type Outcome } from './soak-client.js';
 import { admin, agent, bookmarker, reader, syncer, type Workload } from './workload.js';
 
-const DURATION_S = Number(process.env.REPOHOST_SOAK_S || 30);
+const DURATION_S = Number(process.env.REPOHOST_SOAK_S || 15);
 const MiB = 1024 * 1024;
 /**
  * How long after the load an undelivered event or an unfinished sync may take before it counts
