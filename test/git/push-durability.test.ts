@@ -11,7 +11,7 @@ import { cloneUrl, createRepo, gitClient } from './helpers.js';
  * every change, or where it was with no change of the push — and a fresh clone passes
  * `git fsck --strict`.
  */
-const COMMITS = 500;
+const COMMITS = 300;
 const s = await serverForFile(t);
 const git = gitClient(t);
 await createRepo(s, 'durable');
