@@ -15,7 +15,7 @@ import { noteOutboxEvent } from './system/webhooks/outbox-signal.js';
 export class Mutation {
   readonly events: EventEnvelope[] = [];
   /** Per org: whether its events are kept for the fan-out, asked once per command inside its transaction. */
-  private readonly subscribed = new Map<string, boolean>();
+  private readonly keeps = new Map<string, boolean>();
 
   constructor(
     private readonly storage: Storage,
@@ -68,8 +68,8 @@ export class Mutation {
   }
 
   private keepsEvents(orgId: string): boolean {
-    let keep = this.subscribed.get(orgId);
-    if (keep === undefined) this.subscribed.set(orgId, (keep = this.directory.mayHaveTargets(orgId)));
+    let keep = this.keeps.get(orgId);
+    if (keep === undefined) this.keeps.set(orgId, (keep = this.directory.mayHaveTargets(orgId)));
     return keep;
   }
 }

@@ -19,7 +19,7 @@
  * output as comments.
  *
  * Length: `REPOHOST_SOAK_S` seconds of faulty load (default 15, four kills), plus the restarts,
- * the settling and the checks: about 90 s in all on an idle 2-core machine. A long soak (the file extends its
+ * the settling and the checks: about a minute in all on an idle 2-core machine. A long soak (the file extends its
  * own time limit to fit):
  *   REPOHOST_SOAK_S=1800 npx tap --reporter=tap dist/test/soak/faults.test.js
  */
