@@ -1,4 +1,4 @@
-import { Etcd3, isRecoverableError } from 'etcd3';
+import { Etcd3, isRecoverableError, type Watcher } from 'etcd3';
 import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleWhen, retry } from 'cockatiel';
 
 /**
@@ -34,3 +34,29 @@ export function createEtcdClient(opts: { endpoints: string[] }): Etcd3 {
 
 /** A deadline for a call that must not take the default one (e.g. a keepalive shorter than it). */
 export const deadlineIn = (ms: number): { deadline: Date } => ({ deadline: new Date(Date.now() + ms) });
+
+/**
+ * Waits until `watcher` is created on etcd, or resolves null (and cancels it) once `signal`
+ * aborts. The client's own `create()` is not used: on a closed client it never settles, and the
+ * client then retries the watch's stream forever, which also keeps the process alive.
+ */
+export async function watchCreated(watcher: Watcher, signal: AbortSignal): Promise<Watcher | null> {
+  let onAbort = (): void => undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      onAbort = resolve;
+      if (signal.aborted) return resolve();
+      signal.addEventListener('abort', onAbort, { once: true });
+      watcher.once('connected', () => resolve());
+      watcher.once('error', reject);
+    });
+  } catch (err) {
+    void watcher.cancel().catch(() => undefined);
+    throw err;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+  if (!signal.aborted) return watcher;
+  void watcher.cancel().catch(() => undefined);
+  return null;
+}

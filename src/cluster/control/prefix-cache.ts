@@ -1,4 +1,5 @@
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import { watchCreated } from './etcd-client.js';
 
 /**
  * An in-memory copy of every key under one etcd prefix: read once, then kept current by a watch
@@ -22,9 +23,8 @@ export class PrefixCache<T> {
   private readonly entries = new Map<string, CachedValue<T>>();
   private readonly listeners = new Set<PrefixListener>();
   private watcher: Watcher | null = null;
-  private closed = false;
-  /** Ends the wait for a watch being created, when the cache closes meanwhile. */
-  private abandonConnect: (() => void) | null = null;
+  /** Aborted on close: also ends the wait for a watch being created. */
+  private readonly closing = new AbortController();
   /** The etcd revision the cache reflects. */
   revision = 0;
 
@@ -52,7 +52,7 @@ export class PrefixCache<T> {
     }
     this.revision = Number(res.header.revision);
     if (this.closed) return;
-    const watcher = await this.connect(this.client.watch().prefix(this.prefix).startRevision(String(this.revision + 1)).watcher());
+    const watcher = await watchCreated(this.client.watch().prefix(this.prefix).startRevision(String(this.revision + 1)).watcher(), this.closing.signal);
     if (!watcher) return;
     this.watcher = watcher;
     watcher.on('data', (wr) => {
@@ -85,33 +85,13 @@ export class PrefixCache<T> {
 
   /** Stops watching. The cancel is not awaited: it waits for the stream, which may hang on a stopped member. */
   close(): void {
-    this.closed = true;
-    this.abandonConnect?.();
+    this.closing.abort();
     void this.watcher?.cancel().catch(() => undefined);
     this.watcher = null;
   }
 
-  /**
-   * Waits until the watch is created, or the cache closes (then cancels it and returns null).
-   * The client's `create()` is not used: on a closed client it never settles, and the client
-   * retries the watch's stream forever, which also keeps the process alive.
-   */
-  private async connect(watcher: Watcher): Promise<Watcher | null> {
-    try {
-      await new Promise<void>((resolve, reject) => {
-        watcher.once('connected', () => resolve());
-        watcher.once('error', reject);
-        this.abandonConnect = resolve;
-      });
-    } catch (err) {
-      void watcher.cancel().catch(() => undefined);
-      throw err;
-    } finally {
-      this.abandonConnect = null;
-    }
-    if (!this.closed) return watcher;
-    void watcher.cancel().catch(() => undefined);
-    return null;
+  private get closed(): boolean {
+    return this.closing.signal.aborted;
   }
 
   private async resync(old: Watcher): Promise<void> {

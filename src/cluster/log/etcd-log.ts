@@ -9,6 +9,7 @@ import {
   type ShardLogEntry,
   type ShardLogTail,
 } from '../shard-log.js';
+import { watchCreated } from '../control/etcd-client.js';
 import { EntryChain } from './entry-chain.js';
 import { retryUnavailable } from './retry-unavailable.js';
 import { TailDelivery } from './tail-delivery.js';
@@ -96,7 +97,9 @@ export class EtcdShardLog implements ShardLog {
   tail(shard: number, after: number, onEntries: (entries: ShardLogEntry[]) => Promise<void>): ShardLogTail {
     let watcher: Watcher | null = null;
     let wake: () => void = () => undefined;
+    const stopping = new AbortController();
     const delivery = new TailDelivery(shard, after, onEntries, async () => {
+      stopping.abort();
       wake();
       await watcher?.cancel();
     });
@@ -109,7 +112,8 @@ export class EtcdShardLog implements ShardLog {
         if (entries.length === CATCH_UP_BATCH || !delivery.active) continue;
         // Caught up as of `revision`: watch from the next one, so no append falls in between.
         let pushing = Promise.resolve();
-        const w = await this.client.watch().prefix(this.prefix(shard)).startRevision(String(revision + 1)).create();
+        const w = await watchCreated(this.client.watch().prefix(this.prefix(shard)).startRevision(String(revision + 1)).watcher(), stopping.signal);
+        if (!w) return;
         watcher = w;
         await new Promise<void>((resolve) => {
           wake = resolve;
