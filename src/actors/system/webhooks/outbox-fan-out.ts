@@ -53,13 +53,13 @@ export function fanOutBatch(storage: Storage, directory: OrgDirectory, ends: Rea
   // holds it while this thread is scheduled to run the callback), and on disk when it returns:
   // a delivery is sent only once its record is durable, otherwise a crash could bring the event
   // back to the outbox and send it again under a new delivery id.
-  let made!: { created: PendingDelivery[]; consumed: number };
+  let made!: { created: PendingDelivery[]; more: boolean };
   const logged = commitWrites(storage, () => void (made = fanOut(storage, directory, ends, now)), COMMIT_THEN_SYNC);
-  return { created: made.created, more: made.consumed === DRAIN_BATCH, logged };
+  return { created: made.created, more: made.more, logged };
 }
 
 /** Runs inside the drain's write transaction: every read here sees the latest commit. */
-function fanOut(storage: Storage, directory: OrgDirectory, ends: ReadonlyMap<number, string>, now: number): { created: PendingDelivery[]; consumed: number } {
+function fanOut(storage: Storage, directory: OrgDirectory, ends: ReadonlyMap<number, string>, now: number): { created: PendingDelivery[]; more: boolean } {
   const { meta } = storage;
   const events: EventEnvelope[] = [];
   for (const [shard, through] of ends) {
@@ -105,7 +105,8 @@ function fanOut(storage: Storage, directory: OrgDirectory, ends: ReadonlyMap<num
       created.push({ orgId, targetId: target.id, lane: laneOf(record), shard: deliveryShard(record), record, body: bytes, dueAt: now });
     }
   }
-  return { created, consumed: events.length };
+  // Events written after the ends (or past the batch) wait for the next batch, not the next poll.
+  return { created, more: [...ends.keys()].some((shard) => lastOutboxEvent(meta, shard) !== undefined) };
 }
 
 /** A target as the fan-out matches it: sets, since a target may list thousands of repositories. */
