@@ -63,7 +63,9 @@ t.test('large files - a 512 MiB inline base64 content streams through apply-ops 
   await sampler;
   t.equal(res.status, 201, res.text.slice(0, 500));
   t.comment(`512 MiB through apply-ops in ${((Date.now() - started) / 1000).toFixed(1)} s; main thread heap peak ${(peak.heap / MiB).toFixed(0)} MiB (baseline ${(baseline.heap / MiB).toFixed(0)}), external peak ${(peak.external / MiB).toFixed(0)} MiB`);
-  t.ok(peak.heap < 128 * MiB, 'the heap stays far below the file size');
+  // Growth over the baseline: the peak itself (101–128 MiB in full runs) depends on what the
+  // server held before and when its collector ran, and a buffered body would add over 512 MiB.
+  t.ok(peak.heap - baseline.heap < 128 * MiB, `the heap grows far less than the file size (${((peak.heap - baseline.heap) / MiB).toFixed(0)} MiB)`);
   t.ok(peak.external < 128 * MiB, 'so do buffers outside the heap');
 
   const change = await f.s.api('GET', `${f.base}/changes/${res.json.change.id}`);
