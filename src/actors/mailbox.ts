@@ -167,7 +167,7 @@ export class Mailboxes {
       else {
         const reply = replies[i]!;
         written.then(
-          () => batch[i]!.resolve(reply),
+          (revision) => batch[i]!.resolve({ ...reply, directoryRevision: revision }),
           (err: unknown) => batch[i]!.resolve({ ...errorReply(commandError(err, batch[i]!.req), reply.queueMs), batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs }),
         );
       }
@@ -272,7 +272,7 @@ function dropped(outcome: Outcome | undefined, error: ServiceError): Outcome {
  * What a command came to inside the batch (a serialized body, or an error); replied once the batch
  * is on disk. `replayed`: the body is an earlier request's stored outcome under the same key.
  */
-type Outcome = { status: number; body: string; replayed?: boolean; written?: Promise<void> } | { error: ServiceError; written?: undefined };
+type Outcome = { status: number; body: string; replayed?: boolean; written?: Promise<number> } | { error: ServiceError; written?: undefined };
 
 /** A command's decoded input and what its `prepare` made of it. */
 interface Decoded {
@@ -304,7 +304,7 @@ function errorBody(error: ServiceError): Record<string, unknown> {
 }
 
 function okReply(status: number, body: Uint8Array, replayed: boolean, queueMs: number): ActorReplyMsg {
-  return { status, body, batchSize: 0, commitMs: 0, flushMs: 0, queueMs, replayed };
+  return { status, body, batchSize: 0, commitMs: 0, flushMs: 0, queueMs, replayed, directoryRevision: 0 };
 }
 
 function errorReply(e: ServiceError, queueMs: number): ActorReplyMsg {
@@ -317,5 +317,6 @@ function errorReply(e: ServiceError, queueMs: number): ActorReplyMsg {
     flushMs: 0,
     queueMs,
     replayed: false,
+    directoryRevision: 0,
   };
 }

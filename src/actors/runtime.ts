@@ -22,12 +22,14 @@ export interface ActorResponse {
   body: Uint8Array;
   /** The stored outcome of an earlier request under the same Idempotency-Key (ActorReply.replayed). */
   replayed: boolean;
+  /** ActorReply.directory_revision: 0, or the org directory's revision the caller's view awaits. */
+  directoryRevision: number;
 }
 
 /** What a caller gets from an actor's reply: the response, or the actor's failure thrown. */
 export function responseOf(reply: ActorReplyMsg): ActorResponse {
   if (reply.error) throw errorFromData(reply.error);
-  return { status: reply.status, body: reply.body, replayed: reply.replayed };
+  return { status: reply.status, body: reply.body, replayed: reply.replayed, directoryRevision: reply.directoryRevision };
 }
 
 /** A call as the ActorRequest bytes a worker thread (or, forwarded, another node) reads. */

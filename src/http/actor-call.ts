@@ -27,7 +27,10 @@ async function restrictedMsg(ctx: RequestContext): Promise<PrincipalMsg> {
 export async function callActor(ctx: RequestContext, actor: string, command: string, input: unknown): Promise<Reply> {
   // A repeat looks for the key's record on the declared actor's shard only (RouteDef.actor).
   if (ctx.idempotency && ctx.idempotency.actor !== actor) throw new Error(`${command} goes to ${actor}, not to the declared ${ctx.idempotency.actor}`);
-  return relay(await stepCaller(ctx)(actor, command, input));
+  const reply = await stepCaller(ctx)(actor, command, input);
+  // A webhook target written on another thread or node: this node's view shows it before the 2xx.
+  if (reply.directoryRevision) await ctx.services.directory.reached(reply.directoryRevision);
+  return relay(reply);
 }
 
 export const relay = (reply: ActorResponse): Reply => ({ status: reply.status, json: reply.body });

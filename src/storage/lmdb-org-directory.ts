@@ -118,6 +118,11 @@ export class LmdbOrgDirectory implements OrgDirectory {
     return null;
   }
 
+  /** Every thread reads the one environment: a committed write is there already. */
+  reached(): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** Runs `fn` and bumps the version in one transaction (a child of the caller's, inside one). */
   private write<T>(fn: () => T): T {
     return this.storage.root.transactionSync(() => {

@@ -69,7 +69,13 @@ export interface OrgDirectory {
   /**
    * The writes made since the last call, committed and visible to this directory's reads when the
    * promise resolves; it rejects with the first write that failed (a lost compare-and-swap is the
-   * same error the check would have thrown on a newer view). null when there is nothing to wait for.
+   * same error the check would have thrown on a newer view). It resolves to the revision another
+   * view passes to `reached`. null when there is nothing to wait for.
    */
-  flush(): Promise<void> | null;
+  flush(): Promise<number> | null;
+  /**
+   * Resolves once this view holds the writes another view's `flush()` reported (bounded: a view
+   * that cannot catch up stops waiting), so the front end that relays a write reads it back.
+   */
+  reached(revision: number): Promise<void>;
 }

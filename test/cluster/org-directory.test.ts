@@ -118,6 +118,25 @@ t.test('a directory caught up holds every target committed before it asked', asy
   t.ok(b.mayHaveTargets('org_without_targets'), 'a cluster node keeps every org\'s events');
 });
 
+t.test('a write flushed through one view reads back through another that reached its revision', async (t) => {
+  const org = createOrg(a, 'read-back');
+  await a.flush();
+  let behind = 0;
+  for (let i = 0; i < 20; i++) {
+    const hook = target(org.id, `back-${i}`);
+    a.putTarget(hook);
+    const revision = await a.flush();
+    t.ok(revision && revision > 0, 'the flush names its revision');
+    if (!b.target(org.id, hook.id)) behind++;
+    await b.reached(revision!);
+    t.equal(b.target(org.id, hook.id)?.name, hook.name, `target ${i} reads back through the other view`);
+    a.removeTarget(org.id, hook.id);
+    await b.reached((await a.flush())!);
+    t.equal(b.target(org.id, hook.id), undefined, `and its removal too`);
+  }
+  t.comment(`the other view lacked the target right after its flush ${behind} of 20 times`);
+});
+
 t.test('two nodes creating the same slug: exactly one wins, even from stale views', async (t) => {
   // Both views lack the slug when they write: the check passes on both, the comparison in etcd decides.
   createOrg(a, 'raced');

@@ -24,7 +24,7 @@ const EMPTY = new Uint8Array(0);
 /** The owner's failure, as a ServiceError travels (an unknown one as INTERNAL_ERROR). */
 export function encodeFailure(failure: unknown): Uint8Array {
   const err = asServiceError(failure) ?? new ServiceError('INTERNAL_ERROR', 'internal error');
-  return encodeReply({ status: err.status, body: EMPTY, error: errorData(err), batchSize: 0, commitMs: 0, flushMs: 0, queueMs: 0, replayed: false });
+  return encodeReply({ status: err.status, body: EMPTY, error: errorData(err), batchSize: 0, commitMs: 0, flushMs: 0, queueMs: 0, replayed: false, directoryRevision: 0 });
 }
 
 /** What the caller gets back: the reply, or the owner's failure thrown as the same ServiceError. */

@@ -62,7 +62,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
   private view = new DirectoryView();
   private applied = 0;
   private readonly echoes: Array<{ revision: number; resolve: (applied: boolean) => void }> = [];
-  private staged: Array<Promise<void>> = [];
+  private staged: Array<Promise<number>> = [];
   private watcher: Watcher | null = null;
   private watchClient: Etcd3;
   /** The member the watch client talks to, as an index into the endpoints. */
@@ -256,11 +256,16 @@ export class EtcdOrgDirectory implements OrgDirectory {
     this.stage(async () => (await this.client.delete().key(targetKey).exec()).header.revision);
   }
 
-  flush(): Promise<void> | null {
+  flush(): Promise<number> | null {
     if (this.staged.length === 0) return null;
     const writes = this.staged;
     this.staged = [];
-    return Promise.all(writes).then(() => undefined);
+    return Promise.all(writes).then((revisions) => Math.max(...revisions));
+  }
+
+  /** Waits (at most ECHO_WAIT_MS) for the watch to bring `revision` into this view. */
+  async reached(revision: number): Promise<void> {
+    await this.echo(revision);
   }
 
   /**
@@ -289,7 +294,10 @@ export class EtcdOrgDirectory implements OrgDirectory {
    */
   private stage(write: () => Promise<string>): void {
     const done = write().then(
-      async (revision) => void (await this.echo(Number(revision))),
+      async (revision) => {
+        await this.echo(Number(revision));
+        return Number(revision);
+      },
       (err: unknown) => {
         if (err instanceof ServiceError) throw err;
         log.warn('org directory: a write did not reach etcd', { error: (err as Error).message });
