@@ -207,7 +207,7 @@ export class Mailboxes {
     try {
       return this.storage.root.transactionSync((): Outcome => {
         if (idem) {
-          const prior = loadOutcome(this.storage, this.secrets, shard, idem.keyId, idem.key, now.getTime());
+          const prior = loadOutcome(this.storage.meta, this.secrets, shard, idem.keyId, idem.key, now.getTime());
           if (prior) {
             if (prior.fingerprint !== idem.fingerprint) throw keyReused();
             return { status: prior.status, body: prior.body, replayed: true };

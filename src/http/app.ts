@@ -183,7 +183,7 @@ class FrontEnd implements HttpFrontEnd {
     this.gitRouter = new Router(routes.filter((r) => r.git));
     this.bodyChecks = new Map(routes.filter((r) => r.body).map((r) => [r, compileBodyCheck(r.body!)]));
     this.limiter = new KeyRateLimiter(services.config.keyRateLimit);
-    this.idempotency = new IdempotencyGate(services.storage, services.secrets);
+    this.idempotency = new IdempotencyGate(services);
     this.app.any('/*', (res, req) => this.onRequest(new Exchange(res, req), req));
   }
 

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { keyReused, type ServiceError } from '../errors.js';
-import type { Storage } from '../storage/database.js';
 import { loadLegacyOutcome, loadOutcome, type IdempotentOutcome } from '../storage/idempotency-store.js';
-import type { SecretBox } from '../storage/secret-box.js';
+import { K } from '../storage/keys.js';
+import type { Services } from './services.js';
+import { readerFor } from './shard-reads.js';
 import type { IdempotencyTarget } from './idempotency-target.js';
 import type { Reply, RequestContext } from './route.js';
 
@@ -19,10 +20,7 @@ type Idempotency = NonNullable<RequestContext['idempotency']>;
 export class IdempotencyGate {
   private readonly inFlight = new Map<string, Promise<void>>();
 
-  constructor(
-    private readonly storage: Storage,
-    private readonly secrets: SecretBox,
-  ) {}
+  constructor(private readonly services: Pick<Services, 'storage' | 'secrets' | 'shardReads'>) {}
 
   /**
    * Runs `handler` as the only request under `keyId`'s `key`, or replays that key's outcome.
@@ -48,23 +46,24 @@ export class IdempotencyGate {
     }
     const slot = `${keyId}\0${key}`;
     while (this.inFlight.has(slot)) await this.inFlight.get(slot);
-    const prior = this.stored(keyId, key, target, Date.now());
-    if (prior) {
-      if (stream) await drain(stream);
-      if (prior.fingerprint !== fingerprint()) throw keyReused();
-      return { status: prior.status, json: prior.body };
-    }
-    if (missing) throw missing;
-    const idempotency: Idempotency = {
-      key,
-      actor: target.actor!,
-      get fingerprint() {
-        return fingerprint();
-      },
-    };
+    // Held from the lookup on: in a cluster the lookup may wait for another node.
     let release!: () => void;
     this.inFlight.set(slot, new Promise<void>((resolve) => (release = resolve)));
     try {
+      const prior = await this.stored(keyId, key, target, Date.now());
+      if (prior) {
+        if (stream) await drain(stream);
+        if (prior.fingerprint !== fingerprint()) throw keyReused();
+        return { status: prior.status, json: prior.body };
+      }
+      if (missing) throw missing;
+      const idempotency: Idempotency = {
+        key,
+        actor: target.actor!,
+        get fingerprint() {
+          return fingerprint();
+        },
+      };
       return await handler(idempotency, stream);
     } finally {
       this.inFlight.delete(slot);
@@ -72,13 +71,19 @@ export class IdempotencyGate {
     }
   }
 
-  /** The key's record on the shards that may hold it, or where it was kept before shards (idempotency-store.ts). */
-  private stored(keyId: string, key: string, target: IdempotencyTarget, now: number): IdempotentOutcome | undefined {
-    for (const shard of target.shards(now)) {
-      const found = loadOutcome(this.storage, this.secrets, shard, keyId, key, now);
+  /**
+   * The key's record on the shards that may hold it (read from their owners in a cluster: a
+   * repeated rename's record is on the repository's shard, which the org's owner may not hold),
+   * or where it was kept before shards (idempotency-store.ts).
+   */
+  private async stored(keyId: string, key: string, target: IdempotencyTarget, now: number): Promise<IdempotentOutcome | undefined> {
+    const shards = target.shards(now);
+    const reader = await readerFor(this.services, () => shards.map((shard) => K.idempotency(shard, keyId, key)));
+    for (const shard of shards) {
+      const found = loadOutcome(reader, this.services.secrets, shard, keyId, key, now);
       if (found) return found;
     }
-    return loadLegacyOutcome(this.storage, this.secrets, keyId, key, now);
+    return loadLegacyOutcome(this.services.storage, this.services.secrets, keyId, key, now);
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Key } from 'lmdb';
 import type { Storage } from './database.js';
 import { K } from './keys.js';
+import type { RecordReader } from './read/record-cache.js';
 import type { SecretBox } from './secret-box.js';
 
 /**
@@ -25,8 +26,8 @@ export interface IdempotentOutcome {
   body: string;
 }
 
-export function loadOutcome(storage: Storage, secrets: SecretBox, shard: number, keyId: string, key: string, now: number): IdempotentOutcome | undefined {
-  return read(storage, secrets, K.idempotency(shard, keyId, key), now);
+export function loadOutcome(reader: RecordReader, secrets: SecretBox, shard: number, keyId: string, key: string, now: number): IdempotentOutcome | undefined {
+  return read(reader, secrets, K.idempotency(shard, keyId, key), now);
 }
 
 /**
@@ -35,11 +36,11 @@ export function loadOutcome(storage: Storage, secrets: SecretBox, shard: number,
  * replay, and every such record expires within 24 h of the upgrade, when this read finds nothing.
  */
 export function loadLegacyOutcome(storage: Storage, secrets: SecretBox, keyId: string, key: string, now: number): IdempotentOutcome | undefined {
-  return read(storage, secrets, K.legacyIdempotency(keyId, key), now);
+  return read(storage.meta, secrets, K.legacyIdempotency(keyId, key), now);
 }
 
-function read(storage: Storage, secrets: SecretBox, dbKey: Key, now: number): IdempotentOutcome | undefined {
-  const stored = storage.meta.get(dbKey) as StoredOutcome | undefined;
+function read(reader: RecordReader, secrets: SecretBox, dbKey: Key, now: number): IdempotentOutcome | undefined {
+  const stored = reader.get(dbKey) as StoredOutcome | undefined;
   if (!stored || now - stored.at >= IDEMPOTENCY_TTL_MS) return undefined;
   return { fingerprint: stored.fingerprint, status: stored.status, body: secrets.open(stored.sealed_body) };
 }

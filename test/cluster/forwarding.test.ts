@@ -112,6 +112,7 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
   await syncRunsMerged(t, [a!, b!]);
   await deliveriesMerged(t, [a!, b!]);
   await targetsHeardAtOnce(t, [a!, b!], etcdProxies);
+  await repeatsAfterRename(t, [a!, b!]);
   // Each repository read by name, through both nodes.
   for (const repo of ['r0', 'r1', 'r2', 'r3', 'r4', 'r5']) {
     for (const path of ['', '/bookmarks', '/changes?bookmark=main&limit=200', '/content?depth=10', '/content?path=a.txt', '/upstream/syncs']) {
@@ -202,6 +203,36 @@ async function orgReadsGathered(t: Test, nodes: TestNode[]): Promise<void> {
     t.equal(refused.status, 403, `not one outside its reach ${via}`);
     const ids = await node.token({ repo_ids: [repos.get(elsewhere[0]!)!.id] });
     t.same((await node.api('GET', '/whoami', { token: ids })).json.repo_ids, [repos.get(elsewhere[0]!)!.id], `an id claim on another node's shard ${via}`);
+  }
+}
+
+/**
+ * A repository write under an Idempotency-Key, repeated by its old path after the repository was
+ * renamed and then deleted, replays through either node: the name no longer resolves, so the
+ * org's owner serves the repeat, and the stored response is on the repository's shard, which the
+ * other node owns.
+ */
+async function repeatsAfterRename(t: Test, nodes: TestNode[]): Promise<void> {
+  const names = Array.from({ length: 8 }, (_, i) => `moved${i}`);
+  for (const name of names) t.equal((await nodes[0]!.api('POST', '/acme/repos', { body: { name } })).status, 201, `${name} created`);
+  const { org, repos } = await owners(nodes[0]!, names);
+  const name = names.find((n) => repos.get(n)!.node !== org)!;
+  t.ok(name, 'a repository off the org owner\'s shards');
+  const headers = { 'idempotency-key': 'repeat-after-rename' };
+  const bookmark = { name: 'once', change_id: 'z'.repeat(32) };
+  const first = await nodes[0]!.api('POST', `/acme/${name}/bookmarks`, { body: bookmark, headers });
+  t.equal(first.status, 201, 'the write');
+  t.equal((await nodes[0]!.api('PATCH', `/acme/${name}`, { body: { name: `${name}-renamed` } })).status, 200, 'renamed');
+  for (const node of nodes) {
+    const again = await node.api('POST', `/acme/${name}/bookmarks`, { body: bookmark, headers });
+    t.same([again.status, again.text], [201, first.text], `the repeat by the old name replays through ${node.id}`);
+  }
+  t.equal((await nodes[0]!.api('DELETE', `/acme/${name}-renamed`)).status, 200, 'deleted');
+  for (const node of nodes) {
+    const again = await node.api('POST', `/acme/${name}/bookmarks`, { body: bookmark, headers });
+    t.same([again.status, again.text], [201, first.text], `and replays after the delete through ${node.id}`);
+    const unknown = await node.api('POST', `/acme/${name}/bookmarks`, { body: bookmark, headers: { 'idempotency-key': 'never-used' } });
+    t.equal(unknown.status, 404, `a key never used there is 404 through ${node.id}`);
   }
 }
 

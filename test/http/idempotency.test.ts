@@ -148,7 +148,7 @@ t.test('idempotency - a record lands on the shard of the actor that ran the requ
   t.equal(rename.status, 200);
   await withStorage((storage) => {
     const now = Date.now();
-    const at = (shard: number, key: string) => loadOutcome(storage, secrets, shard, s.key.id, key, now);
+    const at = (shard: number, key: string) => loadOutcome(storage.meta, secrets, shard, s.key.id, key, now);
     t.equal(at(repoShard(repo.id), 'shard-1')?.body, write.text, "a repository write: on the repository's shard");
     t.notOk(at(orgShard(orgId), 'shard-1'), "not on the org's");
     t.equal(at(orgShard(orgId), 'shard-2')?.body, rename.text, "a rename runs in the org's actor: on the org's shard");

@@ -171,7 +171,7 @@ export const confirmRepoSaga = defineCommand<SettleSagaInput>('repo.confirm', (i
 function recordResponse(ctx: CommandContext, orgId: string, request: SagaRequest, reply: NonNullable<SettleSagaInput['reply']>): void {
   const shard = orgShard(orgId);
   const now = ctx.now.getTime();
-  if (loadOutcome(ctx.storage, ctx.secrets, shard, request.key_id, request.key, now)) return;
+  if (loadOutcome(ctx.storage.meta, ctx.secrets, shard, request.key_id, request.key, now)) return;
   const outcome = { fingerprint: request.fingerprint, status: reply.status, body: serialize('repository', reply.view) };
   saveOutcome(ctx.storage, ctx.secrets, shard, request.key_id, request.key, outcome, now);
 }
