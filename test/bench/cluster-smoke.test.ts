@@ -1,4 +1,5 @@
 /**
+import '../helpers/child-env.js';
  * `npm run bench -- --cluster 3` on the smoke preset: the single node, then a real 3-node cluster
  * (3 etcd members, 3 nats-servers) entered through one node, and the report's ratios and hop probe.
  * 45 s on a quiet machine, 90 s at a load of 25: behind REPOHOST_LONG_TESTS=1.

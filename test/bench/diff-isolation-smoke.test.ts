@@ -1,4 +1,5 @@
 /**
+import '../helpers/child-env.js';
  * Runs bench/diff-isolation on a tiny configuration against a real server, so the script cannot
  * silently rot as the API evolves. Checks the result's shape only: timings on a shared machine
  * are the bench's to report, not a test's to assert. Needs the built server.

@@ -7,6 +7,7 @@ import t from 'tap';
 import { buildCharts, renderReportHtml } from '../../bench/report-html.js';
 import { loadPage } from './headless-chromium.js';
 import { reportFixture } from './fixtures/report-fixture.js';
+import '../helpers/child-env.js';
 
 const REPORT_CLI = fileURLToPath(new URL('../../bench/report.js', import.meta.url));
 

@@ -1,4 +1,5 @@
 /**
+import '../helpers/child-env.js';
  * Runs the whole bench on a tiny configuration (`--smoke`: ~1 s phases, 4 agents) against a real
  * server, so the bench cannot silently rot as the API evolves. Needs the built server.
  */

@@ -18,6 +18,7 @@ import { populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
 import { startTestServer } from '../helpers/server.js';
 import { noise, uploadBlob } from '../storage/storage-helpers.js';
 import { shardEntries } from '../helpers/shard-entries.js';
+import '../helpers/child-env.js';
 
 /**
  * The state transfer of cluster mode (src/cluster/replica/shard-seeder.ts, forward/shard-snapshot.ts):

@@ -9,6 +9,7 @@ import { SignJWT } from 'jose';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { createOrg, createSigningKey } from '../../src/storage/admin-store.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
+import './child-env.js';
 
 /**
  * Starts a real repohost server (the compiled CLI, `serve`) in a child process on a random port

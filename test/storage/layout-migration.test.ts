@@ -12,6 +12,7 @@ import { K, keyInRange, LAYOUT_VERSION, Layout1, Layout2, Layout3, lastPart, Ran
 import { deliveryShard, laneShard, repoShard, type DeliveryOwner } from '../../src/storage/shards.js';
 import { apiAnswers, DEAD_UPSTREAM, SCENARIO_ENV } from '../helpers/api-scenario.js';
 import { runCli, startTestServer, type TestKey, type TestServer } from '../helpers/server.js';
+import '../helpers/child-env.js';
 
 /**
  * A data directory written by the build before shard-prefixed keys (layout 1) is migrated when
