@@ -1,8 +1,10 @@
 import t from 'tap';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { openShardLog } from '../../src/cluster/log/open-shard-log.js';
 import { loadConfig } from '../../src/config.js';
+import type { ShardLog, ShardLogEntry } from '../../src/cluster/shard-log.js';
 import { startNats } from '../helpers/cluster-engines.js';
 import { shardLogScenarios } from '../helpers/shard-log-scenarios.js';
 
@@ -11,21 +13,23 @@ import { shardLogScenarios } from '../helpers/shard-log-scenarios.js';
 const nats = await startNats();
 t.teardown(() => nats.stop());
 
+const open = async (only?: number): Promise<ShardLog> => {
+  const config = loadConfig({
+    REPOHOST_CLUSTER_NAME: 'conf',
+    // Cluster mode needs etcd endpoints; the JetStream log never calls them.
+    REPOHOST_CLUSTER_ETCD: 'http://127.0.0.1:1',
+    REPOHOST_CLUSTER_NATS: (only === undefined ? nats.endpoints : [nats.endpoints[only]!]).join(','),
+    REPOHOST_NODE_ID: 'n1',
+    REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:1',
+    REPOHOST_SHARD_LOG: 'jetstream',
+    REPOHOST_SHARD_LOG_REPLICAS: '3',
+  });
+  return openShardLog(config.cluster!);
+};
+
 shardLogScenarios(t, {
   engines: nats,
-  open: async (only) => {
-    const config = loadConfig({
-      REPOHOST_CLUSTER_NAME: 'conf',
-      // Cluster mode needs etcd endpoints; the JetStream log never calls them.
-      REPOHOST_CLUSTER_ETCD: 'http://127.0.0.1:1',
-      REPOHOST_CLUSTER_NATS: (only === undefined ? nats.endpoints : [nats.endpoints[only]!]).join(','),
-      REPOHOST_NODE_ID: 'n1',
-      REPOHOST_NODE_INTERNAL_URL: 'http://127.0.0.1:1',
-      REPOHOST_SHARD_LOG: 'jetstream',
-      REPOHOST_SHARD_LOG_REPLICAS: '3',
-    });
-    return openShardLog(config.cluster!);
-  },
+  open,
   leaderFor: async (shard) => {
     // The stream's Raft leader, asked of any live server.
     for (const endpoint of nats.endpoints) {
@@ -42,4 +46,42 @@ shardLogScenarios(t, {
   },
   // Measured 4.9 s without an ack in the design research (meta and stream re-election).
   maxOutageMs: 15_000,
+});
+
+/**
+ * A node follows most shards and most of them are idle: their tails' progress checks (every 3 s)
+ * must not each ask the shard's leader for its last entry. Twelve tails, eight caught up and four
+ * on empty shards, over three checks: each asks once at most, and one whose shard grows still
+ * delivers.
+ */
+t.test('idle tails ask the leader for their last entry once, not at every progress check', async (t) => {
+  const log = await open();
+  const writer = await open();
+  t.teardown(async () => {
+    await log.close();
+    await writer.close();
+  });
+  const shards = Array.from({ length: 12 }, (_, i) => 200 + i);
+  const positions = new Map<number, number>();
+  for (const shard of shards.slice(0, 8)) positions.set(shard, await writer.append(shard, await writer.last(shard), `idle-${shard}`, new Uint8Array([1])));
+  let asked = 0;
+  const last = log.last.bind(log);
+  log.last = (shard: number) => {
+    asked++;
+    return last(shard);
+  };
+  const seen: ShardLogEntry[] = [];
+  const tails = shards.map((shard) =>
+    log.tail(shard, positions.get(shard) ?? 0, async (entries) => {
+      seen.push(...entries);
+    }),
+  );
+  await sleep(3 * 3000 + 1500);
+  t.ok(asked <= shards.length, `${asked} questions for ${shards.length} idle tails over three checks`);
+  const grown = shards[0]!;
+  await writer.append(grown, positions.get(grown)!, `grown-${grown}`, new Uint8Array([2]));
+  const deadline = Date.now() + 5000;
+  while (seen.length === 0 && Date.now() < deadline) await sleep(20);
+  t.same(seen.map((e) => e.id), [`grown-${grown}`], 'a new entry still arrives');
+  for (const tail of tails) await tail.stop();
 });

@@ -42,6 +42,15 @@ const TAIL_SILENT_HEARTBEATS = 3;
 /** How often a tail checks that it moves while the leader holds entries past it. */
 const TAIL_PROGRESS_CHECK_MS = 3000;
 
+/** A tail's last progress check: where it stood, its subject's message count, and the count at which it was found caught up. */
+interface TailCheck {
+  position: number;
+  count: number;
+  caughtUpAt: number | null;
+}
+/** The count of a subject whose stream did not answer: the tail is checked against the leader. */
+const UNKNOWN_COUNT = -1;
+
 export interface JetStreamLogOptions {
   servers: string[];
   /** The cluster name: streams are `RH_<CLUSTER>_WAL_<k>`, subjects `rh.<cluster>.wal.<shard>`. */
@@ -62,8 +71,10 @@ export interface JetStreamLogOptions {
  */
 export class JetStreamShardLog implements ShardLog {
   private readonly tails = new Set<TailDelivery>();
-  /** Each tail's position at its last progress check. */
-  private readonly tailChecks = new WeakMap<TailDelivery, number>();
+  /** Each tail's last progress check. */
+  private readonly tailChecks = new WeakMap<TailDelivery, TailCheck>();
+  /** Each stream's message count per subject, asked at most once per half check interval for all its tails. */
+  private readonly subjectCounts = new Map<number, { at: number; counts: Promise<Record<string, number> | null> }>();
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -212,15 +223,36 @@ export class JetStreamShardLog implements ShardLog {
   /**
    * Closes a tail's consumer when the leader holds entries past the tail's position and the tail
    * did not move since the last check: a backstop for a consumer that answers heartbeats but
-   * delivers nothing (a tail once stalled after a kill -9 with heartbeats flowing).
+   * delivers nothing (a tail once stalled after a kill -9 with heartbeats flowing). A tail found
+   * caught up is asked again only once its subject's message count has changed: a node follows
+   * most shards, most of them idle, and asking each one's leader for its last entry every check
+   * (a request per idle shard per 3 s) was most of an idle node's CPU and of its nats-server's.
    */
   private async closeWhenStuck(shard: number, delivery: TailDelivery, messages: ConsumerMessages): Promise<void> {
     const seen = delivery.position;
-    const stuckSince = this.tailChecks.get(delivery);
-    this.tailChecks.set(delivery, seen);
-    if (stuckSince !== seen || !delivery.active) return;
+    const counts = await this.subjectCountsOf(shard);
+    const count = counts ? counts[this.subject(shard)] ?? 0 : UNKNOWN_COUNT;
+    const prior = this.tailChecks.get(delivery);
+    const check: TailCheck = { position: seen, count, caughtUpAt: prior?.position === seen ? prior.caughtUpAt : null };
+    this.tailChecks.set(delivery, check);
+    if (prior?.position !== seen || !delivery.active) return;
+    if (count !== UNKNOWN_COUNT && check.caughtUpAt === count) return;
     const last = await this.last(shard).catch(() => 0);
-    if (last > seen && delivery.position === seen) await messages.close().catch(() => undefined);
+    if (delivery.position !== seen) return;
+    if (last > seen) await messages.close().catch(() => undefined);
+    else check.caughtUpAt = count;
+  }
+
+  private subjectCountsOf(shard: number): Promise<Record<string, number> | null> {
+    const k = shard % STREAMS;
+    const held = this.subjectCounts.get(k);
+    if (held && performance.now() - held.at < TAIL_PROGRESS_CHECK_MS / 2) return held.counts;
+    const counts = this.jsm.streams.info(this.stream(shard), { subjects_filter: '>' }).then(
+      (info) => info.state.subjects ?? {},
+      () => null,
+    );
+    this.subjectCounts.set(k, { at: performance.now(), counts });
+    return counts;
   }
 
   private async ensureStream(k: number, replicas: number): Promise<void> {
