@@ -6,6 +6,7 @@ import { apiAnswers, DEAD_UPSTREAM, populate, SCENARIO_ENV } from '../helpers/ap
 import { allOwnedBy, startCluster, type TestNode } from '../helpers/cluster.js';
 import type { EngineCluster } from '../helpers/cluster-engines.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
+import { startGitServer } from '../helpers/git-server.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 import { cloneUrl, gitClient } from '../git/helpers.js';
 
@@ -110,6 +111,7 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
   t.same(viaB, viaA, 'every answer is the same through either node');
   await orgReadsGathered(t, [a!, b!]);
   await syncRunsMerged(t, [a!, b!]);
+  await pushesRunOnce(t, [a!, b!]);
   await deliveriesMerged(t, [a!, b!]);
   await targetsHeardAtOnce(t, [a!, b!], etcdProxies);
   await repeatsAfterRename(t, [a!, b!]);
@@ -203,6 +205,54 @@ async function orgReadsGathered(t: Test, nodes: TestNode[]): Promise<void> {
     t.equal(refused.status, 403, `not one outside its reach ${via}`);
     const ids = await node.token({ repo_ids: [repos.get(elsewhere[0]!)!.id] });
     t.same((await node.api('GET', '/whoami', { token: ids })).json.repo_ids, [repos.get(elsewhere[0]!)!.id], `an id claim on another node's shard ${via}`);
+  }
+}
+
+/**
+ * Each node holds a copy of every shard here (two nodes, three replicas), sync queues included:
+ * a push runs on its repository's owner only, and once, whichever node the request entered
+ * through, although the other node's scheduler looks at its queue while the push is under way
+ * (a push of its own is queued meanwhile). Each run asks the upstream for its refs once, so the
+ * upstream counts the runs.
+ */
+async function pushesRunOnce(t: Test, nodes: TestNode[]): Promise<void> {
+  const names = Array.from({ length: 6 }, (_, i) => `pushed${i}`);
+  for (const name of names) t.equal((await nodes[0]!.api('POST', '/acme/repos', { body: { name } })).status, 201, `${name} created`);
+  const { repos } = await owners(nodes[0]!, names);
+  const git = await startGitServer({});
+  t.teardown(() => git.close());
+  // One repository per node, each entered through the other node.
+  const pushed = nodes.map((node) => ({ name: names.find((n) => repos.get(n)!.node === node.id)!, via: nodes.find((n) => n !== node)! }));
+  for (const { name, via } of pushed) {
+    t.equal((await via.api('PATCH', `/acme/${name}`, { body: { upstream: { url: await git.createRepo(name) } } })).status, 200, `${name} gets an upstream`);
+    const change = await via.api('POST', `/acme/${name}/apply-ops`, { body: { base_change_id: 'z'.repeat(32), ops: [{ op: 'write', path: 'a.txt', content: 'a\n' }], bookmarks: [{ name: 'main' }] } });
+    t.equal(change.status, 201, `${name} has a change on main`);
+  }
+  const [first, second] = pushed;
+  const hold = git.hold((req) => req.service === 'git-receive-pack' && req.path.includes(`/${first!.name}.git`));
+  const ids = new Map<string, string>();
+  const queue = async ({ name, via }: { name: string; via: TestNode }): Promise<void> => {
+    const push = await via.api('POST', `/acme/${name}/push`);
+    t.equal(push.status, 201, `${name}'s push queued through ${via.id}, not its owner`);
+    ids.set(name, push.json.id as string);
+  };
+  await queue(first!);
+  await hold.held;
+  // The other node's scheduler runs its own push now, and looks at its whole queue to find it.
+  await queue(second!);
+  await new Promise((r) => setTimeout(r, 1000));
+  hold.release();
+  for (const { name, via } of pushed) {
+    let status = '';
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+      status = (await via.api('GET', `/acme/${name}/upstream/syncs/${ids.get(name)}`)).json.status as string;
+      if (status === 'completed' || status === 'failed') break;
+    }
+    t.equal(status, 'completed', `${name}'s push completed`);
+  }
+  for (const { name } of pushed) {
+    const runs = git.requests.filter((r) => r.method === 'GET' && r.service === 'git-receive-pack' && r.path.includes(`/${name}.git`)).length;
+    t.equal(runs, 1, `${name}'s push ran once against the upstream`);
   }
 }
 
