@@ -226,7 +226,7 @@ export class JetStreamShardLog implements ShardLog {
    * delivers nothing (a tail once stalled after a kill -9 with heartbeats flowing). A tail found
    * caught up is asked again only once its subject's message count has changed: a node follows
    * most shards, most of them idle, and asking each one's leader for its last entry every check
-   * (a request per idle shard per 3 s) was most of an idle node's CPU and of its nats-server's.
+   * (a request per idle shard per 3 s) cost an idle 3-node cluster here a sixth of its CPU.
    */
   private async closeWhenStuck(shard: number, delivery: TailDelivery, messages: ConsumerMessages): Promise<void> {
     const seen = delivery.position;
