@@ -333,6 +333,7 @@ class FrontEnd implements HttpFrontEnd {
       hopRepo: r.hopRepo,
       body: r.body,
       bodyStream: r.bodyStream,
+      declared: r.declared,
     });
   }
 

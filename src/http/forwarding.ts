@@ -29,6 +29,8 @@ export interface ForwardableRequest {
   hopRepo: string;
   body: Promise<Buffer> | null;
   bodyStream: AsyncIterable<Uint8Array> | null;
+  /** The body's declared length (0: none declared). */
+  declared: number;
 }
 
 /** Served here (with the repository another node resolved, if it did), or answered by the owner. */

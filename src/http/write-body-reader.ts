@@ -211,7 +211,8 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
   return { body: root as Record<string, unknown>, contents };
 }
 
-async function readWhole(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
+/** The whole of a body (a bounded one: its reader enforces the route's limit). */
+export async function readWhole(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const parts: Buffer[] = [];
   let total = 0;
   for await (const chunk of stream) {

@@ -45,6 +45,14 @@ t.test('requests by a remembered name skip the org owner, and stale names are as
   // Writes too (with a buffered body): served by b at once, not sent to the org's owner and back.
   for (let i = 0; i < 3; i++) t.equal((await b!.api('POST', `/acme/${nameB}/bookmarks`, { body: { name: `w${i}`, change_id: ROOT } })).status, 201, `write ${i} to ${nameB} through b`);
   t.equal(await proxied(b!), before, `writes to ${nameB} through b took no hop`);
+  // File writes stream their bodies: a small one is taken whole and served by b at once too; a
+  // large one still goes through the org's owner (a stale name could not send it again).
+  const fileWrite = (name: string, path: string, content: string) =>
+    b!.api('POST', `/acme/${name}/apply-ops`, { body: { base_change_id: ROOT, ops: [{ op: 'write', path, content }] } });
+  for (let i = 0; i < 3; i++) t.equal((await fileWrite(nameB, `f${i}.txt`, 'small')).status, 201, `file write ${i} to ${nameB} through b`);
+  t.equal(await proxied(b!), before, `file writes to ${nameB} through b took no hop`);
+  t.equal((await fileWrite(nameB, 'large.txt', 'x'.repeat(300 * 1024))).status, 201, `a large file write to ${nameB} through b`);
+  t.equal((await proxied(b!)) - before, 1, 'went through the org owner');
   // A repository on a: one hop straight to it, as many as reads.
   await b!.api('GET', `/acme/${nameA}`);
   const beforeA = await proxied(b!);
@@ -58,6 +66,9 @@ t.test('requests by a remembered name skip the org owner, and stale names are as
   // Renamed through a: b's remembered name is stale. A write by it is asked again through the
   // org's owner, which knows no such name, and the renamed repository does not get it.
   t.equal((await a!.api('PATCH', `/acme/${nameB}`, { body: { name: 'moved' } })).status, 200, 'rename through a');
+  const staleFile = await fileWrite(nameB, 'stale.txt', 'small');
+  t.equal(staleFile.status, 404, `a file write by the old name (its body sent twice) through b is not found (${staleFile.text})`);
+  t.equal(staleFile.json.error.code, 'REPO_NOT_FOUND');
   const stale = await b!.api('POST', `/acme/${nameB}/bookmarks`, { body: { name: 'stale', change_id: ROOT } });
   t.equal(stale.status, 404, `a write by the old name through b is not found (${stale.text})`);
   t.equal((await a!.api('GET', '/acme/moved/bookmarks/stale')).status, 404, 'and the renamed repository did not take it');

@@ -12,6 +12,7 @@ import { orgShard, repoShard } from '../../storage/shards.js';
 import type { ForwardMetrics } from './forward-metrics.js';
 import { HOP_HEADER, NODE_HEADER, REPO_HEADER, STALE_REASON, ownerUnreachable, parseHop, staleRoute } from './hop.js';
 import type { ShardOwners } from './shard-owners.js';
+import { SMALL_BODY_BYTES, readWhole } from '../../http/write-body-reader.js';
 
 const HERE: RequestPlacement = { here: true, repoId: null };
 
@@ -113,13 +114,15 @@ export class RequestForwarder implements RequestForwarding {
   }
 
   /**
-   * A client's request to a repository whose id this node learned: placed by its shard. Not a
-   * streamed body: a stale name is asked again through the org's owner, which needs the body
-   * a second time (a small body is buffered; a REPO_NOT_FOUND from the owner applied nothing).
+   * A client's request to a repository whose id this node learned: placed by its shard. A stale
+   * name is asked again through the org's owner, which needs the body a second time (a
+   * REPO_NOT_FOUND from the owner applied nothing): a streamed body is taken whole first when it
+   * is declared small (the owner reads such a body whole too), a larger one goes through the org's
+   * owner. Without this, every file write (apply-ops streams its body) took two hops.
    */
   private byRememberedName(req: ForwardableRequest, orgNode: NodeInfo, org: number): RequestPlacement | null {
     const name = req.params.repo;
-    if (name === undefined || req.bodyStream) return null;
+    if (name === undefined || (req.bodyStream && (req.declared === 0 || req.declared > SMALL_BODY_BYTES))) return null;
     const key = nameKey(req.orgId, name);
     const repoId = this.names.get(key);
     if (repoId === undefined) return null;
@@ -130,10 +133,11 @@ export class RequestForwarder implements RequestForwarding {
       this.names.delete(key);
       return null;
     }
-    const reply = this.send(req, home.node, shard, repoId).then((answer) => {
+    const resendable: ForwardableRequest = req.bodyStream ? { ...req, body: readWhole(req.bodyStream), bodyStream: null } : req;
+    const reply = this.send(resendable, home.node, shard, repoId).then((answer) => {
       if (!repoNotFound(answer)) return answer;
       this.names.delete(key);
-      return this.send(req, orgNode, org, null);
+      return this.send(resendable, orgNode, org, null);
     });
     return { here: false, reply };
   }
