@@ -40,5 +40,5 @@ onEachLog(
       },
     });
   },
-  ['jetstream'],
+  { logs: ['jetstream'] },
 );
