@@ -177,6 +177,73 @@ export function shardLogScenarios(t: Test, backend: ShardLogBackendUnderTest): v
     t.equal(entries[1]!.seq, s2);
   });
 
+  t.test('a record larger than one entry of the engine goes in pieces and reads whole', async (t) => {
+    const log = await backend.open();
+    const reader = await backend.open();
+    t.teardown(async () => {
+      await log.close();
+      await reader.close();
+    });
+    // Above etcd's 1.5 MiB request limit and the JetStream streams' 8 MiB message limit.
+    const huge = randomBytes(12 * 1024 * 1024);
+    const tailed: ShardLogEntry[] = [];
+    const tail = reader.tail(11, 0, async (entries) => void tailed.push(...entries));
+    const s1 = await log.append(11, 0, 'huge-1', bytes('before'));
+    const s2 = await log.append(11, s1, 'huge-2', huge);
+    t.equal(await log.append(11, s1, 'huge-2', huge), s2, 'appending it again names the landed copy');
+    const s3 = await log.append(11, s2, 'huge-3', bytes('after'));
+    t.equal(await log.last(11), s3, 'the next append expected its sequence');
+    const entries = await readAll(reader, 11);
+    t.same(
+      entries.map((e) => e.id),
+      ['huge-1', 'huge-2', 'huge-3'],
+      'one entry per record',
+    );
+    t.ok(Buffer.from(entries[1]!.record).equals(huge), 'the record reads back intact');
+    t.same([entries[1]!.seq, entries[1]!.prev], [s2, s1], 'at the sequence its append returned, after the one it expected');
+    t.same(
+      (await reader.read(11, s1, 1)).map((e) => e.id),
+      ['huge-2'],
+      'a read of one entry after the expected sequence finds it (how an owner settles an append)',
+    );
+    const deadline = Date.now() + 10_000;
+    while (tailed.length < 3 && Date.now() < deadline) await sleep(20);
+    await tail.stop();
+    t.same(
+      tailed.map((e) => e.id),
+      ['huge-1', 'huge-2', 'huge-3'],
+      'a tail delivers it once, whole',
+    );
+    t.ok(tailed[1] && Buffer.from(tailed[1].record).equals(huge), 'intact');
+  });
+
+  t.test('the pieces of a record cut short are never read', async (t) => {
+    const log = await backend.open();
+    t.teardown(() => log.close());
+    // Its writer was fenced or died between two pieces: the entry after them ends the series.
+    const p0 = await log.append(12, 0, 'cut~0/3', bytes('a'));
+    const p1 = await log.append(12, p0, 'cut~1/3', bytes('b'));
+    const fence = await log.append(12, p1, 'fence', bytes('epoch'));
+    t.same(
+      (await readAll(log, 12)).map((e) => e.id),
+      ['fence'],
+      'a read skips them',
+    );
+    const tailed: string[] = [];
+    const tail = log.tail(12, 0, async (entries) => void tailed.push(...entries.map((e) => e.id)));
+    const deadline = Date.now() + 10_000;
+    while (tailed.length < 1 && Date.now() < deadline) await sleep(20);
+    await sleep(200);
+    await tail.stop();
+    t.same(tailed, ['fence'], 'so does a tail');
+    // A series still being appended is read once its last piece is there.
+    const q0 = await log.append(12, fence, 'open~0/2', bytes('c'));
+    t.same(await log.read(12, fence, 10), [], 'not before');
+    const q1 = await log.append(12, q0, 'open~1/2', bytes('d'));
+    const [whole] = await log.read(12, fence, 10);
+    t.same([whole?.id, whole?.seq, whole?.prev, text(whole?.record ?? new Uint8Array())], ['open', q1, fence, 'cd'], 'then as one record');
+  });
+
   t.test('a tail delivers the backlog, then new entries, in order', async (t) => {
     const log = await backend.open();
     const writer = await backend.open();

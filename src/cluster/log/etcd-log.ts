@@ -36,6 +36,13 @@ export interface EtcdLogOptions {
  * history (deleted entries stay until compaction) suit small deployments and tests.
  */
 export class EtcdShardLog implements ShardLog {
+  /**
+   * The largest record appended as one entry: etcd refuses a request above 1.5 MiB (its
+   * default), and the append's transaction also carries the keys, the id and the head. Larger
+   * records go in pieces (piece-log.ts).
+   */
+  readonly maxEntryBytes = 1280 * 1024;
+
   private readonly client: Etcd3;
   private readonly unavailableBudgetMs: number;
   private readonly tails = new Set<TailDelivery>();

@@ -32,6 +32,10 @@ import { TailDelivery } from './tail-delivery.js';
 
 /** Shards share this many streams (shard mod STREAMS), so several Raft leaders share the work. */
 const STREAMS = 4;
+/** The streams' largest message. */
+const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+/** Room left in a message for its headers (msg id, expected sequences, Rh-Prev). */
+const ENTRY_HEADROOM_BYTES = 16 * 1024;
 /** The header carrying the sequence an entry was appended after. */
 const PREV_HEADER = 'Rh-Prev';
 const MSG_ID_HEADER = 'Nats-Msg-Id';
@@ -75,6 +79,15 @@ export class JetStreamShardLog implements ShardLog {
   private readonly tailChecks = new WeakMap<TailDelivery, TailCheck>();
   /** Each stream's message count per subject, asked at most once per half check interval for all its tails. */
   private readonly subjectCounts = new Map<number, { at: number; counts: Promise<Record<string, number> | null> }>();
+
+  /**
+   * The largest record appended as one message: below the server's `max_payload` (1 MiB unless
+   * configured) and the streams' `max_msg_size`, with room for the headers. Larger records go in
+   * pieces (piece-log.ts).
+   */
+  get maxEntryBytes(): number {
+    return Math.min(this.nc.info?.max_payload ?? 1024 * 1024, MAX_MESSAGE_BYTES) - ENTRY_HEADROOM_BYTES;
+  }
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -270,7 +283,7 @@ export class JetStreamShardLog implements ShardLog {
       max_msgs: -1,
       max_bytes: -1,
       max_age: 0,
-      max_msg_size: 8 * 1024 * 1024,
+      max_msg_size: MAX_MESSAGE_BYTES,
       duplicate_window: nanos(120_000),
       allow_direct: false,
       deny_delete: false,

@@ -27,7 +27,8 @@ interface Queued {
 /**
  * The most write-set bytes merged into one record. Above it the sets go in the next records: a
  * log takes records of a bounded size (etcd refuses a request above 1.5 MiB by default), and one
- * staged 1 MiB chunk per record must still fit. A single larger set still goes alone.
+ * staged 1 MiB chunk per record must still fit. A single larger set still goes alone, in
+ * pieces if the engine needs it (piece-log.ts).
  */
 export const MAX_MERGED_BYTES = 1024 * 1024 + 64 * 1024;
 
