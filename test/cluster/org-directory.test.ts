@@ -200,19 +200,22 @@ t.test('a paused etcd member (stopped, not dead) does not hold back any node\'s 
     const hook = target(org.id, `while-${member}-paused`);
     const started = performance.now();
     let committed = false;
-    for (let attempt = 0; attempt < 10 && !committed; attempt++) {
+    // Retried as a client would, for up to 20 s: a failed write returns at once while every
+    // member's circuit breaker is open (seen in the full suite: ten attempts gone in 2 s).
+    while (!committed && performance.now() - started < 20_000) {
       try {
         a.putTarget(hook);
         await a.flush();
         committed = true;
       } catch {
         // UNAVAILABLE while the paused member led; the election moves on
+        await sleep(200);
       }
     }
     // How long the commit takes is etcd's election (seconds on a loaded machine); what this
     // directory answers for is how soon the other node sees a committed write.
     const committedAt = performance.now() - started;
-    t.ok(committed, `member ${member} paused: the write committed within ten attempts (${committedAt.toFixed(0)} ms)`);
+    t.ok(committed, `member ${member} paused: the write committed within 20 s (${committedAt.toFixed(0)} ms)`);
     const seen = await until(() => b.target(org.id, hook.id) !== undefined, 10_000);
     t.ok(seen < 5000, `member ${member} paused: the other node saw the write within 5 s of its commit (${seen.toFixed(0)} ms after it, ${committedAt.toFixed(0)} ms to commit)`);
     etcd.resume(member);
