@@ -20,4 +20,4 @@ onEachLog(t, 'kill -9 of an owner under load', async (t, log) => {
       return measured;
     },
   });
-}, { everyRun: true });
+}, { everyRun: ['etcd', 'jetstream'] });

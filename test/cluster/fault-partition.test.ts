@@ -35,4 +35,4 @@ else onEachLog(t, 'a partition isolating an owner', async (t, log) => {
       return measured;
     },
   });
-});
+}, { everyRun: ['etcd'] });
