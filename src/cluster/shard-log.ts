@@ -35,7 +35,8 @@ export interface ShardLog {
   /**
    * Delivers every entry above `after` in order, then each new one as it is appended, to
    * `onEntries` in batches; the next batch waits until the previous call's promise settles.
-   * Survives a member's loss by resuming after the last delivered entry. Ends (`done` rejects)
+   * Survives a member's loss, and an outage of the whole log, by resuming after the last
+   * delivered entry once it can. Ends (`done` rejects)
    * when `onEntries` throws or the entries after `after` were trimmed (`ShardLogTrimmed`).
    */
   tail(shard: number, after: number, onEntries: (entries: ShardLogEntry[]) => Promise<void>): ShardLogTail;

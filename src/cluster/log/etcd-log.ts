@@ -11,7 +11,7 @@ import {
 } from '../shard-log.js';
 import { watchCreated } from '../control/etcd-client.js';
 import { EntryChain } from './entry-chain.js';
-import { retryUnavailable } from './retry-unavailable.js';
+import { retryUnavailable, untilAvailable } from './retry-unavailable.js';
 import { TailDelivery } from './tail-delivery.js';
 
 /** Digits of a sequence in an entry key, so keys sort in sequence order (2^53 has 16). */
@@ -114,7 +114,12 @@ export class EtcdShardLog implements ShardLog {
     void delivery.done.finally(() => this.tails.delete(delivery)).catch(() => undefined);
     const run = async (): Promise<void> => {
       while (delivery.active) {
-        const { entries, revision } = await this.readRange(shard, delivery.position, CATCH_UP_BATCH);
+        const range = await untilAvailable(
+          () => delivery.active,
+          () => this.readRange(shard, delivery.position, CATCH_UP_BATCH),
+        );
+        if (!range) return;
+        const { entries, revision } = range;
         for (const e of entries) await delivery.push(e);
         if (entries.length === CATCH_UP_BATCH || !delivery.active) continue;
         // Caught up as of `revision`: watch from the next one, so no append falls in between.

@@ -27,7 +27,7 @@ import {
   type ShardLogTail,
 } from '../shard-log.js';
 import { EntryChain } from './entry-chain.js';
-import { retryUnavailable } from './retry-unavailable.js';
+import { retryUnavailable, untilAvailable } from './retry-unavailable.js';
 import { TailDelivery } from './tail-delivery.js';
 
 /** Shards share this many streams (shard mod STREAMS), so several Raft leaders share the work. */
@@ -182,14 +182,18 @@ export class JetStreamShardLog implements ShardLog {
     void delivery.done.finally(() => this.tails.delete(delivery)).catch(() => undefined);
     const run = async (): Promise<void> => {
       while (delivery.active) {
-        const consumer = await this.retried(shard, () =>
-          this.js.consumers.get(this.stream(shard), {
-            filter_subjects: this.subject(shard),
-            deliver_policy: DeliverPolicy.StartSequence,
-            opt_start_seq: delivery.position + 1,
-          }),
+        const consumer = await untilAvailable(
+          () => delivery.active,
+          () =>
+            this.retried(shard, () =>
+              this.js.consumers.get(this.stream(shard), {
+                filter_subjects: this.subject(shard),
+                deliver_policy: DeliverPolicy.StartSequence,
+                opt_start_seq: delivery.position + 1,
+              }),
+            ),
         );
-        if (!delivery.active) return;
+        if (!consumer || !delivery.active) return;
         const current = await consumer.consume({ max_messages: 256, expires: TAIL_PULL_EXPIRES_MS });
         messages = current;
         void this.closeWhenSilent(current);

@@ -16,3 +16,23 @@ export async function retryUnavailable<T>(budgetMs: number, attempt: () => Promi
     }
   }
 }
+
+/** Between two rounds of `untilAvailable`. */
+const TAIL_RETRY_PAUSE_MS = 500;
+
+/**
+ * For a tail, which outlives a member's loss (an election can outlast the budget on a loaded
+ * machine): runs `attempt`, itself retried for a budget, again while it fails with
+ * `ShardLogUnavailable` and the tail is `wanted`; null once it is not.
+ */
+export async function untilAvailable<T>(wanted: () => boolean, attempt: () => Promise<T>): Promise<T | null> {
+  while (wanted()) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!(err instanceof ShardLogUnavailable)) throw err;
+      await sleep(TAIL_RETRY_PAUSE_MS);
+    }
+  }
+  return null;
+}
