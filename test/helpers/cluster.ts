@@ -106,6 +106,9 @@ export interface TestCluster {
 
 type Teardown = { teardown(fn: () => Promise<void> | void): void };
 
+/** How long a node stopping at teardown may take to write its coverage before it is killed. */
+const COVERAGE_STOP_MS = 10_000;
+
 /** Where a node listens before it starts. */
 interface Slot {
   id: string;
@@ -208,6 +211,9 @@ export async function startCluster(t: Teardown, opts: ClusterOptions): Promise<T
     return { [TEST_PLACEMENT_ENV]: file };
   };
   const nodes: TestNode[] = await Promise.all(first.map((s) => launch(s, tableEnv(s))));
+  // A killed node writes no coverage: with coverage on, the nodes are asked to stop, all at once,
+  // before their own teardowns kill them (tap runs teardowns last added first).
+  if (process.env.NODE_V8_COVERAGE) t.teardown(async () => void (await Promise.all(nodes.map((n) => Promise.race([n.stop(), sleep(COVERAGE_STOP_MS)])))));
 
   let named = nodes.length;
   const live = (): TestNode[] => nodes.filter(alive);
