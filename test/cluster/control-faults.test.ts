@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import type { LeaseStatus } from '../../src/cluster/control/membership.js';
 import { startEtcd, type EngineCluster } from '../helpers/cluster-engines.js';
-import { closeAll, settledTable, startControlNode, waitFor, type ControlTestNode } from '../helpers/control-nodes.js';
+import { closeAll, fullTable, settledTable, startControlNode, waitFor, type ControlTestNode } from '../helpers/control-nodes.js';
 
 // Faults of the control plane on a real 3-member etcd: the controller's node dies, the etcd
 // leader dies, etcd stops answering altogether. Each test has its own etcd, as each breaks it.
@@ -37,9 +37,15 @@ t.test("the controller's node dies: another node takes over and promotes its sha
   await leader.crash();
   const next = await waitFor('a new controller', (ttlS + 3) * 1000, () => rest.find((n) => n.plane.controller.isLeader()));
   t.ok(Date.now() - started <= ttlS * 1000 + 1500, `${next.id} controls ${Date.now() - started} ms after the crash`);
-  await waitFor("the old controller's shards promoted", 3_000, () => ownedBy(rest[0]!, leader.id) === 0);
+  // A view being reloaded has no table for a moment: that is not "no shard left on the dead node".
+  await waitFor("the old controller's shards promoted", 3_000, () => fullTable(rest[0]!) !== undefined && ownedBy(rest[0]!, leader.id) === 0);
   t.equal(rest.filter((n) => n.plane.controller.isLeader()).length, 1, 'one controller');
-  t.ok(next.plane.controller.writes.promote > 50, `the new controller promoted ${next.plane.controller.writes.promote} shards`);
+  // A controller counts its writes once etcd answered them, which may come after the watch showed
+  // them (44 of them counted once, in the full suite); counted over both survivors, in case the
+  // controllership moved between them meanwhile.
+  const promoted = (): number => rest.reduce((sum, n) => sum + n.plane.controller.writes.promote, 0);
+  await waitFor('the promotions counted', 3_000, () => promoted() > 50).catch(() => undefined);
+  t.ok(promoted() > 50, `the survivors' controllers promoted ${promoted()} shards`);
 });
 
 t.test('the etcd leader dies: calls end within their deadlines, leases and placement carry on', async (t) => {
