@@ -21,7 +21,7 @@ onEachLog(t, 'kill -9 of the etcd leader', async (t, log) => {
       await ctx.cluster.settled(40_000);
     },
   });
-}, { everyRun: ['etcd', 'jetstream'] });
+}, { everyRun: ['etcd'] });
 
 onEachLog(
   t,
