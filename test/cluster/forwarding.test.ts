@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { apiAnswers, DEAD_UPSTREAM, populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
+import { apiAnswers, createScenarioRepo, DEAD_UPSTREAM, populate, SCENARIO_ENV } from '../helpers/api-scenario.js';
 import { allOwnedBy, startCluster, type TestNode } from '../helpers/cluster.js';
 import type { EngineCluster } from '../helpers/cluster-engines.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
@@ -105,7 +105,8 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
   const cluster = await startCluster(t, { log: 'jetstream', fixedPlacement: { a: split, b: split }, env: SCENARIO_ENV, etcdVia });
   await cluster.settled();
   const [a, b] = cluster.nodes;
-  await populate(b!, 6);
+  await createSpread(b!, ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'], (name) => createScenarioRepo(b!, name));
+  await populate(b!, 6, true);
   const viaB = await apiAnswers(b!);
   const viaA = await apiAnswers(a!);
   t.same(viaB, viaA, 'every answer is the same through either node');
@@ -127,6 +128,24 @@ t.test('shards split between two nodes: each answers as the other', async (t) =>
   const actorForwards = counter(await a!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="answered"') + counter(await b!.metrics(), 'repohost_forwarded_total', 'kind="actor",outcome="answered"');
   t.ok(actorForwards > 0, `${actorForwards} actor messages went to another shard's owner`);
 });
+
+/**
+ * Creates the repositories `names` through `node` so that both nodes hold some. Ids are random, so
+ * six can all land on one node (about 3 % of runs): the last is then deleted and created again,
+ * with a new id, until they do not.
+ */
+async function createSpread(node: TestNode, names: string[], create: (name: string) => Promise<unknown>): Promise<void> {
+  for (const name of names) await create(name);
+  const last = names.at(-1)!;
+  for (let attempt = 0; ; attempt++) {
+    const { repos } = await owners(node, names);
+    if (new Set([...repos.values()].map((r) => r.node)).size > 1) return;
+    if (attempt === 20) throw new Error(`${names.join(', ')} stayed on one node`);
+    const deleted = await node.api('DELETE', `/acme/${last}`);
+    if (deleted.status !== 200) throw new Error(`delete ${last}: ${deleted.status} ${deleted.text}`);
+    await create(last);
+  }
+}
 
 /** Which node serves each of the org's repositories, and which the org itself. */
 async function owners(node: TestNode, names: string[]): Promise<{ org: string; repos: Map<string, { id: string; node: string }> }> {
@@ -217,7 +236,7 @@ async function orgReadsGathered(t: Test, nodes: TestNode[]): Promise<void> {
  */
 async function pushesRunOnce(t: Test, nodes: TestNode[]): Promise<void> {
   const names = Array.from({ length: 6 }, (_, i) => `pushed${i}`);
-  for (const name of names) t.equal((await nodes[0]!.api('POST', '/acme/repos', { body: { name } })).status, 201, `${name} created`);
+  await createSpread(nodes[0]!, names, async (name) => t.equal((await nodes[0]!.api('POST', '/acme/repos', { body: { name } })).status, 201, `${name} created`));
   const { repos } = await owners(nodes[0]!, names);
   const git = await startGitServer({});
   t.teardown(() => git.close());
@@ -264,7 +283,7 @@ async function pushesRunOnce(t: Test, nodes: TestNode[]): Promise<void> {
  */
 async function repeatsAfterRename(t: Test, nodes: TestNode[]): Promise<void> {
   const names = Array.from({ length: 8 }, (_, i) => `moved${i}`);
-  for (const name of names) t.equal((await nodes[0]!.api('POST', '/acme/repos', { body: { name } })).status, 201, `${name} created`);
+  await createSpread(nodes[0]!, names, async (name) => t.equal((await nodes[0]!.api('POST', '/acme/repos', { body: { name } })).status, 201, `${name} created`));
   const { org, repos } = await owners(nodes[0]!, names);
   const name = names.find((n) => repos.get(n)!.node !== org)!;
   t.ok(name, 'a repository off the org owner\'s shards');

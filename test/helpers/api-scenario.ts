@@ -30,11 +30,19 @@ async function change(s: TestServer, repo: string, base: string, files: Record<s
   return (await ok(s.api('POST', `/${s.org}/${repo}/apply-ops`, { body }), `apply-ops on ${repo}`)).change.id as string;
 }
 
-/** Writes `count` repositories named `r0`…; `r0` has an upstream and one failed sync. */
-export async function populate(s: TestServer, count: number): Promise<void> {
+/** Creates the scenario's repository `name` (`r0` has an upstream). */
+export async function createScenarioRepo(s: TestServer, name: string): Promise<void> {
+  await ok(s.api('POST', `/${s.org}/repos`, { body: { name, upstream: name === 'r0' ? { url: DEAD_UPSTREAM } : null } }), `create ${name}`);
+}
+
+/**
+ * Writes `count` repositories named `r0`…, created here unless `created`; `r0` has an upstream and
+ * one failed sync.
+ */
+export async function populate(s: TestServer, count: number, created = false): Promise<void> {
   for (let i = 0; i < count; i++) {
     const repo = `r${i}`;
-    await ok(s.api('POST', `/${s.org}/repos`, { body: { name: repo, upstream: i === 0 ? { url: DEAD_UPSTREAM } : null } }), `create ${repo}`);
+    if (!created) await createScenarioRepo(s, repo);
     const base = await change(s, repo, ROOT, { 'a.txt': `1\n2\n3\n${repo}\n`, 'dir/b.txt': `b of ${repo}\n` }, 'main');
     const main = await change(s, repo, base, { 'a.txt': `1\nmain\n3\n${repo}\n` }, 'main');
     await change(s, repo, base, { 'dir/c.txt': `feature of ${repo}\n` }, 'feat');
