@@ -1,5 +1,5 @@
 import type { Storage } from '../storage/database.js';
-import { appendOperation } from '../storage/lmdb-repo-store.js';
+import { LmdbRepoStore } from '../storage/lmdb-repo-store.js';
 import { putOutboxEvent } from '../storage/outbox.js';
 import { eventShard } from '../storage/shards.js';
 import { newId } from '../storage/ids.js';
@@ -36,7 +36,7 @@ export class Mutation {
       at: this.now.toISOString(),
       summary,
     };
-    appendOperation(this.storage.meta, op);
+    new LmdbRepoStore(this.storage.meta, repo.id).putOperation(op);
     repo.last_op_id = op.id;
     return op.id;
   }

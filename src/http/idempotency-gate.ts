@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { keyReused, type ServiceError } from '../errors.js';
-import { loadLegacyOutcome, loadOutcome, type IdempotentOutcome } from '../storage/idempotency-store.js';
-import { K } from '../storage/keys.js';
+import { loadLegacyOutcome, loadOutcome, outcomeKeys, type IdempotentOutcome } from '../storage/idempotency-store.js';
 import type { Services } from './services.js';
 import { readerFor } from './shard-reads.js';
 import type { IdempotencyTarget } from './idempotency-target.js';
@@ -78,7 +77,7 @@ export class IdempotencyGate {
    */
   private async stored(keyId: string, key: string, target: IdempotencyTarget, now: number): Promise<IdempotentOutcome | undefined> {
     const shards = target.shards(now);
-    const reader = await readerFor(this.services, () => shards.map((shard) => K.idempotency(shard, keyId, key)));
+    const reader = await readerFor(this.services, () => outcomeKeys(shards, keyId, key));
     for (const shard of shards) {
       const found = loadOutcome(reader, this.services.secrets, shard, keyId, key, now);
       if (found) return found;

@@ -2,8 +2,6 @@ import type { Database, Key } from 'lmdb';
 import { NULL_OID, ROOT_CHANGE_ID } from '../vcs/ids.js';
 import type { Storage } from './database.js';
 import { LmdbObjectStore } from './git-object-store.js';
-import { LmdbRepoStore } from './lmdb-repo-store.js';
-import { insertChange, isChangeAncestor as isAncestor } from '../vcs/change-graph.js';
 import { K, lastPart, Ranges } from './keys.js';
 import type { RecordReader } from './read/record-cache.js';
 import type { ChangeRecord, EvolutionRecord } from './records.js';
@@ -30,20 +28,8 @@ export function changeIdOfCommitOid(meta: Meta, repoId: string, oid: string): st
   return meta.get(K.commit(repoId, oid)) as string | undefined;
 }
 
-/** True when the repository has no change yet. */
-export function isRepositoryEmpty(meta: Meta, repoId: string): boolean {
-  return !new LmdbRepoStore(meta, repoId).hasChanges();
-}
 
-/** Inserts a new change in the caller's transaction (change-graph.ts `insertChange`). */
-export function putNewChange(meta: Meta, repoId: string, change: Omit<ChangeRecord, 'generation'>, generation?: number): ChangeRecord {
-  return insertChange(new LmdbRepoStore(meta, repoId), change, generation);
-}
 
-/** Appends an entry to a change's evolution, in the caller's transaction. */
-export function putEvolution(meta: Meta, repoId: string, changeId: string, record: EvolutionRecord, at: number): void {
-  new LmdbRepoStore(meta, repoId).appendEvolution(changeId, record, at);
-}
 
 /** A change's evolution, newest first, starting after the entry `beforeId` (exclusive) when given. */
 export function* evolutionOf(meta: Meta, repoId: string, changeId: string, beforeId?: string): Generator<{ id: string; record: EvolutionRecord }> {
@@ -55,10 +41,6 @@ export function* evolutionOf(meta: Meta, repoId: string, changeId: string, befor
   }
 }
 
-/** True when `ancestorId` is `descendantId` or one of its ancestors (change-graph.ts). */
-export function isChangeAncestor(meta: Meta, repoId: string, ancestorId: string, descendantId: string): boolean {
-  return isAncestor(new LmdbRepoStore(meta, repoId), ancestorId, descendantId);
-}
 
 /**
  * The repository's object store; `scratch` keeps derived objects in memory (readers), `observer`

@@ -26,6 +26,11 @@ export interface IdempotentOutcome {
   body: string;
 }
 
+/** Where a key's outcome would be on each of `shards` (what a cluster reads from their owners). */
+export function outcomeKeys(shards: readonly number[], keyId: string, key: string): Key[] {
+  return shards.map((shard) => K.idempotency(shard, keyId, key));
+}
+
 export function loadOutcome(reader: RecordReader, secrets: SecretBox, shard: number, keyId: string, key: string, now: number): IdempotentOutcome | undefined {
   return read(reader, secrets, K.idempotency(shard, keyId, key), now);
 }

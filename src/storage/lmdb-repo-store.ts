@@ -64,11 +64,6 @@ export class LmdbRepoStore implements RepoStore {
   }
 
   putOperation(record: OperationRecord): void {
-    appendOperation(this.meta, record);
+    this.meta.putSync(K.operation(this.repoId, record.id), record);
   }
-}
-
-/** Stores an operation of its repository's log (`record.repo_id`). */
-export function appendOperation(meta: Database<unknown, Key>, record: OperationRecord): void {
-  meta.putSync(K.operation(record.repo_id, record.id), record);
 }

@@ -108,7 +108,7 @@ export class RepoTransaction {
 
   /** A change of this repository; a `change-not-found` error otherwise (the virtual root is not a change). */
   change(changeId: string): ChangeRecord {
-    const record = this.records.get(changeId) ?? this.load(changeId);
+    const record = this.findChange(changeId);
     if (!record) throw new VcsError('change-not-found', `change ${changeId} not found`, { change_id: changeId });
     return record;
   }
@@ -124,6 +124,39 @@ export class RepoTransaction {
   changeOrRoot(changeId: string): ChangeRecord | null {
     if (changeId === ROOT_CHANGE_ID) return null;
     return this.change(changeId);
+  }
+
+  /** The change a commit of this repository belongs to (any commit it has had), if any. */
+  changeOfCommit(oid: string): string | undefined {
+    return this.graph.changeOfCommit(oid);
+  }
+
+  /** True when `ancestorId` is `descendantId` or one of its ancestors. */
+  isAncestor(ancestorId: string, descendantId: string): boolean {
+    return isChangeAncestor(this.graph, ancestorId, descendantId);
+  }
+
+  /** A change of this repository, or undefined (the virtual root is not a change). */
+  findChange(changeId: string): ChangeRecord | undefined {
+    return this.records.get(changeId) ?? this.load(changeId);
+  }
+
+  bookmark(name: string): BookmarkRecord | undefined {
+    return this.graph.bookmark(name);
+  }
+
+  /** A bookmark of this repository; a `bookmark-not-found` error otherwise. */
+  existingBookmark(name: string): BookmarkRecord {
+    const record = this.graph.bookmark(name);
+    if (!record) throw new VcsError('bookmark-not-found', `bookmark "${name}" not found`, { bookmark: name });
+    return record;
+  }
+
+  /** Removes a bookmark and returns what it was; `bookmark-not-found` when there is none. */
+  removeBookmark(name: string): BookmarkRecord {
+    const record = this.existingBookmark(name);
+    this.graph.removeBookmark(name);
+    return record;
   }
 
   commit(oid: string): ChangeCommitView {

@@ -136,3 +136,22 @@ t.test('transaction - the first write is one on the root while the default bookm
   t.notOk(w.isFirstWrite(made.id, 'main'), 'not on the root');
   t.end();
 });
+
+t.test('transaction - bookmarks are removed and commits found through the store alone', (t) => {
+  const { graph, objects, tx } = setup();
+  const w = tx();
+  const made = w.createChange(fileChange(objects, [ROOT_CHANGE_ID], { 'a.txt': 'a\n' }));
+  const first = made.commit_oid;
+  const evolved = w.evolveChange(made, { trees: [makeTree(objects, { 'a.txt': 'b\n' })] }).record;
+  t.equal(w.changeOfCommit(first), made.id, 'an earlier commit still names its change');
+  t.equal(w.changeOfCommit(evolved.commit_oid), made.id);
+  t.equal(w.changeOfCommit('0'.repeat(40)), undefined);
+  t.ok(w.isAncestor(ROOT_CHANGE_ID, made.id));
+  t.notOk(w.isAncestor(made.id, ROOT_CHANGE_ID));
+  w.moveBookmarks([{ name: 'feat', change_id: made.id, mode: 'create' }]);
+  t.equal(w.removeBookmark('feat').change_id, made.id, 'the removed bookmark is returned');
+  t.equal(graph.bookmark('feat'), undefined, 'and gone from the store');
+  const err = t.throws(() => w.removeBookmark('feat')) as VcsError;
+  t.same({ kind: err.kind, details: err.details }, { kind: 'bookmark-not-found', details: { bookmark: 'feat' } });
+  t.end();
+});

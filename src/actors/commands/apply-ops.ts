@@ -9,7 +9,6 @@ import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
 import { applyTreeEdits, type TreeEdit } from '../../vcs/tree-edit.js';
 import { commitStagedBlob, type StagedBlob } from '../../storage/blob-store.js';
 import { CHUNK_SIZE, prepareObject, type PreparedObject } from '../../storage/git-object-store.js';
-import { changeIdOfCommitOid } from '../../storage/change-store.js';
 import { metadataPathRoom, updateFileMetadata } from '../../storage/file-metadata.js';
 import { ObjectAccounting, UPLOAD } from '../../storage/object-accounting.js';
 import type { ChangeRecord } from '../../storage/records.js';
@@ -176,7 +175,7 @@ function applyOps(w: RepoWrite, input: ChangeWriteInput, prepared: PreparedBlobs
 /** The guard of an evolve: 404 when the oid is no commit of the repository, 409 when it lost. */
 function checkGuard(w: RepoWrite, record: ChangeRecord, expected: string | null | undefined, field: string): void {
   if (!expected) return;
-  if (!changeIdOfCommitOid(w.ctx.storage.meta, w.repo.id, expected)) {
+  if (!w.changeOfCommit(expected)) {
     throw notFound('COMMIT_NOT_FOUND', `${field} ${expected} is not a commit of this repository`, { [field]: expected });
   }
   if (record.commit_oid !== expected) {

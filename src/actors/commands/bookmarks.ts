@@ -1,10 +1,8 @@
-import { invalid, notFound } from '../../errors.js';
-import { bookmarkEventView } from '../../protocol/views/bookmark.js';
-import { commitOidOf } from '../../storage/change-store.js';
-import type { BookmarkRecord, OrgRecord, RepoRecord } from '../../storage/records.js';
-import { getBookmark, getRepo, removeBookmark as removeBookmarkRecord } from '../../storage/repo-store.js';
+import { notFound } from '../../errors.js';
+import type { OrgRecord, RepoRecord } from '../../storage/records.js';
+import { getRepo } from '../../storage/repo-store.js';
 import { defineCommand, type CommandContext } from '../command.js';
-import { RepoWrite, type BookmarkMove, type BookmarkMoveResult } from './repo-writes.js';
+import { RepoWrite, type BookmarkMove } from './repo-writes.js';
 
 /**
  * Bookmark writes (API §6.2): create, move (one or several, atomically), delete. They run in the
@@ -46,41 +44,6 @@ export function repoScope(ctx: CommandContext, repoId: string): RepoScope {
   return { org, repo };
 }
 
-/** The commit a bookmark event shows for a change (the null oid at the virtual root). */
-function commitOfTarget(ctx: CommandContext, repoId: string, changeId: string): string {
-  const oid = commitOidOf(ctx.storage.meta, repoId, changeId);
-  if (oid === undefined) throw notFound('CHANGE_NOT_FOUND', `change ${changeId} not found`, { change_id: changeId });
-  return oid;
-}
-
-export function existingBookmark(ctx: CommandContext, repoId: string, name: string): BookmarkRecord {
-  const record = getBookmark(ctx.storage.meta, repoId, name);
-  if (!record) throw notFound('BRANCH_NOT_FOUND', `bookmark "${name}" not found`);
-  return record;
-}
-
-/**
- * Moves bookmarks atomically with the history rule (API §6.2) for callers that hold a scope
- * rather than a `RepoWrite` (sync imports): the shared rule lives in `RepoWrite.moveBookmarks`.
- */
-export function moveBookmarks(ctx: CommandContext, scope: RepoScope, moves: readonly BookmarkMove[]): BookmarkMoveResult[] {
-  return new RepoWrite(ctx, scope.repo.id).moveBookmarks(moves);
-}
-
-/** Removes a bookmark with its `bookmark.deleted` event; the default bookmark is refused. */
-export function deleteBookmark(ctx: CommandContext, scope: RepoScope, name: string): BookmarkRecord {
-  const { org, repo } = scope;
-  const record = existingBookmark(ctx, repo.id, name);
-  if (name === repo.default_bookmark) {
-    throw invalid(`"${name}" is the default bookmark; change the default bookmark first`);
-  }
-  removeBookmarkRecord(ctx.storage.meta, repo.id, name);
-  ctx.mutation.emit('bookmark.deleted', org, repo, {
-    bookmark: bookmarkEventView(repo, record, commitOfTarget(ctx, repo.id, record.change_id)),
-  });
-  return record;
-}
-
 export const createBookmark = defineCommand<CreateBookmarkInput>('bookmark.create', (input, ctx) => {
   const w = new RepoWrite(ctx, input.repo_id);
   const [created] = w.moveBookmarks([{ name: input.name, change_id: input.change_id, mode: 'create' }]);
@@ -105,7 +68,7 @@ export const moveBookmark = defineCommand<MoveBookmarksInput>('bookmark.move', (
 
 export const removeBookmark = defineCommand<DeleteBookmarkInput>('bookmark.delete', (input, ctx) => {
   const w = new RepoWrite(ctx, input.repo_id);
-  const record = deleteBookmark(ctx, w, input.name);
+  const record = w.deleteBookmark(input.name);
   w.finish('bookmark.delete', { name: record.name, change_id: record.change_id });
   return { status: 200, body: { success: true }, schema: 'success' };
 });

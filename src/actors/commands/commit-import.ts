@@ -9,17 +9,16 @@
  * parents descend from that change, so the change would become its own ancestor — is taken as a
  * new change under its synthetic id and counted as an invalid header.
  *
- * Runs inside the repository actor's command; the target writes the records.
+ * Runs inside the repository actor's command, reading the change graph through its transaction;
+ * the target writes the records.
  */
 import { ServiceError } from '../../errors.js';
-import { changeIdOfCommitOid, getChange, isChangeAncestor } from '../../storage/change-store.js';
-import type { LmdbObjectStore } from '../../storage/git-object-store.js';
 import type { ChangeRecord } from '../../storage/records.js';
 import { changeIdOfCommit } from '../../vcs/commit.js';
 import { CHANGE_ID_HEADER, isConflictedCommit } from '../../vcs/conflict-layout.js';
 import { commitHeader, readCommit, type CommitObject } from '../../vcs/git-object.js';
 import { ROOT_CHANGE_ID, newChangeId, syntheticChangeId } from '../../vcs/ids.js';
-import type { CommandContext } from '../command.js';
+import type { RepoTransaction } from '../../vcs/transaction.js';
 
 export interface ImportedCommit {
   oid: string;
@@ -42,24 +41,18 @@ export class CommitImporter {
   readonly imported: ImportedCommit[] = [];
   invalidHeaders = 0;
   dirtySkips = 0;
-  private readonly meta: CommandContext['storage']['meta'];
-
   constructor(
-    ctx: CommandContext,
-    private readonly repoId: string,
-    private readonly store: LmdbObjectStore,
+    private readonly tx: RepoTransaction,
     private readonly target: CommitImportTarget,
-  ) {
-    this.meta = ctx.storage.meta;
-  }
+  ) {}
 
   private known(oid: string): boolean {
-    return changeIdOfCommitOid(this.meta, this.repoId, oid) !== undefined;
+    return this.tx.changeOfCommit(oid) !== undefined;
   }
 
   private parentsOf(oid: string): string[] {
-    if (!this.store.has(oid)) throw new ServiceError('INTERNAL_ERROR', `the commit ${oid} a ref names is missing`);
-    return readCommit(this.store, oid).parents;
+    if (!this.tx.objects.has(oid)) throw new ServiceError('INTERNAL_ERROR', `the commit ${oid} a ref names is missing`);
+    return readCommit(this.tx.objects, oid).parents;
   }
 
   importFrom(tip: string): void {
@@ -85,18 +78,18 @@ export class CommitImporter {
   }
 
   private take(oid: string): void {
-    const commit = readCommit(this.store, oid);
+    const commit = readCommit(this.tx.objects, oid);
     const header = commitHeader(commit, CHANGE_ID_HEADER);
     let { changeId, fromHeader } = changeIdOfCommit(oid, commit);
     if (fromHeader && changeId === ROOT_CHANGE_ID) {
       fromHeader = false;
       changeId = syntheticChangeId(oid);
     }
-    const parents = commit.parents.length === 0 ? [ROOT_CHANGE_ID] : commit.parents.map((p) => changeIdOfCommitOid(this.meta, this.repoId, p)!);
+    const parents = commit.parents.length === 0 ? [ROOT_CHANGE_ID] : commit.parents.map((p) => this.tx.changeOfCommit(p)!);
     const imported: ImportedCommit = { oid, commit, changeId, parents, isConflicted: isConflictedCommit(commit) };
-    const existing = getChange(this.meta, this.repoId, changeId);
+    const existing = this.tx.findChange(changeId);
     if (existing && fromHeader && this.target.evolve) {
-      if (!parents.some((p) => isChangeAncestor(this.meta, this.repoId, changeId, p))) {
+      if (!parents.some((p) => this.tx.isAncestor(changeId, p))) {
         this.target.evolve(existing, imported);
         this.imported.push(imported);
         return;
@@ -108,7 +101,7 @@ export class CommitImporter {
       if (fromHeader) this.dirtySkips++;
       imported.changeId = syntheticChangeId(oid);
       // A synthetic id already claimed (by a commit whose header names it) gets a fresh id.
-      while (getChange(this.meta, this.repoId, imported.changeId)) imported.changeId = newChangeId();
+      while (this.tx.findChange(imported.changeId)) imported.changeId = newChangeId();
     }
     this.target.create(imported);
     this.imported.push(imported);

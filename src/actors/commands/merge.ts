@@ -1,12 +1,10 @@
 import { ServiceError, invalid } from '../../errors.js';
 import { bookmarkEventView } from '../../protocol/views/bookmark.js';
-import { isChangeAncestor } from '../../storage/change-store.js';
 import { NULL_OID } from '../../vcs/ids.js';
 import { mergeConflictDetails, resolveConflicts } from '../../vcs/conflict.js';
 import { mergeCommitTrees } from '../../vcs/rebase.js';
 import { listTreeSetConflicts, type TreeMergeResult } from '../../vcs/tree-merge.js';
 import { defineCommand } from '../command.js';
-import { deleteBookmark, existingBookmark } from './bookmarks.js';
 import { RepoWrite } from './repo-writes.js';
 import type { MergeBody } from '../../protocol/schemas/bookmarks.js';
 
@@ -34,13 +32,12 @@ export interface MergeResultView {
 
 export const mergeBookmarks = defineCommand<MergeBookmarksInput>('bookmark.merge', (input, ctx) => {
   const w = new RepoWrite(ctx, input.repo_id);
-  const { meta } = ctx.storage;
-  const target = existingBookmark(ctx, w.repo.id, input.target);
-  const source = existingBookmark(ctx, w.repo.id, input.source);
+  const target = w.existingBookmark(input.target);
+  const source = w.existingBookmark(input.source);
   const targetChange = w.changeOrRoot(target.change_id);
   const sourceChange = w.changeOrRoot(source.change_id);
 
-  if (isChangeAncestor(meta, w.repo.id, source.change_id, target.change_id)) {
+  if (w.isAncestor(source.change_id, target.change_id)) {
     const body: MergeResultView = {
       merge_type: 'no_op',
       is_conflicted: targetChange?.is_conflicted ?? false,
@@ -82,7 +79,7 @@ export const mergeBookmarks = defineCommand<MergeBookmarksInput>('bookmark.merge
   const [moved] = w.moveBookmarks([{ name: target.name, change_id: change.id }], { emitEvents: false });
   ctx.mutation.emit('bookmark.merged', w.org, w.repo, { bookmark: bookmarkEventView(w.repo, moved!.record, change.commit_oid) });
   const sourceDeleted = input.delete_source === true;
-  if (sourceDeleted) deleteBookmark(ctx, w, source.name);
+  if (sourceDeleted) w.deleteBookmark(source.name);
   w.finish('bookmark.merge', {
     target: target.name,
     source: source.name,

@@ -19,15 +19,13 @@ import { ZERO_OID } from '../../git/receive-request.js';
 import type { RefStatus } from '../../git/receive-report.js';
 import { discardFetched } from '../../storage/blob-collect.js';
 import { commitStagedBlob, removeUploadSync } from '../../storage/blob-store.js';
-import { changeIdOfCommitOid, getChange } from '../../storage/change-store.js';
 import { decodeObjectValue, type PreparedObject } from '../../storage/git-object-store.js';
 import { dropPendingOwnedBy, pendingOf } from '../../storage/pending-objects.js';
-import { getBookmark, getTag, putTag, removeTag } from '../../storage/repo-store.js';
+import { getTag, putTag, removeTag } from '../../storage/repo-store.js';
 import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
 import type { ObjectType } from '../../vcs/object-store.js';
 import { peelToCommit, type PushEventUpdate, type Reconciliation } from '../system/sync/pull-apply.js';
 import { defineCommand, type CommandContext } from '../command.js';
-import { deleteBookmark } from './bookmarks.js';
 import { CommitImporter } from './commit-import.js';
 import { RepoWrite } from './repo-writes.js';
 
@@ -73,9 +71,9 @@ export const pushCommand = defineCommand<PushCommandInput, PreparedObject[]>(
     for (const blob of input.staged) incoming.set(blob.oid, 'blob');
     const typeOf = (oid: string): ObjectType | undefined => incoming.get(oid) ?? w.store.info(oid)?.type;
     const commitOfBranch = (name: string): string | null => {
-      const bookmark = getBookmark(meta, repoId, name);
+      const bookmark = w.bookmark(name);
       if (!bookmark || bookmark.change_id === ROOT_CHANGE_ID) return null;
-      return getChange(meta, repoId, bookmark.change_id)?.commit_oid ?? null;
+      return w.findChange(bookmark.change_id)?.commit_oid ?? null;
     };
 
     const decisions: Decision[] = input.updates.map((update) => {
@@ -117,7 +115,7 @@ export const pushCommand = defineCommand<PushCommandInput, PreparedObject[]>(
     // The commits: new changes, or the next commits of the changes their headers name.
     const rewritten = new Map<string, { old: string; new: string }>();
     let created = 0;
-    const importer = new CommitImporter(ctx, repoId, w.store, {
+    const importer = new CommitImporter(w, {
       create(commit) {
         w.adoptNewChange(commit.changeId, commit.oid, commit.parents, commit.isConflicted);
         created++;
@@ -149,11 +147,11 @@ export const pushCommand = defineCommand<PushCommandInput, PreparedObject[]>(
         continue;
       }
       if (d.next === null) {
-        if (getBookmark(meta, repoId, name)) deleteBookmark(ctx, w, name);
+        if (w.bookmark(name)) w.deleteBookmark(name);
         updates.push({ ref: d.ref, bookmark: name, before: d.current, after: null, action: 'deleted' });
         continue;
       }
-      const changeId = changeIdOfCommitOid(meta, repoId, d.next)!;
+      const changeId = w.changeOfCommit(d.next)!;
       moves.push({ name, change_id: changeId, allow_backwards: true, mode: 'upsert' as const });
       const update: PushEventUpdate = { ref: d.ref, bookmark: name, before: d.current, after: d.next, action: d.current === null ? 'created' : 'updated' };
       updates.push(update);

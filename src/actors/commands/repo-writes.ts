@@ -1,4 +1,4 @@
-import { ServiceError } from '../../errors.js';
+import { invalid, ServiceError } from '../../errors.js';
 import type { Person } from '../../vcs/commit.js';
 import { NULL_OID, ROOT_CHANGE_ID } from '../../vcs/ids.js';
 import { RepoTransaction, type BookmarkMove, type BookmarkWrite } from '../../vcs/transaction.js';
@@ -9,7 +9,7 @@ import { objectStore } from '../../storage/change-store.js';
 import type { LmdbObjectStore } from '../../storage/git-object-store.js';
 import { LmdbRepoStore } from '../../storage/lmdb-repo-store.js';
 import { ObjectAccounting, REFERENCE } from '../../storage/object-accounting.js';
-import type { ChangeRecord, OrgRecord, RepoRecord } from '../../storage/records.js';
+import type { BookmarkRecord, ChangeRecord, OrgRecord, RepoRecord } from '../../storage/records.js';
 import { getRepo, putRepo } from '../../storage/repo-store.js';
 import type { PrincipalMsg } from '../../protocol/messages.js';
 import type { CommandContext } from '../command.js';
@@ -90,9 +90,14 @@ export class RepoWrite extends RepoTransaction {
   /** What the command's objects cost; they are referenced by the change they are written for. */
   readonly accounting: ObjectAccounting;
 
+  /**
+   * `announceChanges: false` leaves out `change.created`/`change.evolved`: a pull announces what it
+   * imported in its one `push` event instead.
+   */
   constructor(
     readonly ctx: CommandContext,
     repoId: string,
+    private readonly announce: { announceChanges: boolean } = { announceChanges: true },
   ) {
     const repo = getRepo(ctx.storage.meta, repoId);
     if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
@@ -136,11 +141,11 @@ export class RepoWrite extends RepoTransaction {
   }
 
   protected override onChangeCreated(record: ChangeRecord): void {
-    this.ctx.mutation.emit('change.created', this.org, this.repo, { change: this.view(record) });
+    if (this.announce.announceChanges) this.ctx.mutation.emit('change.created', this.org, this.repo, { change: this.view(record) });
   }
 
   protected override onChangeEvolved(record: ChangeRecord, previousCommitOid: string): void {
-    this.ctx.mutation.emit('change.evolved', this.org, this.repo, { change: this.view(record), previous_current_commit_oid: previousCommitOid });
+    if (this.announce.announceChanges) this.ctx.mutation.emit('change.evolved', this.org, this.repo, { change: this.view(record), previous_current_commit_oid: previousCommitOid });
   }
 
   /** The commit oid a bookmark at `changeId` shows in events (the null oid at the virtual root). */
@@ -166,6 +171,19 @@ export class RepoWrite extends RepoTransaction {
       }
       return { ...written, view: bookmarkView(this.repo, record) };
     });
+  }
+
+  /** Removes a bookmark with its `bookmark.deleted` event; the default bookmark is refused. */
+  deleteBookmark(name: string): BookmarkRecord {
+    this.existingBookmark(name);
+    if (name === this.repo.default_bookmark) {
+      throw invalid(`"${name}" is the default bookmark; change the default bookmark first`);
+    }
+    const record = this.removeBookmark(name);
+    this.ctx.mutation.emit('bookmark.deleted', this.org, this.repo, {
+      bookmark: bookmarkEventView(this.repo, record, this.commitOfTarget(record.change_id)),
+    });
+    return record;
   }
 
   /** Moves the default bookmark to the first change (same operation), unless the body moves it. */

@@ -2,7 +2,8 @@ import { ServiceError, invalid } from '../../errors.js';
 import { NULL_OID } from '../../vcs/ids.js';
 import { releaseRepository } from '../../storage/quota.js';
 import type { BookmarkRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
-import { clearRepository, getBookmark, getRepo, putBookmark, putRepo, removeRepo, ROOT_CHANGE_ID } from '../../storage/repo-store.js';
+import { LmdbRepoStore } from '../../storage/lmdb-repo-store.js';
+import { clearRepository, getBookmark, getRepo, putRepo, removeRepo, ROOT_CHANGE_ID } from '../../storage/repo-store.js';
 import { sagaFence, setSagaFence } from '../../storage/repo-saga-store.js';
 import { repoEventView, repositoryView } from '../../protocol/views/repository.js';
 import { defineCommand, type CommandContext } from '../command.js';
@@ -93,7 +94,7 @@ export const initRepo = defineCommand<InitRepoInput>('repo.init', (input, ctx) =
     last_op_id: null,
   };
   const bookmark: BookmarkRecord = { name: repo.default_bookmark, change_id: ROOT_CHANGE_ID, created_at: now, updated_at: now };
-  putBookmark(meta, repo.id, bookmark);
+  new LmdbRepoStore(meta, repo.id).putBookmark(bookmark);
   ctx.mutation.operation(repo, 'repo.create', { name: repo.name, default_bookmark: repo.default_bookmark });
   putRepo(meta, repo);
   setSagaFence(meta, repo.id, { saga_id: input.saga_id, applied: true });

@@ -6,6 +6,7 @@ import { newId } from '../../storage/ids.js';
 import { assertRoom } from '../../storage/quota.js';
 import type { SyncDirection, SyncRecord, SyncRefStat, SyncStatus } from '../../storage/records.js';
 import { defineCommand, type CommandContext, type CommandResult } from '../command.js';
+import { RepoWrite } from './repo-writes.js';
 import { applyPull, type PulledRefs } from '../system/sync/pull-apply.js';
 import type { RefGlobs } from '../system/sync/ref-filter.js';
 import { repoScope, type RepoScope } from './bookmarks.js';
@@ -167,20 +168,19 @@ export const completePush = defineCommand<CompletePushInput>('sync.complete-push
  * their events, one `push` event when anything changed, and the completed sync record.
  */
 export const applyPulledRefs = defineCommand<ApplyPullInput>('sync.apply-pull', (input, ctx) => {
-  const scope = repoScope(ctx, input.repo_id);
+  const w = new RepoWrite(ctx, input.repo_id, { announceChanges: false });
   const record = runningSync(ctx, input);
   if (record.direction !== 'pull') throw invalid(`sync ${record.id} is a ${record.direction}`);
-  const outcome = applyPull(ctx, scope, record, { head: input.head, refs: input.refs });
+  const outcome = applyPull(ctx, w, record, { head: input.head, refs: input.refs });
   if (outcome.changed) {
-    const opId = recordOperation(ctx, scope, 'sync.pull', {
+    w.finish('sync.pull', {
       sync_id: record.id,
       refs_updated: outcome.stats.filter((s) => s.outcome === 'updated').map((s) => s.name),
       changes_created: outcome.reconciliation.changes_created_count,
     });
-    outcome.recordEvolution(opId);
-    ctx.mutation.emit('push', scope.org, scope.repo, { updates: outcome.updates, reconciliation: outcome.reconciliation });
+    ctx.mutation.emit('push', w.org, w.repo, { updates: outcome.updates, reconciliation: outcome.reconciliation });
   }
-  return finish(ctx, scope, record, 'completed', { refs: outcome.stats });
+  return finish(ctx, w, record, 'completed', { refs: outcome.stats });
 });
 
 // A deleted repository takes its syncs along: its own range goes with the repository; the org's

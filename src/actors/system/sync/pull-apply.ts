@@ -5,18 +5,16 @@
  * made against the exact state they apply to and all of it — changes, bookmarks, events — commits
  * or rolls back as one mutation.
  */
-import { bookmarkEventView } from '../../../protocol/views/bookmark.js';
 import { bookmarkNameProblem } from '../../../protocol/names.js';
 import { repoEventView } from '../../../protocol/views/repository.js';
-import { changeIdOfCommitOid, getChange, isRepositoryEmpty, objectStore, putEvolution, putNewChange } from '../../../storage/change-store.js';
 import { dropPendingOwnedBy } from '../../../storage/pending-objects.js';
 import type { BookmarkRecord, SyncRecord, SyncRefStat, TagRecord } from '../../../storage/records.js';
-import { getBookmark, getNotesRef, getTag, putBookmark, putNotesRef, putTag } from '../../../storage/repo-store.js';
+import { getNotesRef, getTag, putNotesRef, putTag } from '../../../storage/repo-store.js';
 import { isAncestor } from '../../../vcs/commit-graph.js';
 import { ROOT_CHANGE_ID } from '../../../vcs/ids.js';
 import type { ObjectStore } from '../../../vcs/object-store.js';
-import { deleteBookmark, moveBookmarks, type RepoScope } from '../../commands/bookmarks.js';
 import { CommitImporter } from '../../commands/commit-import.js';
+import type { RepoWrite } from '../../commands/repo-writes.js';
 import type { CommandContext } from '../../command.js';
 import { BRANCH_PREFIX, refFilter } from './ref-filter.js';
 
@@ -55,8 +53,6 @@ export interface PullOutcome {
   reconciliation: Reconciliation;
   /** True when anything in the repository changed (a ref moved or a change was created). */
   changed: boolean;
-  /** Writes the evolution entries of the created changes under the operation that made them. */
-  recordEvolution(operationId: string): void;
 }
 
 /** Follows tag objects to what they finally point at; null when that is not a commit. */
@@ -74,33 +70,26 @@ export function peelToCommit(store: ObjectStore, oid: string): string | null {
   return null;
 }
 
-function commitOfBookmark(ctx: CommandContext, repoId: string, bookmark: BookmarkRecord): string | null {
+function commitOfBookmark(w: RepoWrite, bookmark: BookmarkRecord): string | null {
   if (bookmark.change_id === ROOT_CHANGE_ID) return null;
-  return getChange(ctx.storage.meta, repoId, bookmark.change_id)?.commit_oid ?? null;
+  return w.findChange(bookmark.change_id)?.commit_oid ?? null;
 }
 
-export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecord, pulled: PulledRefs): PullOutcome {
+/**
+ * Applies a pull through `w` (made with `announceChanges: false`: the caller's one `push` event
+ * tells what was imported); the caller finishes `w` when anything changed.
+ */
+export function applyPull(ctx: CommandContext, w: RepoWrite, sync: SyncRecord, pulled: PulledRefs): PullOutcome {
   const { meta } = ctx.storage;
-  const { org, repo } = scope;
-  const store = objectStore(ctx.storage, repo.id);
+  const { org, repo, store } = w;
   const filter = refFilter(sync.ref_globs);
-  const created: Array<{ changeId: string; oid: string }> = [];
-  const importer = new CommitImporter(ctx, repo.id, store, {
+  let created = 0;
+  const importer = new CommitImporter(w, {
     create(commit) {
-      const now = ctx.now.toISOString();
-      putNewChange(meta, repo.id, {
-        id: commit.changeId,
-        commit_oid: commit.oid,
-        parents: commit.parents,
-        created_at: now,
-        updated_at: now,
-        rebased_at_seq: null,
-        is_conflicted: commit.isConflicted,
-      });
-      created.push({ changeId: commit.changeId, oid: commit.oid });
+      w.adoptNewChange(commit.changeId, commit.oid, commit.parents, commit.isConflicted);
+      created++;
     },
   });
-  const now = ctx.now.toISOString();
   const stats: SyncRefStat[] = [];
   const updates: PushEventUpdate[] = [];
   let refsChanged = false;
@@ -110,7 +99,7 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
 
   // First pull into a repository without changes: the default bookmark takes the name of the
   // upstream's default branch (when that branch is pulled), so `default_bookmark` follows it.
-  if (pulled.head?.startsWith(BRANCH_PREFIX) && isRepositoryEmpty(meta, repo.id)) {
+  if (pulled.head?.startsWith(BRANCH_PREFIX) && !w.graph.hasChanges()) {
     const headName = pulled.head.slice(BRANCH_PREFIX.length);
     const headRef = refs.find((r) => r.ref === pulled.head);
     const selected = filter.classify(pulled.head)?.selected === true;
@@ -118,7 +107,7 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
       const before = { name: repo.name, default_bookmark: repo.default_bookmark, tags: { ...repo.tags } };
       const previous = repo.default_bookmark;
       repo.default_bookmark = headName;
-      if (getBookmark(meta, repo.id, previous)) deleteBookmark(ctx, scope, previous);
+      if (w.bookmark(previous)) w.deleteBookmark(previous);
       ctx.mutation.emit('repo.updated', org, repo, {
         repo: repoEventView(meta, repo),
         before,
@@ -132,8 +121,8 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
     const kind = filter.classify(ref);
     if (!kind) continue;
     if (kind.kind === 'branch') {
-      const bookmark = bookmarkNameProblem(kind.name) === null ? getBookmark(meta, repo.id, kind.name) : undefined;
-      const current = bookmark ? commitOfBookmark(ctx, repo.id, bookmark) : null;
+      const bookmark = bookmarkNameProblem(kind.name) === null ? w.bookmark(kind.name) : undefined;
+      const current = bookmark ? commitOfBookmark(w, bookmark) : null;
       if (!kind.selected) {
         stats.push({ name: ref, before: current, after: current, outcome: 'filtered' });
         continue;
@@ -143,11 +132,9 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
         continue;
       }
       importer.importFrom(oid);
-      const targetChange = changeIdOfCommitOid(meta, repo.id, oid)!;
+      const targetChange = w.changeOfCommit(oid)!;
       if (!bookmark) {
-        const record: BookmarkRecord = { name: kind.name, change_id: targetChange, created_at: now, updated_at: now };
-        putBookmark(meta, repo.id, record);
-        ctx.mutation.emit('bookmark.created', org, repo, { bookmark: bookmarkEventView(repo, record, oid) });
+        w.moveBookmarks([{ name: kind.name, change_id: targetChange, mode: 'create' }]);
         stats.push({ name: ref, before: null, after: oid, outcome: 'updated' });
         updates.push({ ref, bookmark: kind.name, before: null, after: oid, action: 'created' });
         refsChanged = true;
@@ -162,7 +149,7 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
       }
       if (current === null || isAncestor(store, current, oid)) {
         // Fast-forward (checked on commits above; the change-level rule is implied).
-        moveBookmarks(ctx, scope, [{ name: kind.name, change_id: targetChange, allow_backwards: true }]);
+        w.moveBookmarks([{ name: kind.name, change_id: targetChange, allow_backwards: true }]);
         stats.push({ name: ref, before: current, after: oid, outcome: 'updated' });
         updates.push({ ref, bookmark: kind.name, before: current, after: oid, action: 'updated' });
         refsChanged = true;
@@ -210,19 +197,14 @@ export function applyPull(ctx: CommandContext, scope: RepoScope, sync: SyncRecor
   return {
     stats,
     updates,
-    changed: refsChanged || created.length > 0,
+    changed: refsChanged || created > 0,
     reconciliation: {
-      reconciled_commit_count: created.length,
-      touched_change_count: created.length,
-      changes_created_count: created.length,
-      evolog_inserted_count: created.length,
+      reconciled_commit_count: created,
+      touched_change_count: created,
+      changes_created_count: created,
+      evolog_inserted_count: created,
       invalid_change_id_header_count: importer.invalidHeaders,
       dirty_change_skip_count: importer.dirtySkips,
-    },
-    recordEvolution(operationId) {
-      for (const { changeId, oid } of created) {
-        putEvolution(meta, repo.id, changeId, { commit_oid: oid, predecessor_oid: null, operation_id: operationId, created_at: now }, Date.now());
-      }
     },
   };
 }
