@@ -1,5 +1,4 @@
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from '@trufflesuite/uws-js-unofficial';
-import { randomBytes } from 'node:crypto';
+import uWS, { type HttpRequest, type TemplatedApp, type us_listen_socket } from '@trufflesuite/uws-js-unofficial';
 import { performance } from 'node:perf_hooks';
 import { ServiceError, asServiceError, isServiceError } from '../errors.js';
 import { log } from '../log.js';
@@ -12,7 +11,6 @@ import { closesAfterTooLarge, DEFAULT_BODY_LIMIT, readBody, streamBody } from '.
 import { ambiguousLength, unreadableLength } from './content-length.js';
 import { parseJsonBody } from './json-body.js';
 import { parseQuery } from './query.js';
-import { RequestState } from './request-state.js';
 import { send, sendError, sendErrorAndClose, sendStream } from './responder.js';
 import { serialize } from '../protocol/serializers.js';
 import type { Reply, RequestContext, RouteDef } from './route.js';
@@ -23,6 +21,7 @@ import { IdempotencyGate } from './idempotency-gate.js';
 import { idempotencyTarget } from './idempotency-target.js';
 import { HOP_HEADER, NODE_HEADER, REPO_HEADER, type RequestPlacement } from './forwarding.js';
 import type { ReadTicket } from './read-fence.js';
+import { Exchange, nextTraceId } from './exchange.js';
 import { orgShard, repoShard } from '../storage/shards.js';
 
 if (!String(uWS.App).includes('[native code]')) {
@@ -30,7 +29,6 @@ if (!String(uWS.App).includes('[native code]')) {
   throw new Error('uWebSockets.js did not load its native build (needs Node 20 on x86_64 glibc ≥ 2.36)');
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const JSON_MEDIA_TYPE = 'application/json';
 const API_PREFIXES = ['/api/v1/', '/v1/'];
@@ -47,23 +45,6 @@ function gitAuthorization(header: string): string {
   return colon < 0 ? '' : `Bearer ${decoded.slice(colon + 1)}`;
 }
 
-/**
- * Trace ids: 32 hex digits, a random half per process and a counter — unique, and cheap enough to
- * make for every request although only 5xx answers and logs show them.
- */
-const TRACE_PREFIX = randomBytes(8).toString('hex');
-let traceCounter = 0;
-const nextTraceId = (): string => TRACE_PREFIX + (++traceCounter).toString(16).padStart(16, '0');
-
-/**
- * Request ids where the client sent none: UUID-shaped, random per process in their first 20 hex
- * digits and a counter in the last 12 — unique like a random UUID, without the random bytes and
- * formatting a `randomUUID` costs on every read.
- */
-const REQUEST_ID_PREFIX = ((hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-`)(randomBytes(10).toString('hex'));
-let requestCounter = 0;
-const nextRequestId = (): string => REQUEST_ID_PREFIX + (++requestCounter).toString(16).padStart(12, '0');
-
 /** uWS's `LIBUS_LISTEN_EXCLUSIVE_PORT` (its typings declare the options only for a port alone). */
 const EXCLUSIVE_PORT = 1;
 type ListenCallback = (socket: us_listen_socket | false) => void;
@@ -78,48 +59,6 @@ export interface HttpFrontEnd {
   stopListening(): void;
   /** Resolves once no request is in flight. */
   idle(): Promise<void>;
-}
-
-/**
- * One request on its way through the front end: what uWS gave (read inside its callback, the only
- * time it can be), what the steps found out, and how it is answered.
- */
-class Exchange {
-  readonly started = performance.now();
-  readonly state = new RequestState();
-  readonly url: string;
-  readonly method: string;
-  readonly requestId: string;
-  readonly baseHeaders: Record<string, string>;
-  readonly contentLength: string;
-  traceId = '';
-  /** The matched route's pattern (the metrics label), `unmatched` until then. */
-  routeLabel = 'unmatched';
-  /** A 401 on a git route names the Basic scheme, so git asks its credential helper (API §14). */
-  gitRoute = false;
-  private watching = false;
-
-  constructor(
-    readonly res: HttpResponse,
-    req: HttpRequest,
-  ) {
-    this.url = req.getUrl();
-    this.method = req.getMethod().toUpperCase();
-    const incomingId = req.getHeader('x-request-id');
-    this.requestId = REQUEST_ID.test(incomingId) ? incomingId : nextRequestId();
-    this.baseHeaders = { 'X-Request-Id': this.requestId };
-    this.contentLength = req.getHeader('content-length');
-  }
-
-  /**
-   * uWS needs `onAborted` only for a response that outlives its request callback; a read answered
-   * synchronously (the common case) skips it.
-   */
-  watch(): void {
-    if (this.watching) return;
-    this.watching = true;
-    this.res.onAborted(() => this.state.abort());
-  }
 }
 
 /** The headers a route may read; the ones every request has are always there (possibly empty). */
