@@ -23,6 +23,22 @@ export function lastOutboxEvent(meta: Meta, shard: number): string | undefined {
 }
 
 /**
+ * Reads (without taking) up to `limit` of the shard's events after event `after` (from the oldest
+ * when undefined), none newer than event `through`.
+ */
+export function peekOutboxEvents(meta: Meta, shard: number, after: string | undefined, limit: number, through: string): EventEnvelope[] {
+  const range = Ranges.outbox(shard);
+  const events: EventEnvelope[] = [];
+  for (const { key, value } of meta.getRange({ start: after === undefined ? range.start : K.outbox(shard, after), end: range.end })) {
+    const id = lastPart(key);
+    if (id === after) continue;
+    if (id > through || events.length === limit) break;
+    events.push(value as EventEnvelope);
+  }
+  return events;
+}
+
+/**
  * Takes (reads and removes, in the caller's write transaction) up to `limit` of the shard's oldest
  * events, none newer than event `through`.
  */

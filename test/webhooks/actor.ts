@@ -34,8 +34,11 @@ export interface Actor {
   clock: ManualClock;
   rx: WebhookReceiver;
   storage: Storage;
-  /** Commits a `repo.updated` per [repository, n] to the outbox in one transaction, as writes do, and wakes the actor. */
-  emit(...events: Array<[repo: string, n: number]>): void;
+  /**
+   * Commits an event per [repository, n, type] to the outbox in one transaction, as writes do, and
+   * wakes the actor; the type is `repo.updated` (the one the target hears) unless given.
+   */
+  emit(...events: Array<[repo: string, n: number, type?: string]>): void;
   /** The target's delivery log, oldest first. */
   deliveries(): DeliveryRecord[];
   /** Whether any delivery of the target is still queued. */
@@ -95,7 +98,7 @@ export async function startActor(
     dispatcher: start(),
     emit(...events) {
       const mutation = new Mutation(storage, directory, 'https://repohost.test', null, new Date(clock.now()));
-      storage.root.transactionSync(() => events.forEach(([repo, n]) => mutation.emit('repo.updated', org, { id: repo, name: repo }, { n })));
+      storage.root.transactionSync(() => events.forEach(([repo, n, type]) => mutation.emit(type ?? 'repo.updated', org, { id: repo, name: repo }, { n })));
       actor.dispatcher.wake();
     },
     deliveries,

@@ -8,7 +8,7 @@ import { DeliveryState, type PendingDelivery } from './delivery-state.js';
 import { HttpDelivery } from './http-delivery.js';
 import { LaneScheduler } from './lane-scheduler.js';
 import { pruneDeliveryLog } from './log-pruning.js';
-import { fanOutBatch, outboxEnds } from './outbox-fan-out.js';
+import { DeferredEvents, fanOutBatch, outboxEnds } from './outbox-fan-out.js';
 import { afterAttempt } from './retry-policy.js';
 import { onOutboxEvents } from './outbox-signal.js';
 import { OwnedShards, type ShardOwnership } from '../shard-ownership.js';
@@ -73,6 +73,7 @@ export class WebhookDispatcher {
   private lastSweep = -Infinity;
   private unlisten: (() => void) | null = null;
   private stopped = false;
+  private readonly deferred = new DeferredEvents();
 
   constructor(private readonly opts: DispatcherOptions) {
     this.clock = opts.clock ?? systemClock;
@@ -154,6 +155,7 @@ export class WebhookDispatcher {
   private ownershipChanged(granted: readonly number[], revoked: readonly number[]): void {
     if (this.stopped) return;
     for (const shard of revoked) this.lanes.dropShard(shard);
+    for (const shard of [...revoked, ...granted]) this.deferred.forget(shard);
     if (granted.length) {
       log.info('webhook shards taken up', { shards: granted.length });
       this.resume(granted);
@@ -201,14 +203,14 @@ export class WebhookDispatcher {
    * its copy here is rebuilt from the log, and the events the log does hold come back to its outbox.
    */
   private async drainOnce(shards: readonly number[]): Promise<boolean> {
-    const ends = outboxEnds(this.opts.storage, shards);
+    const ends = outboxEnds(this.opts.storage, shards, this.deferred, this.clock.now());
     if (!ends.size) return false;
     // Not caught up (etcd did not answer): the events wait for the next poll.
     if (!(await this.opts.directory.caughtUp())) return false;
     // A shard lost meanwhile is its new owner's.
     for (const shard of ends.keys()) if (!this.ownership.owns(shard)) ends.delete(shard);
     const owned = [...ends.keys()];
-    const batch = fanOutBatch(this.opts.storage, this.opts.directory, ends, this.clock.now());
+    const batch = fanOutBatch(this.opts.storage, this.opts.directory, ends, this.clock.now(), this.deferred);
     if (!batch) return false;
     // A sink that failed replicated none of it.
     const refused = await Promise.resolve(batch.logged).then((r) => r ?? [], () => owned);
