@@ -36,3 +36,28 @@ t.test('token cache - a token is found only by all of it, not by its signature s
   cache.delete('header.other-payload.signature');
   t.equal(cache.get('header.payload.signature')?.who, 'signed', 'and deleting it leaves the verified token cached');
 });
+
+t.test('token cache - entries replaced or deleted early are skipped by the eviction order', async (t) => {
+  const cache = new TokenCache<{ bytes: number; n: number }>(entryBudget(3));
+  cache.set('t.a', { bytes: 0, n: 1 });
+  cache.set('t.b', { bytes: 0, n: 2 });
+  cache.set('t.a', { bytes: 0, n: 3 });
+  cache.set('t.c', { bytes: 0, n: 4 });
+  t.same(['t.a', 't.b', 't.c'].map((k) => cache.get(k)?.n), [3, 2, 4], 'three fit; a replaced one is now the newest');
+  cache.set('t.d', { bytes: 0, n: 5 });
+  t.same(['t.a', 't.b', 't.c', 't.d'].map((k) => cache.get(k)?.n), [3, undefined, 4, 5], 'the oldest (b) went, not the replaced a');
+  cache.delete('t.c');
+  cache.set('t.e', { bytes: 0, n: 6 });
+  cache.set('t.f', { bytes: 0, n: 7 });
+  t.same(['t.a', 't.d', 't.e', 't.f'].map((k) => cache.get(k)?.n), [undefined, 5, 6, 7], 'then a: the deleted c was passed over');
+  // Half a million distinct tokens through a cache of three: the bookkeeping stays as small.
+  for (let i = 0; i < 500_000; i++) cache.set(`t.${i}`, { bytes: 0, n: i });
+  t.ok(cache.size >= 2 && cache.size <= 3, `${cache.size} entries held`);
+  t.equal(cache.get('t.499999')?.n, 499_999);
+  t.ok(cache.bytes <= entryBudget(3));
+});
+
+/** The budget that holds `n` entries of tokens of three characters and no value bytes. */
+function entryBudget(n: number): number {
+  return n * (160 + 3);
+}

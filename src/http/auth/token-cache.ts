@@ -4,6 +4,10 @@
  * one key holder fill memory with large tokens. Oldest entries go first (insertion order; a hit
  * does not reorder — a token used again is re-verified at worst once per eviction).
  *
+ * The eviction order is a queue of its own: iterating the map's keys from the front after
+ * evictions walks over the holes deleted entries leave there until the table is rebuilt, which
+ * cost 6–7 µs per insertion at 15,000 entries (0.4–0.8 µs with the queue).
+ *
  * Entries are found by the token's signature segment and confirmed by comparing the whole token:
  * each request's token is a new string, and hashing all of it (a few hundred characters) on every
  * cached read cost more than hashing its last segment and comparing bytes once.
@@ -28,6 +32,9 @@ function lookupKey(token: string): string {
 
 export class TokenCache<V extends Sized> {
   private readonly entries = new Map<string, Entry<V>>();
+  /** Entries oldest first from `head`; one removed or replaced meanwhile is skipped when reached. */
+  private order: Entry<V>[] = [];
+  private head = 0;
   private used = 0;
 
   constructor(private readonly budgetBytes: number) {}
@@ -51,11 +58,19 @@ export class TokenCache<V extends Sized> {
     if (cost > this.budgetBytes) return;
     const key = lookupKey(token);
     this.remove(key);
-    this.entries.set(key, { token, value });
+    const entry = { token, value };
+    this.entries.set(key, entry);
+    this.order.push(entry);
     this.used += cost;
-    for (const oldest of this.entries.keys()) {
-      if (this.used <= this.budgetBytes) break;
-      this.remove(oldest);
+    while (this.used > this.budgetBytes) {
+      const oldest = this.order[this.head++]!;
+      const oldestKey = lookupKey(oldest.token);
+      if (this.entries.get(oldestKey) === oldest) this.remove(oldestKey);
+    }
+    // The queue keeps what it passed and what was removed early; rebuilt once that is most of it.
+    if (this.order.length > 1024 && this.order.length > 2 * this.entries.size) {
+      this.order = [...this.entries.values()];
+      this.head = 0;
     }
   }
 
