@@ -35,6 +35,29 @@ t.test('a read right after an acknowledged write shows it, though the first read
     t.equal(change.json.current_commit_oid, evolved.json.change.current_commit_oid, 'the change shows its new commit');
   });
 
+  t.test('raw bytes after an evolve, a bookmark moved back, a new default bookmark', async (t) => {
+    const raw = async (query: string): Promise<string> => {
+      const got = await s.api('GET', `${f.base}/content?${query}`, { headers: { accept: 'application/octet-stream' } });
+      t.equal(got.status, 200, got.text);
+      return got.text;
+    };
+    const base = await applyOps(f, { base_change_id: ROOT, ops: [write('r.txt', 'r1\n')], bookmarks: [{ name: 'raw', create: true }] });
+    t.equal(base.status, 201, base.text);
+    const rawId = base.json.change.id as string;
+    for (let i = 0; i < 3; i++) t.equal(await raw(`change_id=${rawId}&path=r.txt`), 'r1\n');
+    t.equal((await applyOps(f, { change_id: rawId, ops: [write('r.txt', 'r2\n')] })).status, 200);
+    t.equal(await raw(`change_id=${rawId}&path=r.txt`), 'r2\n', 'the change\'s new commit');
+    const next = await applyOps(f, { base_change_id: rawId, ops: [write('r.txt', 'r3\n')], bookmarks: [{ name: 'raw' }] });
+    t.equal(next.status, 201, next.text);
+    t.equal((await s.api('PATCH', f.base, { body: { default_bookmark: 'raw' } })).status, 200);
+    t.equal(await raw('path=r.txt'), 'r3\n', 'the new default bookmark\'s head');
+    const back = await s.api('PATCH', `${f.base}/bookmarks/raw`, { body: { change_id: rawId, allow_backwards: true } });
+    t.equal(back.status, 200, back.text);
+    t.equal(await raw('path=r.txt'), 'r2\n', 'the bookmark moved back');
+    t.equal((await s.api('PATCH', f.base, { body: { default_bookmark: 'main' } })).status, 200);
+    t.equal((await s.api('GET', `${f.base}/content?path=r.txt`, { headers: { accept: 'application/octet-stream' } })).status, 404, 'main has no r.txt');
+  });
+
   t.test('a new change moves the bookmark and the repository head', async (t) => {
     const before = await s.api('GET', f.base);
     t.equal(before.json.head_change_id, changeId);

@@ -5,6 +5,7 @@ import { headChangeId } from '../../storage/repo-store.js';
 import { adoptView, openChangeView, resolveChange, type ChangeRef, type ChangeView, type MaterializedView, type ShippedView } from '../../storage/read/change-view.js';
 import { contentPath, dirJson, fileJson, locate, type ContentRequest } from '../../storage/read/content.js';
 import { openBlobStream } from '../../storage/read/repo-objects.js';
+import { LruCache } from '../../storage/read/lru-cache.js';
 import { cachedTree } from '../../storage/read/tree-index.js';
 import { negotiateOrRefuse } from '../negotiation.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
@@ -17,6 +18,8 @@ import type { Reply, RequestContext, RouteDef } from '../route.js';
 
 /** Files up to this size are base64-encoded on the front end; larger ones on the read pool. */
 const FRONT_END_FILE_BYTES = 256 * 1024;
+/** Raw files up to this size are kept for the next read of the same name (`rawFiles`). */
+const RAW_FILE_CACHE_BYTES = 64 * 1024;
 /** One-level listings of directories up to this many entries are built on the front end. */
 const FRONT_END_LISTING_ENTRIES = 2000;
 
@@ -55,19 +58,37 @@ async function materializedView(ctx: RequestContext, ref: ChangeRef): Promise<Ch
 /** `X-<brand>-Blob-Hash` and `-Size`, named once per brand. */
 let blobHeaderNames: { brand: string; hash: string; size: string } | null = null;
 
-function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {
+function rawHeaders(ctx: RequestContext, oid: string, size: number): Record<string, string> {
   const brand = ctx.services.config.brand;
   if (blobHeaderNames?.brand !== brand) blobHeaderNames = { brand, hash: `X-${brand}-Blob-Hash`, size: `X-${brand}-Blob-Size` };
-  const names = blobHeaderNames;
-  const headers = (size: number): Record<string, string> => ({ 'Content-Type': RAW_TYPE, [names.hash]: oid, [names.size]: String(size) });
+  return { 'Content-Type': RAW_TYPE, [blobHeaderNames.hash]: oid, [blobHeaderNames.size]: String(size) };
+}
+
+interface RawFile {
+  oid: string;
+  content: Uint8Array;
+}
+
+/**
+ * Raw files answered lately, by repository and by what the request named (the repository's last
+ * operation, its default bookmark, `change_id` and `path` as sent): a repeated read skips
+ * resolving the change, walking the tree and reading the blob. Every write that can change what a
+ * ref or path shows records an operation (`last_op_id`), so an entry is never stale; it ages out.
+ */
+const rawFiles = new LruCache<RawFile>(20_000, 32 * 1024 * 1024, (file) => file.content.length + 200);
+
+function rawFileKey(repo: NonNullable<RequestContext['repo']>, changeId: string | undefined, path: string | undefined): string {
+  return `${repo.last_op_id ?? ''}\0${repo.default_bookmark}\0${changeId ?? ''}\0${path ?? ''}`;
+}
+
+function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {
   const blob = openBlobStream(ctx.services.storage, ctx.repo!.id, oid);
-  if (!blob) {
-    // A conflicted file's materialized content lives in the view, not in LMDB.
-    const content = readBlob(view.store, oid);
-    return { status: 200, text: content, headers: headers(content.length) };
-  }
-  if (blob.content) return { status: 200, text: blob.content, headers: headers(blob.size) };
-  return { status: 200, stream: blob.chunks!, length: blob.size, headers: headers(blob.size) };
+  // A conflicted file's materialized content lives in the view, not in LMDB.
+  const content = blob ? blob.content : readBlob(view.store, oid);
+  if (!content) return { status: 200, stream: blob!.chunks!, length: blob!.size, headers: rawHeaders(ctx, oid, blob!.size) };
+  const key = rawFileKey(ctx.repo!, ctx.query.change_id as string | undefined, ctx.query.path as string | undefined);
+  if (content.length <= RAW_FILE_CACHE_BYTES) rawFiles.set(key, { oid, content }, ctx.repo!.id);
+  return { status: 200, text: content, headers: rawHeaders(ctx, oid, content.length) };
 }
 
 function answer(ctx: RequestContext, ref: ChangeRef, request: ContentRequest, format: string, view: ChangeView): Reply | Promise<Reply> {
@@ -122,6 +143,10 @@ export const contentRoutes: RouteDef[] = [
     handler(ctx) {
       const format = negotiateOrRefuse(ctx.headers.accept, [JSON_TYPE, RAW_TYPE]);
       const repo = ctx.repo!;
+      if (format === RAW_TYPE) {
+        const file = rawFiles.get(rawFileKey(repo, ctx.query.change_id as string | undefined, ctx.query.path as string | undefined), repo.id);
+        if (file) return { status: 200, text: file.content, headers: rawHeaders(ctx, file.oid, file.content.length) };
+      }
       const records = ctx.services.records;
       const changeId = (ctx.query.change_id as string | undefined) || headChangeId(records, repo);
       const ref = resolveChange(records, repo.id, changeId, 'change_id');
