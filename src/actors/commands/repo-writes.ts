@@ -175,8 +175,8 @@ export class RepoWrite extends RepoTransaction {
 
   /** Removes a bookmark with its `bookmark.deleted` event; the default bookmark is refused. */
   deleteBookmark(name: string): BookmarkRecord {
-    this.existingBookmark(name);
     if (name === this.repo.default_bookmark) {
+      this.existingBookmark(name); // a missing bookmark is still 404 first
       throw invalid(`"${name}" is the default bookmark; change the default bookmark first`);
     }
     const record = this.removeBookmark(name);
