@@ -35,6 +35,9 @@ export interface RunningServer {
 
 /** How long a graceful stop waits for in-flight requests before it closes anyway. */
 const SHUTDOWN_GRACE_MS = 30_000;
+/** Leaving a cluster (lease lost): in-flight requests get this long, the whole stop LEAVE_DEADLINE_MS. */
+const LEAVE_GRACE_MS = 2000;
+const LEAVE_DEADLINE_MS = 15_000;
 
 /** The operator listener: `/metrics`, and in cluster mode `/cluster/status` (this node's view, JSON). */
 function listenOperator(metrics: Metrics, addr: string, cluster: ClusterNode | null): Promise<{ server: Server; port: number } | null> {
@@ -116,8 +119,9 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   );
   let cluster: ClusterNode | null = null;
   if (config.cluster) {
-    const { startClusterNode } = await import('./cluster/cluster-node.js');
-    cluster = await startClusterNode({ cluster: config.cluster, storage: opened, dataDir: config.dataDir, runtime, records, registry: metrics.registry, onServed: (shards) => served.set(shards) });
+    const { startClusterNode, LEASE_LOST_EXIT } = await import('./cluster/cluster-node.js');
+    const onLeaseLost = (): void => leave(LEASE_LOST_EXIT);
+    cluster = await startClusterNode({ cluster: config.cluster, storage: opened, dataDir: config.dataDir, runtime, records, registry: metrics.registry, onServed: (shards) => served.set(shards), onLeaseLost });
   }
   const forwarding = cluster?.forwarding ?? null;
   const services: Services = { config, storage, directory, records, activity, served, secrets, runtime: forwarding?.actors ?? runtime, verifier, metrics, forwarding: forwarding?.requests ?? null, shardReads: forwarding?.reads ?? null, readFence: cluster?.readFence ?? null };
@@ -127,23 +131,43 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   const system: SystemActors = startSystemActors(services);
   log.info('listening', { port, metrics_port: operator?.port ?? null, workers: config.workers, data: config.dataDir });
 
+  let stopping: Promise<void> | null = null;
+  async function stopAll(graceMs: number): Promise<void> {
+    front.stopListening();
+    // A client that never finishes sending its body must not hold the shutdown forever.
+    await Promise.race([front.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    await system.stop();
+    await runtime.close();
+    await cluster?.close();
+    await orgDirectory.close();
+    await signatures.close();
+    await storage.root.flushed;
+    operator?.server.close();
+    await storage.close();
+    lock.release();
+  }
+  const stop = (graceMs: number): Promise<void> => (stopping ??= stopAll(graceMs));
+
+  /**
+   * Ends the process with `code` after a stop. process.exit() alone terminates worker threads
+   * wherever they are, and one inside a synchronous LMDB transaction then deadlocks in lmdb-js's
+   * clean-up (its thread waits on a lock it holds; exit waits for the thread), so the process
+   * never ends. The stop lets each worker finish its task first; one that fails or outlasts
+   * LEAVE_DEADLINE_MS ends in SIGKILL, which loses nothing acknowledged.
+   */
+  function leave(code: number): void {
+    const kill = (): void => void process.kill(process.pid, 'SIGKILL');
+    setTimeout(kill, LEAVE_DEADLINE_MS);
+    // Called during start-up, the stop finds parts not made yet and rejects: killed at once.
+    void Promise.resolve()
+      .then(() => stop(LEAVE_GRACE_MS))
+      .then(() => process.exit(code), kill);
+  }
+
   return {
     port,
     metricsPort: operator?.port ?? null,
     services,
-    async stop() {
-      front.stopListening();
-      // A client that never finishes sending its body must not hold the shutdown forever.
-      await Promise.race([front.idle(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
-      await system.stop();
-      await runtime.close();
-      await cluster?.close();
-      await orgDirectory.close();
-      await signatures.close();
-      await storage.root.flushed;
-      operator?.server.close();
-      await storage.close();
-      lock.release();
-    },
+    stop: () => stop(SHUTDOWN_GRACE_MS),
   };
 }

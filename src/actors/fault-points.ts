@@ -1,10 +1,24 @@
 /**
- * Crash points for tests, and only for tests: `REPOHOST_FAULT=<point>` (read once, at start-up)
- * makes the process kill itself with SIGKILL when it reaches that point, so a test can check what
- * a `kill -9` between two steps of a saga leaves behind. Unset in any real deployment.
+ * Crash and stall points for tests, and only for tests (both settings are read once, at start-up,
+ * and unset in any real deployment). `REPOHOST_FAULT=<point>` makes the process kill itself with
+ * SIGKILL when it reaches that point, so a test can check what a `kill -9` between two steps of a
+ * saga leaves behind.
  */
 const armed = process.env.REPOHOST_FAULT ?? '';
 
 export function faultPoint(point: string): void {
   if (armed === point) process.kill(process.pid, 'SIGKILL');
+}
+
+const stalled = process.env.REPOHOST_STALL ?? '';
+const stallMs = Number(process.env.REPOHOST_STALL_MS ?? 3000);
+
+/**
+ * `REPOHOST_STALL=<point>` makes the thread that reaches that point busy for REPOHOST_STALL_MS
+ * (default 3 s), as a long synchronous step would, so a test can stop the process mid-step.
+ */
+export function stallPoint(point: string): void {
+  if (stalled !== point) return;
+  const until = performance.now() + stallMs;
+  while (performance.now() < until);
 }

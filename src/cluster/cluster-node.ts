@@ -56,13 +56,15 @@ export interface ClusterNodeParts {
   registry: Registry;
   /** Told the shards served here after each change (the webhook actor drains only those). */
   onServed(shards: number[]): void;
+  /** Called once when the lease is lost for good: the node must leave (exit LEASE_LOST_EXIT). */
+  onLeaseLost(): void;
 }
 
 /**
  * Starts cluster mode on a server: the shard log client, the control plane (placement view,
  * membership lease, controller candidate), every shard's replica, and forwarding. A shard is
  * served here only while its replica is active AND the node's lease is confirmed; a node whose
- * lease is lost for good exits, since the controller may already have moved its shards.
+ * lease is lost for good leaves (parts.onLeaseLost), since the controller may already have moved its shards.
  * This module (and through it the etcd and NATS clients) is imported only in cluster mode.
  */
 export async function startClusterNode(parts: ClusterNodeParts): Promise<ClusterNode> {
@@ -106,8 +108,8 @@ export async function startClusterNode(parts: ClusterNodeParts): Promise<Cluster
   const stopLeaseWatch = control.membership.onStatus((status) => {
     if (status !== 'lost') return;
     log.error('cluster lease lost: leaving so that the moved shards are not served here', { node: cluster.nodeId });
-    // Nothing is served from here on (mayServe is false); the exit waits for a disk sync only.
-    void replicas.syncSettled(1000).then(() => process.exit(LEASE_LOST_EXIT));
+    // Nothing is served from here on (mayServe is false); leaving waits for a disk sync first.
+    void replicas.syncSettled(1000).then(() => parts.onLeaseLost());
   });
   const gate: ServeGate = {
     canServe: (shard) => {

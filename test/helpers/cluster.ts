@@ -255,7 +255,14 @@ export async function startCluster(t: Teardown, opts: ClusterOptions): Promise<T
           const up = among.filter(alive);
           // A fixed table is never taken over: a node gone is a failure at once.
           if (up.length === 0 || (fixed && up.length < among.length)) break;
-          const statuses = await Promise.all(up.map((n) => n.status()));
+          // A node that does not answer is named, with its last lines, in the failure.
+          const statuses = await Promise.all(
+            up.map((n) =>
+              n.status().catch((err: unknown) => {
+                throw new Error(`${n.id} did not answer its status (${String(err)}):\n${n.logs.slice(-15).join('\n')}`);
+              }),
+            ),
+          );
           const reason = fixed ? unservedOwnShards(statuses) : unsettledReason(statuses, new Set(up.map((n) => n.id)));
           if (reason === null) return;
           last = reason;
