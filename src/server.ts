@@ -24,6 +24,8 @@ import { compileResponses } from './protocol/serializers.js';
 import type { Services } from './http/services.js';
 import { startSystemActors, type SystemActors } from './actors/system/index.js';
 import { OwnedShards } from './actors/system/shard-ownership.js';
+import { closeReadPools } from './actors/read-pool.js';
+import { closeReceivePool } from './actors/receive-pool.js';
 
 export interface RunningServer {
   port: number;
@@ -35,7 +37,7 @@ export interface RunningServer {
 
 /** How long a graceful stop waits for in-flight requests before it closes anyway. */
 const SHUTDOWN_GRACE_MS = 30_000;
-/** Leaving a cluster (lease lost): in-flight requests get this long, the whole stop LEAVE_DEADLINE_MS. */
+/** Leaving a cluster (lease lost): requests in flight get this long, the whole stop the next. */
 const LEAVE_GRACE_MS = 2000;
 const LEAVE_DEADLINE_MS = 15_000;
 
@@ -117,6 +119,33 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     () => storage.root.getStats(),
     () => ({ ...signatures.stats, waiting: verifier.waiting }),
   );
+  // Set once every part is up: a lease lost before then cannot stop them in order.
+  let stop: ((graceMs: number) => Promise<void>) | null = null;
+  /**
+   * Ends the process with `code` after a stop. process.exit() alone terminates worker threads
+   * wherever they are, and one inside a synchronous LMDB transaction then deadlocks in lmdb-js's
+   * clean-up (its thread waits on a lock it holds; exit waits for the thread), so the process
+   * never ends. The stop lets each pool finish its running tasks and closes every worker thread
+   * first. A stop that fails or outlasts LEAVE_DEADLINE_MS, or a lease lost during start-up, ends
+   * in SIGKILL, which loses nothing acknowledged.
+   */
+  const leave = (code: number): void => {
+    const kill = (): void => void process.kill(process.pid, 'SIGKILL');
+    // A SIGTERM stop already under way exits with this code too (the CLI exits with exitCode).
+    process.exitCode = code;
+    if (!stop) {
+      log.error('leaving during start-up: killed');
+      return kill();
+    }
+    setTimeout(kill, LEAVE_DEADLINE_MS);
+    stop(LEAVE_GRACE_MS).then(
+      () => process.exit(code),
+      (err: unknown) => {
+        log.error('the stop before leaving failed: killed', { err });
+        kill();
+      },
+    );
+  };
   let cluster: ClusterNode | null = null;
   if (config.cluster) {
     const { startClusterNode, LEASE_LOST_EXIT } = await import('./cluster/cluster-node.js');
@@ -137,7 +166,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     // A client that never finishes sending its body must not hold the shutdown forever.
     await Promise.race([front.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
     await system.stop();
-    await runtime.close();
+    await Promise.all([runtime.close(), closeReadPools(config.dataDir), closeReceivePool(config.dataDir)]);
     await cluster?.close();
     await orgDirectory.close();
     await signatures.close();
@@ -146,28 +175,13 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     await storage.close();
     lock.release();
   }
-  const stop = (graceMs: number): Promise<void> => (stopping ??= stopAll(graceMs));
-
-  /**
-   * Ends the process with `code` after a stop. process.exit() alone terminates worker threads
-   * wherever they are, and one inside a synchronous LMDB transaction then deadlocks in lmdb-js's
-   * clean-up (its thread waits on a lock it holds; exit waits for the thread), so the process
-   * never ends. The stop lets each worker finish its task first; one that fails or outlasts
-   * LEAVE_DEADLINE_MS ends in SIGKILL, which loses nothing acknowledged.
-   */
-  function leave(code: number): void {
-    const kill = (): void => void process.kill(process.pid, 'SIGKILL');
-    setTimeout(kill, LEAVE_DEADLINE_MS);
-    // Called during start-up, the stop finds parts not made yet and rejects: killed at once.
-    void Promise.resolve()
-      .then(() => stop(LEAVE_GRACE_MS))
-      .then(() => process.exit(code), kill);
-  }
+  const stopOnce = (graceMs: number): Promise<void> => (stopping ??= stopAll(graceMs));
+  stop = stopOnce;
 
   return {
     port,
     metricsPort: operator?.port ?? null,
     services,
-    stop: () => stop(SHUTDOWN_GRACE_MS),
+    stop: () => stopOnce(SHUTDOWN_GRACE_MS),
   };
 }

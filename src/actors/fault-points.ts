@@ -1,3 +1,5 @@
+import { log } from '../log.js';
+
 /**
  * Crash and stall points for tests, and only for tests (both settings are read once, at start-up,
  * and unset in any real deployment). `REPOHOST_FAULT=<point>` makes the process kill itself with
@@ -11,14 +13,16 @@ export function faultPoint(point: string): void {
 }
 
 const stalled = process.env.REPOHOST_STALL ?? '';
-const stallMs = Number(process.env.REPOHOST_STALL_MS ?? 3000);
+const stallMs = Number(process.env.REPOHOST_STALL_MS) || 3000;
 
 /**
  * `REPOHOST_STALL=<point>` makes the thread that reaches that point busy for REPOHOST_STALL_MS
- * (default 3 s), as a long synchronous step would, so a test can stop the process mid-step.
+ * (default 3 s), as a long synchronous step would, so a test can stop the process mid-step. It
+ * logs `stalling` as it starts: the test's cue.
  */
 export function stallPoint(point: string): void {
   if (stalled !== point) return;
+  log.info('stalling', { point, ms: stallMs });
   const until = performance.now() + stallMs;
   while (performance.now() < until);
 }

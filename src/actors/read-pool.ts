@@ -116,3 +116,13 @@ export function readPool(dataDir: string): ReadPool {
 export function packPool(dataDir: string): ReadPool {
   return poolFor('pack', dataDir, BULK_NICE);
 }
+
+/** Closes this data directory's read and pack pools (running tasks finish first), if started. */
+export async function closeReadPools(dataDir: string): Promise<void> {
+  const started = [`read:${dataDir}`, `pack:${dataDir}`].flatMap((key) => {
+    const pool = pools.get(key);
+    pools.delete(key);
+    return pool ? [pool.close()] : [];
+  });
+  await Promise.all(started);
+}

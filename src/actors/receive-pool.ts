@@ -40,6 +40,10 @@ export class ReceivePool {
     });
   }
 
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
   private async run(task: ReceiveTask, transferList?: Parameters<Piscina['run']>[1]): Promise<ReceiveTaskResult> {
     if (this.pool.queueSize >= MAX_QUEUE) throw new ServiceError('UNAVAILABLE', 'too many pushes in progress, retry later', undefined, { retryAfter: 1 });
     try {
@@ -97,4 +101,11 @@ export function receivePool(dataDir: string): ReceivePool {
   let pool = pools.get(dataDir);
   if (!pool) pools.set(dataDir, (pool = new ReceivePool(dataDir)));
   return pool;
+}
+
+/** Closes this data directory's receive pool (running pushes finish first), if started. */
+export async function closeReceivePool(dataDir: string): Promise<void> {
+  const pool = pools.get(dataDir);
+  pools.delete(dataDir);
+  await pool?.close();
 }

@@ -115,7 +115,8 @@ export const commandHandlers: Record<string, Handler> = {
       stopping = true;
       log.info('shutting down', { signal });
       server.stop().then(
-        () => process.exit(0),
+        // 0, or the status a cluster node leaving on a lost lease set meanwhile.
+        () => process.exit(),
         (err) => {
           log.error('shutdown failed', { err });
           process.exit(1);

@@ -64,8 +64,8 @@ export interface ClusterNodeParts {
  * Starts cluster mode on a server: the shard log client, the control plane (placement view,
  * membership lease, controller candidate), every shard's replica, and forwarding. A shard is
  * served here only while its replica is active AND the node's lease is confirmed; a node whose
- * lease is lost for good leaves (parts.onLeaseLost), since the controller may already have moved its shards.
- * This module (and through it the etcd and NATS clients) is imported only in cluster mode.
+ * lease is lost for good leaves (`onLeaseLost`), since the controller may already have moved its
+ * shards. This module (and through it the etcd and NATS clients) is imported only in cluster mode.
  */
 export async function startClusterNode(parts: ClusterNodeParts): Promise<ClusterNode> {
   const { cluster, storage, records } = parts;

@@ -27,8 +27,12 @@ t.test('a node that lost its lease leaves while a worker is inside a transaction
 
   const exit = new Promise<number | string | null>((resolve) => node!.process.once('exit', (code, signal) => resolve(code ?? signal)));
   const write = node!.api('POST', '/acme/stalled/apply-ops', { body: { base_change_id: ROOT, ops: [{ op: 'write', path: 'a.txt', content: 'a' }] } }).catch(() => undefined);
-  // The write is inside its transaction for STALL_MS: stop the process there, past the lease.
-  await sleep(500);
+  // Once the write is inside its transaction (for STALL_MS), stop the process, past the lease.
+  const deadline = Date.now() + STALL_MS;
+  while (!node!.logs.some((line) => line.includes('"msg":"stalling"'))) {
+    if (Date.now() > deadline) throw new Error('the write never reached its stall point');
+    await sleep(20);
+  }
   node!.pause();
   await sleep((TTL_S + 1) * 1000);
   node!.resume();
