@@ -200,10 +200,22 @@ t.test('a node id is one member at a time: a restart waits for the old lease, it
   const again = await startControlNode(settings, victim.id);
   t.teardown(() => again.crash());
   t.ok(Date.now() - started >= 1000, `the restart joined ${Date.now() - started} ms later, once the old lease expired`);
-  await waitFor('the shards back on their rendezvous owner', 20_000, () => {
-    const table = fullTable(watcher);
-    return table?.every((p, s) => p.owner === before[s]!.owner && p.followers.length === 2);
-  });
+  await waitFor(
+    'the shards back on their rendezvous owner',
+    20_000,
+    () => {
+      const table = fullTable(watcher);
+      return table?.every((p, s) => p.owner === before[s]!.owner && p.followers.length === 2);
+    },
+    () => {
+      const table = fullTable(watcher);
+      if (!table) return `${watcher.id} does not see every shard placed`;
+      const off = table.filter((p, s) => p.owner !== before[s]!.owner).length;
+      const short = table.filter((p) => p.followers.length !== 2);
+      const leader = [...nodes, again].find((n) => n.plane.controller.isLeader())?.id ?? 'none';
+      return `${off} shards off their owner, ${short.length} without 2 followers (first: ${JSON.stringify(short[0] ?? null)}); controller ${leader}`;
+    },
+  );
   const table = fullTable(watcher)!;
   const moved = table.filter((p, s) => before[s]!.owner === victim.id && p.epoch === before[s]!.epoch + 2).length;
   t.equal(moved, before.filter((p) => p.owner === victim.id).length, "each of the node's shards was promoted elsewhere, then moved back (epoch + 2)");

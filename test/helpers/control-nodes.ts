@@ -77,13 +77,13 @@ export async function closeAll(nodes: ControlTestNode[]): Promise<void> {
   await Promise.all(nodes.map((n) => n.crash()));
 }
 
-/** Polls `check` every 50 ms until it returns a value, or throws after `ms`. */
-export async function waitFor<T>(what: string, ms: number, check: () => T | undefined | false): Promise<T> {
+/** Polls `check` every 50 ms until it returns a value, or throws after `ms` (with `explain()`, what stands then). */
+export async function waitFor<T>(what: string, ms: number, check: () => T | undefined | false, explain?: () => string): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = check();
     if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${explain ? `: ${explain()}` : ''}`);
     await sleep(50);
   }
 }
