@@ -16,12 +16,13 @@ const stalled = process.env.REPOHOST_STALL ?? '';
 const stallMs = Number(process.env.REPOHOST_STALL_MS) || 3000;
 
 /**
- * `REPOHOST_STALL=<point>` makes the thread that reaches that point busy for REPOHOST_STALL_MS
- * (default 3 s), as a long synchronous step would, so a test can stop the process mid-step. It
- * logs `stalling` as it starts: the test's cue.
+ * `REPOHOST_STALL=<point>:<subject>` makes the thread that reaches that point for that subject (a
+ * command's name) busy for REPOHOST_STALL_MS (default 3 s), as a long synchronous step would, so a
+ * test can stop the process mid-step. It logs `stalling` as it starts: the test's cue. Unarmed, it
+ * costs one comparison: it sits in every command's transaction.
  */
-export function stallPoint(point: string): void {
-  if (stalled !== point) return;
+export function stallPoint(point: string, subject: string): void {
+  if (!stalled || stalled !== `${point}:${subject}`) return;
   log.info('stalling', { point, ms: stallMs });
   const until = performance.now() + stallMs;
   while (performance.now() < until);

@@ -231,7 +231,7 @@ export class Mailboxes {
           mutation: new Mutation(this.storage, this.directory, this.settings.publicUrl, principal.keyId || null, now),
         };
         const result = command.handle(input.value, ctx, input.prepared);
-        stallPoint(`in-transaction:${req.command}`);
+        stallPoint('in-transaction', req.command);
         const body = serialize(result.schema, result.body);
         if (idem && !result.partial) {
           saveOutcome(this.storage, this.secrets, shard, idem.keyId, idem.key, { fingerprint: idem.fingerprint, status: result.status, body }, now.getTime());

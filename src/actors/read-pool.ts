@@ -98,10 +98,12 @@ export class ReadPool {
 /** Half the cores (at least 2, at most 4), per pool: reads must leave room for the front end and actors. */
 export const READ_THREADS = Math.min(4, Math.max(2, Math.floor(availableParallelism() / 2)));
 
+type PoolKind = 'read' | 'pack';
 const pools = new Map<string, ReadPool>();
+const poolKey = (kind: PoolKind, dataDir: string): string => `${kind}:${dataDir}`;
 
-function poolFor(kind: 'read' | 'pack', dataDir: string, nice: number): ReadPool {
-  const key = `${kind}:${dataDir}`;
+function poolFor(kind: PoolKind, dataDir: string, nice: number): ReadPool {
+  const key = poolKey(kind, dataDir);
   let pool = pools.get(key);
   if (!pool) pools.set(key, (pool = new ReadPool(dataDir, READ_THREADS, nice)));
   return pool;
@@ -119,7 +121,8 @@ export function packPool(dataDir: string): ReadPool {
 
 /** Closes this data directory's read and pack pools (running tasks finish first), if started. */
 export async function closeReadPools(dataDir: string): Promise<void> {
-  const started = [`read:${dataDir}`, `pack:${dataDir}`].flatMap((key) => {
+  const started = (['read', 'pack'] as const).flatMap((kind) => {
+    const key = poolKey(kind, dataDir);
     const pool = pools.get(key);
     pools.delete(key);
     return pool ? [pool.close()] : [];
