@@ -18,6 +18,7 @@ import { actorSettings } from './actors/settings.js';
 import { SignaturePool } from './http/auth/signature-pool.js';
 import { TokenVerifier } from './http/auth/token-verifier.js';
 import { createFrontEnd } from './http/app.js';
+import { clearStaleReaders, oldestReaderLag } from './storage/lmdb-readers.js';
 import { Metrics } from './http/metrics.js';
 import { routes } from './http/routes/index.js';
 import { compileResponses } from './protocol/serializers.js';
@@ -118,7 +119,9 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     () => runtime.mailboxDepths(),
     () => storage.root.getStats(),
     () => ({ ...signatures.stats, waiting: verifier.waiting }),
+    () => oldestReaderLag(storage.root),
   );
+  const staleReaders = clearStaleReaders(storage.root);
   // Set once every part is up: a lease lost before then cannot stop them in order.
   let stop: ((graceMs: number) => Promise<void>) | null = null;
   /**
@@ -171,6 +174,7 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     await orgDirectory.close();
     await signatures.close();
     await storage.root.flushed;
+    staleReaders.stop();
     operator?.server.close();
     await storage.close();
     lock.release();

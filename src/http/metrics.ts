@@ -51,7 +51,7 @@ export class Metrics {
   readonly queueWaitSeconds: Histogram;
   readonly mailboxDepth: Gauge<'worker'>;
 
-  constructor(depths: () => readonly number[], lmdbStats: () => Partial<LmdbEnvStats>, signatureStats: () => SignatureStats) {
+  constructor(depths: () => readonly number[], lmdbStats: () => Partial<LmdbEnvStats>, signatureStats: () => SignatureStats, readerLag: () => number) {
     collectDefaultMetrics({ register: this.registry, prefix: 'repohost_process_' });
     const registers = [this.registry];
     this.requests = new RequestMetrics(this.registry);
@@ -81,6 +81,14 @@ export class Metrics {
         },
       });
     }
+    new Gauge({
+      name: 'repohost_lmdb_oldest_reader_lag_transactions',
+      help: 'Write transactions committed since the oldest open read snapshot began (pages freed since then are not reused)',
+      registers,
+      collect() {
+        this.set(readerLag());
+      },
+    });
     // Tokens neither cached nor already being verified; the ratio of the two is the batch size.
     for (const [field, name, help] of SIGNATURE_TOTALS) {
       new Counter({
