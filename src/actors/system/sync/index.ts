@@ -39,6 +39,10 @@ export function startSyncActor(services: Services): SystemActor {
     maxThreads: 1,
     concurrentTasksPerWorker: config.syncConcurrency,
     idleTimeout: Infinity,
+    // Back to its event loop between tasks, where lmdb-js ends its read snapshot: waiting on
+    // Atomics, an idle worker kept the last sync's snapshot, and every write after it took new
+    // pages instead of reusing freed ones.
+    atomics: 'disabled',
     workerData,
   });
   // A failed worker fails its running tries (handled by the scheduler); Piscina replaces it.
