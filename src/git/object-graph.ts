@@ -7,7 +7,7 @@
  */
 import { ServiceError } from '../errors.js';
 import type { ObjectType } from '../vcs/object-store.js';
-import type { SnapshotObjects } from '../storage/read/snapshot-objects.js';
+import type { ObjectReader } from '../storage/read/object-reader.js';
 
 export interface CommitNode {
   oid: string;
@@ -31,7 +31,7 @@ const corrupt = (what: string, oid: string): ServiceError => new ServiceError('I
 export class ObjectGraph {
   private readonly commits = new Map<string, CommitNode>();
 
-  constructor(readonly objects: SnapshotObjects) {}
+  constructor(readonly objects: ObjectReader) {}
 
   type(oid: string): ObjectType | undefined {
     return this.objects.typeAndSize(oid)?.type;

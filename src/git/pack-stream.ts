@@ -1,5 +1,5 @@
 /**
- * Sending the walked objects as a pack, streamed: each object is read from the snapshot, turned
+ * Sending the walked objects as a pack, streamed: each object is read from LMDB, turned
  * into its pack entry and handed on before the next is read, so memory holds one object (one
  * 1 MiB chunk of a large blob) at a time, whatever the pack's size. The sink's back-pressure is
  * awaited as the bytes add up, so a slow client slows the pack down instead of filling memory.
@@ -17,7 +17,7 @@ import { constants, createDeflate, deflateSync, inflateRawSync } from 'node:zlib
 import { ServiceError } from '../errors.js';
 import { PackWriter } from '../actors/system/sync/pack-writer.js';
 import { CHUNKED_BLOB, DEFLATED_BLOB, ZLIB_BLOB, decodeChunkedHeader, storedObjectType } from '../storage/git-object-store.js';
-import type { SnapshotObjects } from '../storage/read/snapshot-objects.js';
+import type { ObjectReader } from '../storage/read/object-reader.js';
 import type { PackObjects } from './reachable-sets.js';
 import type { ByteSink, PackChannel } from './response-writer.js';
 import { adler32, emitZlibStored, ZLIB_HEADER, zlibTrailer } from './zlib-frame.js';
@@ -34,7 +34,7 @@ export interface PackStats {
   reused: number;
 }
 
-export async function streamPack(objects: SnapshotObjects, pack: PackObjects, channel: PackChannel, sink: ByteSink, onProgress: (written: number) => void): Promise<PackStats> {
+export async function streamPack(objects: ObjectReader, pack: PackObjects, channel: PackChannel, sink: ByteSink, onProgress: (written: number) => void): Promise<PackStats> {
   let produced = 0;
   const writer = new PackWriter((bytes) => {
     produced += bytes.length;
@@ -53,6 +53,8 @@ export async function streamPack(objects: SnapshotObjects, pack: PackObjects, ch
     if (produced - waitedAt >= BYTES_BETWEEN_WAITS) {
       waitedAt = produced;
       onProgress(written);
+      // A client that reads slowly must not hold a snapshot while the pack waits for it.
+      objects.release();
       await sink.ready();
     }
   }
@@ -87,7 +89,7 @@ function writeInline(writer: PackWriter, oid: string, view: Buffer): boolean {
 }
 
 /** A large blob: its chunks read one at a time and deflated as a stream into one zlib stream. */
-async function streamChunkedBlob(objects: SnapshotObjects, value: Buffer, writer: PackWriter, sink: ByteSink): Promise<void> {
+async function streamChunkedBlob(objects: ObjectReader, value: Buffer, writer: PackWriter, sink: ByteSink): Promise<void> {
   const header = decodeChunkedHeader(value);
   writer.entry('blob', header.s);
   const deflate = createDeflate({ level: constants.Z_BEST_SPEED });
@@ -100,7 +102,9 @@ async function streamChunkedBlob(objects: SnapshotObjects, value: Buffer, writer
   try {
     for (let i = 0; i < header.n; i++) {
       // A copy: the deflater reads it after this thread's next LMDB read has reused the view.
-      if (!deflate.write(Buffer.from(objects.chunk(header.u, i)))) await Promise.race([once(deflate, 'drain'), ended]);
+      const written = deflate.write(Buffer.from(objects.chunk(header.u, i)));
+      objects.release();
+      if (!written) await Promise.race([once(deflate, 'drain'), ended]);
       await sink.ready();
     }
     deflate.end();

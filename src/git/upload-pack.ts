@@ -1,9 +1,9 @@
 /**
  * git's upload-pack (API §14): the ref advertisement of `GET …/info/refs?service=git-upload-pack`
  * and the answer to `POST …/git-upload-pack`, in protocol v2 (`ls-refs`, `fetch`) or v0 (smart
- * HTTP's stateless RPC). It runs on a pack-pool thread and reads everything — refs, the object
- * walk, the pack — from one LMDB snapshot held until the response ends, so a repository that
- * moves meanwhile is served as it was when the request came in.
+ * HTTP's stateless RPC). It runs on a pack-pool thread. The refs are read from one LMDB snapshot,
+ * so a repository that moves meanwhile is served as it was when the request came in; the walk and
+ * the pack read objects, which never change, through short snapshots (ObjectReader).
  *
  * Bad requests (framing, unknown commands or arguments, a want the repository does not hold) are
  * answered with an `ERR` line, which git prints as `remote error: …`; once the pack has started,
@@ -16,7 +16,7 @@ import type { Storage } from '../storage/database.js';
 import { listGitRefs, type RepoRefs } from '../storage/git-refs.js';
 import { getRepoAt } from '../storage/repo-store.js';
 import type { RepoRecord } from '../storage/records.js';
-import { SnapshotObjects } from '../storage/read/snapshot-objects.js';
+import { ObjectReader } from '../storage/read/object-reader.js';
 import { parseV0Fetch, parseV2Command, type FetchRequest } from './fetch-request.js';
 import { readyToSend } from './negotiation.js';
 import { parseObjectFilter } from './object-filter.js';
@@ -39,7 +39,7 @@ export interface UploadPackRequest {
   gzip: boolean;
 }
 
-/** Objects read by the walk and kept for the pack, per request (see SnapshotObjects). */
+/** Objects read by the walk and kept for the pack, per request (see ObjectReader). */
 const KEEP_READ_BYTES = 16 * 1024 * 1024;
 
 /** Largest request body once inflated: a clone of a repository with 100k refs wants fits in it. */
@@ -49,10 +49,10 @@ export interface UploadPackSink extends ByteSink {
   readonly isCancelled: boolean;
 }
 
-/** The context of one request: its snapshot and what it has learned. */
+/** The context of one request: its refs, its object reader and what it has learned. */
 interface Session {
   repo: RepoRecord;
-  objects: SnapshotObjects;
+  objects: ObjectReader;
   graph: ObjectGraph;
   refs: RepoRefs;
   out: PktWriter;
@@ -62,19 +62,10 @@ interface Session {
 export async function uploadPack(storage: Storage, request: UploadPackRequest, sink: UploadPackSink): Promise<void> {
   // Decoded before anything is written, so that a body that is not one is an HTTP 4xx.
   const body = request.phase === 'command' ? decodeBody(request.body ?? new Uint8Array(0), request.gzip) : null;
-  const txn = storage.root.useReadTransaction();
+  const { repo, refs } = readRefs(storage, request.repoId);
+  const objects = new ObjectReader(storage, repo.id, request.phase === 'command' ? KEEP_READ_BYTES : 0);
   try {
-    const repo = getRepoAt(storage.meta, request.repoId, txn);
-    if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
-    const objects = new SnapshotObjects(storage, txn, repo.id, request.phase === 'command' ? KEEP_READ_BYTES : 0);
-    const session: Session = {
-      repo,
-      objects,
-      graph: new ObjectGraph(objects),
-      refs: listGitRefs(storage, txn, repo, { kept: false }),
-      out: new PktWriter(sink),
-      sink,
-    };
+    const session: Session = { repo, objects, graph: new ObjectGraph(objects), refs, out: new PktWriter(sink), sink };
     if (body === null) {
       if (request.version === 2) writeV2Capabilities(session.out);
       else {
@@ -91,6 +82,18 @@ export async function uploadPack(storage: Storage, request: UploadPackRequest, s
       if (!isServiceError(err) || err.status >= 500) throw err;
       session.out.error(err.message);
     }
+  } finally {
+    objects.release();
+  }
+}
+
+/** The repository and its refs, from one snapshot. */
+function readRefs(storage: Storage, repoId: string): { repo: RepoRecord; refs: RepoRefs } {
+  const txn = storage.root.useReadTransaction();
+  try {
+    const repo = getRepoAt(storage.meta, repoId, txn);
+    if (!repo) throw new ServiceError('REPO_NOT_FOUND', 'repository not found');
+    return { repo, refs: listGitRefs(storage, txn, repo, { kept: false }) };
   } finally {
     txn.done();
   }

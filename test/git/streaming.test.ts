@@ -64,3 +64,19 @@ t.test('git streaming - clients that stop reading are disconnected, and their ta
   t.teardown(() => sockets.forEach((socket) => socket.destroy()));
   await cloneStillWorks(t, 'after-stalls');
 });
+
+t.test('git streaming - a pack waiting for its client holds no LMDB snapshot', async (t) => {
+  // A held snapshot keeps LMDB from reusing the pages every later write frees, so the writes
+  // meanwhile grow the file; the metric counts the writes committed since the oldest snapshot.
+  await createRepo(s, 'beside');
+  const socket = await startFetch();
+  socket.pause();
+  t.teardown(() => socket.destroy());
+  const lag = async (): Promise<number> => Number(/^repohost_lmdb_oldest_reader_lag_transactions (\d+)$/m.exec(await s.metrics())?.[1]);
+  const WRITES = 30;
+  for (let i = 0; i < WRITES; i++) {
+    const res = await s.api('POST', '/acme/beside/apply-ops', { body: { base_change_id: 'z'.repeat(32), ops: [{ op: 'write', path: `f${i}.txt`, content: `${i}` }] } });
+    t.equal(res.status, 201, `write ${i}`);
+  }
+  t.ok((await lag()) < WRITES / 3, `the oldest snapshot is younger than the ${WRITES} writes made while the pack waited (lag ${await lag()})`);
+});

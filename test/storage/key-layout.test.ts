@@ -7,7 +7,7 @@ import { SHARD_COUNT } from '../../src/actors/shard-map.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { encodeInlineObject } from '../../src/storage/git-object-store.js';
 import { K, Ranges, type KeyRange } from '../../src/storage/keys.js';
-import { SnapshotObjects } from '../../src/storage/read/snapshot-objects.js';
+import { ObjectReader } from '../../src/storage/read/object-reader.js';
 import { orgShard, repoShard } from '../../src/storage/shards.js';
 
 /**
@@ -78,14 +78,13 @@ t.test('a key built from the encoded object prefix finds the stored object', asy
     storage.objects.putSync(K.object(repoId, STORED), value);
     const raw = Buffer.concat([K.objectKeyPrefix(repoId), Buffer.from(STORED, 'latin1')]);
     t.same(storage.objects.get(raw), value, `${repoId}: the raw key reads the object`);
-    const txn = storage.root.useReadTransaction();
+    const reader = new ObjectReader(storage, repoId);
     try {
-      const reader = new SnapshotObjects(storage, txn, repoId);
-      t.ok(reader.has(STORED), `${repoId}: the snapshot reader finds it`);
+      t.ok(reader.has(STORED), `${repoId}: the object reader finds it`);
       t.equal(reader.typeAndSize(STORED)?.size, `content of ${repoId}`.length);
       t.notOk(reader.has('ef'.repeat(20)), 'and not an object it does not have');
     } finally {
-      txn.done();
+      reader.release();
     }
   }
 });
