@@ -21,7 +21,7 @@ import { selectScenarios } from './scenarios/index.js';
 import type { Selection } from './scenarios/index.js';
 import { failedResult } from './scenarios/result.js';
 import type { ScenarioContext, Target } from './scenarios/types.js';
-import { PROJECT_ROOT, createOrgAndKey, serverBuilt, SERVER_ENTRY, startRepohost } from './server-process.js';
+import { PROJECT_ROOT, createOrgAndKey, metricsUrlOf, serverBuilt, SERVER_ENTRY, startRepohost } from './server-process.js';
 import { formatSummary } from './summary.js';
 import { createSigner, tokenOrg } from './tokens.js';
 import type { SigningKey } from './tokens.js';
@@ -79,7 +79,7 @@ async function runSpawned(opts: BenchOptions, base: Omit<ScenarioContext, 'targe
   const server = await startRepohost({ dataDir, workers, logFile: join(base.workDir, `server-w${workers}.log`) });
   const api = new ApiClient(server.url, BENCH_ORG, await sign());
   try {
-    const target: Target = { url: server.url, host: server.host, port: server.port, org: BENCH_ORG, workers };
+    const target: Target = { url: server.url, host: server.host, port: server.port, org: BENCH_ORG, workers, metricsUrl: metricsUrlOf(server) };
     const ctx: ScenarioContext = { ...base, target, api, key, token: () => sign() };
     const results = await runSelections(ctx, selections);
     if (results.some((r) => r.status === 'failed')) base.progress.log(`server log: ${server.logFile}`);
@@ -100,7 +100,7 @@ async function runCluster(opts: BenchOptions, base: Omit<ScenarioContext, 'targe
   const entry = cluster.nodes[0] as (typeof cluster.nodes)[number];
   const api = new ApiClient(entry.url, BENCH_ORG, await sign());
   try {
-    const target: Target = { url: entry.url, host: entry.host, port: entry.port, org: BENCH_ORG, workers };
+    const target: Target = { url: entry.url, host: entry.host, port: entry.port, org: BENCH_ORG, workers, metricsUrl: null };
     const ctx: ScenarioContext = { ...base, target, api, key: cluster.key, token: () => sign() };
     const results = await runSelections(ctx, selections);
     let hop: HopLatency | null = null;
@@ -134,7 +134,7 @@ async function runExternal(opts: BenchOptions, base: Omit<ScenarioContext, 'targ
   if (url.protocol !== 'http:') throw new Error('--url must be http:// (the generator speaks plain HTTP/1.1)');
   const api = new ApiClient(url.origin, org, token);
   try {
-    const target: Target = { url: url.origin, host, port, org, workers: null };
+    const target: Target = { url: url.origin, host, port, org, workers: null, metricsUrl: null };
     const ctx: ScenarioContext = { ...base, target, api, key, token: async () => (sign ? sign() : token) };
     return { workers: null, results: await runSelections(ctx, selections) };
   } finally {

@@ -9,7 +9,7 @@ import { cp, mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiClient } from './api-client.js';
 import type { ScenarioContext, Target } from './scenarios/types.js';
-import { createOrgAndKey, startRepohost } from './server-process.js';
+import { createOrgAndKey, metricsUrlOf, startRepohost } from './server-process.js';
 import type { RunningServer } from './server-process.js';
 import { createSigner } from './tokens.js';
 
@@ -61,14 +61,13 @@ export class OwnServer {
   }
 
   get metricsUrl(): string | null {
-    const { server } = this.live;
-    return server.metricsPort === null ? null : `http://${server.host}:${server.metricsPort}/metrics`;
+    return metricsUrlOf(this.live.server);
   }
 
   /** A scenario context whose target, API client and tokens are this server's. */
   context(): ScenarioContext {
     const { server, client } = this.live;
-    const target: Target = { url: server.url, host: server.host, port: server.port, org: ORG, workers: this.workers };
+    const target: Target = { url: server.url, host: server.host, port: server.port, org: ORG, workers: this.workers, metricsUrl: metricsUrlOf(server) };
     return { ...this.base, target, api: client, token: this.sign };
   }
 

@@ -32,6 +32,11 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** Where the server serves its Prometheus text, if it does. */
+export function metricsUrlOf(server: RunningServer): string | null {
+  return server.metricsPort === null ? null : `http://${server.host}:${server.metricsPort}/metrics`;
+}
+
 export function serverBuilt(): boolean {
   return existsSync(SERVER_ENTRY);
 }

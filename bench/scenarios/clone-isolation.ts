@@ -24,6 +24,7 @@ import { round, runPhase, startPhase } from '../phases.js';
 import type { PhaseResult } from '../report-types.js';
 import { agentWorkload, createAgents, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
 import { finishResult, skippedResult } from './result.js';
+import { metricValue } from '../../test/helpers/metrics-text.js';
 import type { Scenario, ScenarioContext } from './types.js';
 import { requireTarget } from './types.js';
 
@@ -67,6 +68,46 @@ function startCloneLoops(url: URL, token: string, tip: string, stats: CloneStats
   };
 }
 
+/** LMDB's own totals, summed over the phases of one side. */
+interface CommitTotals {
+  commits: number;
+  pages: number;
+  syncSeconds: number;
+}
+
+async function commitTotals(metricsUrl: string | null): Promise<CommitTotals | null> {
+  if (!metricsUrl) return null;
+  const text = await (await fetch(metricsUrl)).text();
+  return {
+    commits: metricValue(text, 'repohost_lmdb_transactions_total'),
+    pages: metricValue(text, 'repohost_lmdb_pages_written_total'),
+    syncSeconds: metricValue(text, 'repohost_lmdb_sync_seconds_total'),
+  };
+}
+
+/** Runs `phase`, adding what LMDB counted meanwhile to `into`. */
+async function counted<T>(metricsUrl: string | null, into: CommitTotals, phase: () => Promise<T>): Promise<T> {
+  const before = await commitTotals(metricsUrl);
+  const result = await phase();
+  const after = await commitTotals(metricsUrl);
+  if (before && after) for (const k of ['commits', 'pages', 'syncSeconds'] as const) into[k] += after[k] - before[k];
+  return result;
+}
+
+/**
+ * Commits, pages written and sync time per commit (both sides write at one rate for as long, so
+ * their commits and pages compare directly): a clone that held its snapshot made every write
+ * beside it take new pages instead of freed ones (docs/measurements/2026-11-28-clone-snapshots.md).
+ */
+function perCommit(side: 'Alone' | 'Beside', t: CommitTotals): Record<string, number> {
+  if (!(t.commits > 0)) return {};
+  return {
+    [`commits${side}`]: t.commits,
+    [`pagesPerCommit${side}`]: round(t.pages / t.commits, 1),
+    [`syncMsPerCommit${side}`]: round((t.syncSeconds * 1000) / t.commits, 2),
+  };
+}
+
 /** The p99 of several phases' latencies together. */
 function mergedP99(phases: PhaseResult[]): number {
   const merged = createHistogram();
@@ -106,9 +147,12 @@ export const cloneIsolation: Scenario = {
       const stats: CloneStats = { clones: 0, bytes: 0, seconds: 0, failures: [], histogram: createHistogram() };
       const alone: PhaseResult[] = [];
       const beside: PhaseResult[] = [];
+      const commitsAlone: CommitTotals = { commits: 0, pages: 0, syncSeconds: 0 };
+      const commitsBeside: CommitTotals = { commits: 0, pages: 0, syncSeconds: 0 };
       // Alone and beside the clones in turn, so that other load on the machine falls on both.
       for (let r = 1; r <= s.isolationRounds; r++) {
-        const quiet = await runPhase(ctx, { label: `clone-isolation writes alone (${r})`, ...endpoint, mode: 'open', rate, workload: await agentWorkload(ctx, agents, reads) });
+        const workload = await agentWorkload(ctx, agents, reads);
+        const quiet = await counted(target.metricsUrl, commitsAlone, () => runPhase(ctx, { label: `clone-isolation writes alone (${r})`, ...endpoint, mode: 'open', rate, workload }));
         agents = quiet.raw.agents ?? agents;
         alone.push(quiet.phase);
         const running = startPhase(ctx, { label: `clone-isolation writes beside ${CLONE_LOOPS} clone loops (${r})`, ...endpoint, mode: 'open', rate, workload: await agentWorkload(ctx, agents, reads) });
@@ -117,7 +161,7 @@ export const cloneIsolation: Scenario = {
         const loops = startCloneLoops(cloneUrl, token, fixture.upstream.head, stats);
         let busy: Awaited<typeof running.outcome>;
         try {
-          busy = await running.outcome;
+          busy = await counted(target.metricsUrl, commitsBeside, () => running.outcome);
         } finally {
           await loops.stop();
         }
@@ -164,6 +208,8 @@ export const cloneIsolation: Scenario = {
           besideClonesP99Ms: besideP99,
           p99Ratio: round(ratio, 2),
           ...roundRatios,
+          ...perCommit('Alone', commitsAlone),
+          ...perCommit('Beside', commitsBeside),
           clones: stats.clones,
           clonesPerSec: round(clonesPerSec, 2),
           cloneMedianMs: round(summarize(stats.histogram).p50, 1),

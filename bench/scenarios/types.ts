@@ -70,6 +70,8 @@ export interface Target {
   port: number;
   org: string;
   workers: number | null;
+  /** The server's Prometheus text, when the bench started it. */
+  metricsUrl: string | null;
 }
 
 export interface ScenarioContext {
