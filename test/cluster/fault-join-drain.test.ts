@@ -65,7 +65,7 @@ onEachLog(t, 'join and drain under load', async (t, log) => {
       await ctx.cluster.settled(40_000);
     },
   });
-});
+}, { everyRun: ['etcd'] });
 
 /** What the controllers decided and where the joined node's copies stand, for a failed join. */
 async function diagnosis(cluster: TestCluster, joined: TestNode, placed: Array<{ owner: string; followers: string[] }>): Promise<string> {
