@@ -9,6 +9,7 @@ import { REPLICATION_ENV, serverStorage } from './storage/server-storage.js';
 import { migrateOrgQuota } from './storage/quota-migration.js';
 import { lockDataDir } from './storage/data-dir-lock.js';
 import { SecretBox } from './storage/secret-box.js';
+import { clearStaleReaders, oldestReaderLag } from './storage/lmdb-readers.js';
 import { directoryLocation, openOrgDirectory } from './cluster/org-directory/open-org-directory.js';
 import { RecordCache } from './storage/read/record-cache.js';
 import { RepoActivity } from './actors/repo-activity.js';
@@ -18,7 +19,6 @@ import { actorSettings } from './actors/settings.js';
 import { SignaturePool } from './http/auth/signature-pool.js';
 import { TokenVerifier } from './http/auth/token-verifier.js';
 import { createFrontEnd } from './http/app.js';
-import { clearStaleReaders, oldestReaderLag } from './storage/lmdb-readers.js';
 import { Metrics } from './http/metrics.js';
 import { routes } from './http/routes/index.js';
 import { compileResponses } from './protocol/serializers.js';
@@ -121,7 +121,6 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
     () => ({ ...signatures.stats, waiting: verifier.waiting }),
     () => oldestReaderLag(storage.root),
   );
-  const staleReaders = clearStaleReaders(storage.root);
   // Set once every part is up: a lease lost before then cannot stop them in order.
   let stop: ((graceMs: number) => Promise<void>) | null = null;
   /**
@@ -181,6 +180,8 @@ export async function startServer(config: Config, parts: ServerParts = {}): Prom
   }
   const stopOnce = (graceMs: number): Promise<void> => (stopping ??= stopAll(graceMs));
   stop = stopOnce;
+  // Started with everything up, so that a failed start leaves no timer on a closed store.
+  const staleReaders = clearStaleReaders(storage.root);
 
   return {
     port,

@@ -15,6 +15,7 @@
 import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { rm } from 'node:fs/promises';
+import { metricValue } from '../../test/helpers/metrics-text.js';
 import { prepareCloneFixture } from '../clone-fixture.js';
 import type { CloneLoopsData, CloneLoopsResult } from '../clone-loop-worker.js';
 import { cloneBody, cloneOnce } from '../clone-request.js';
@@ -24,7 +25,6 @@ import { round, runPhase, startPhase } from '../phases.js';
 import type { PhaseResult } from '../report-types.js';
 import { agentWorkload, createAgents, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
 import { finishResult, skippedResult } from './result.js';
-import { metricValue } from '../../test/helpers/metrics-text.js';
 import type { Scenario, ScenarioContext } from './types.js';
 import { requireTarget } from './types.js';
 

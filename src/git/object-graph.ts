@@ -7,7 +7,7 @@
  */
 import { ServiceError } from '../errors.js';
 import type { ObjectType } from '../vcs/object-store.js';
-import type { ObjectReader } from '../storage/read/object-reader.js';
+import { vanished, type ObjectReader } from '../storage/read/object-reader.js';
 
 export interface CommitNode {
   oid: string;
@@ -48,10 +48,10 @@ export class ObjectGraph {
     return node;
   }
 
-  /** Like `commit`, for an oid the walk reached through the graph: missing is corruption. */
+  /** Like `commit`, for an oid the walk reached through the graph: it must be there, and a commit. */
   reachedCommit(oid: string): CommitNode {
     const node = this.commit(oid);
-    if (!node) throw new ServiceError('INTERNAL_ERROR', `missing commit ${oid}`);
+    if (!node) throw this.objects.typeAndSize(oid) ? corrupt('commit', oid) : vanished('commit', oid);
     return node;
   }
 
@@ -75,10 +75,11 @@ export class ObjectGraph {
     return current;
   }
 
-  /** A tree's stored bytes, valid for as long as the caller holds them (a tree the repository lacks is corruption). */
+  /** A tree's stored bytes, valid for as long as the caller holds them. */
   treeBytes(oid: string): Buffer {
     const bytes = this.objects.stableView(oid);
-    if (!bytes || bytes[0] !== 2) throw new ServiceError('INTERNAL_ERROR', `missing tree ${oid}`);
+    if (!bytes) throw vanished('tree', oid);
+    if (bytes[0] !== 2) throw corrupt('tree', oid);
     return bytes;
   }
 

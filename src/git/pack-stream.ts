@@ -17,7 +17,7 @@ import { constants, createDeflate, deflateSync, inflateRawSync } from 'node:zlib
 import { ServiceError } from '../errors.js';
 import { PackWriter } from '../actors/system/sync/pack-writer.js';
 import { CHUNKED_BLOB, DEFLATED_BLOB, ZLIB_BLOB, decodeChunkedHeader, storedObjectType } from '../storage/git-object-store.js';
-import type { ObjectReader } from '../storage/read/object-reader.js';
+import { vanished, type ObjectReader } from '../storage/read/object-reader.js';
 import type { PackObjects } from './reachable-sets.js';
 import type { ByteSink, PackChannel } from './response-writer.js';
 import { adler32, emitZlibStored, ZLIB_HEADER, zlibTrailer } from './zlib-frame.js';
@@ -46,7 +46,7 @@ export async function streamPack(objects: ObjectReader, pack: PackObjects, chann
   writer.start(pack.count);
   for (const oid of pack.oids) {
     const view = objects.view(oid);
-    if (!view) throw new ServiceError('INTERNAL_ERROR', `missing object ${oid}`);
+    if (!view) throw vanished('object', oid);
     if (view[0] === CHUNKED_BLOB) await streamChunkedBlob(objects, view, writer, sink);
     else if (writeInline(writer, oid, view)) reused++;
     written++;
@@ -102,9 +102,9 @@ async function streamChunkedBlob(objects: ObjectReader, value: Buffer, writer: P
   try {
     for (let i = 0; i < header.n; i++) {
       // A copy: the deflater reads it after this thread's next LMDB read has reused the view.
-      const written = deflate.write(Buffer.from(objects.chunk(header.u, i)));
+      const hasRoom = deflate.write(Buffer.from(objects.chunk(header.u, i)));
       objects.release();
-      if (!written) await Promise.race([once(deflate, 'drain'), ended]);
+      if (!hasRoom) await Promise.race([once(deflate, 'drain'), ended]);
       await sink.ready();
     }
     deflate.end();

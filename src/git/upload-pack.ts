@@ -259,9 +259,12 @@ async function sendPackfile(session: Session, request: FetchRequest, common: str
   } catch (err) {
     // Without side-band there is no way to say it inside the pack: the response is cut short.
     if (session.sink.isCancelled || request.sideBand === 'none') throw err;
-    // The pack has started: git is told on the error band, and the failure is logged here.
-    log.error('upload-pack failed while sending the pack', { err, repo_id: session.repo.id });
-    channel.error(isServiceError(err) && err.status < 500 ? err.message : 'internal error while sending the pack');
+    // The pack has started: git is told on the error band, and the failure is logged here (a
+    // retryable one, such as objects gone with their repository, is not the server's fault).
+    const told = isServiceError(err) && (err.status < 500 || err.retryable);
+    if (told) log.warn('upload-pack stopped while sending the pack', { err, repo_id: session.repo.id });
+    else log.error('upload-pack failed while sending the pack', { err, repo_id: session.repo.id });
+    channel.error(told ? err.message : 'internal error while sending the pack');
   }
 }
 

@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { oldestReaderLag } from '../helpers/metrics-text.js';
 import { serverForFile } from '../helpers/server.js';
 
 /**
@@ -19,7 +20,6 @@ const write = async (t: Test, i: number): Promise<void> => {
   const res = await s.api('POST', '/acme/writes/apply-ops', { body: { base_change_id: 'z'.repeat(32), ops: [{ op: 'write', path: `f${i}.txt`, content: `${i}` }] } });
   if (res.status !== 201) t.fail(`write ${i}: ${res.status} ${res.text}`);
 };
-const lag = async (): Promise<number> => Number(/^repohost_lmdb_oldest_reader_lag_transactions (\d+)$/m.exec(await s.metrics())?.[1]);
 
 t.test('a reader killed inside its snapshot stops pinning it', async (t) => {
   // Writes first: every thread of the server that opens the environment (LMDB then clears such
@@ -44,10 +44,10 @@ t.test('a reader killed inside its snapshot stops pinning it', async (t) => {
   reader.kill('SIGKILL');
   await once(reader, 'exit');
   for (let i = WRITES; i < 2 * WRITES; i++) await write(t, i);
-  let seen = await lag();
+  let seen = await oldestReaderLag(s);
   for (let i = 0; i < 30 && seen >= WRITES / 3; i++) {
     await sleep(100);
-    seen = await lag();
+    seen = await oldestReaderLag(s);
   }
   t.ok(seen < WRITES / 3, `the dead reader's snapshot no longer counts (lag ${seen} after ${WRITES} writes)`);
   t.ok(s.logs.some((line) => line.includes('cleared the read snapshots of processes that died')), 'the server says it cleared it');

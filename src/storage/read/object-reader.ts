@@ -8,10 +8,12 @@ import { K } from '../keys.js';
 
 /**
  * A repository's objects for readers that run long: git's upload-pack walks and sends for as
- * long as the client takes to read. Objects never change once stored and leave only with their
- * repository (or, never referenced, with the blob collector), so they need not come from the
- * snapshot the caller read its refs from: reads go through an LMDB read transaction renewed every
- * SNAPSHOT_MS, and released while the caller waits for its client (`release`). A snapshot held
+ * long as the client takes to read. Objects never change once stored, so they need not come from
+ * the snapshot the caller read its refs from: reads go through an LMDB read transaction renewed
+ * every SNAPSHOT_MS, and released while the caller waits for its client (`release`). They leave
+ * with their repository, with the blob collector (never referenced ones), or with this node's copy
+ * of their shard (rebuilt after it diverged, or replaced by a new copy): a reader then meets an
+ * object the refs reach but the store no longer holds, `vanished`, and its client tries again. A snapshot held
  * for a whole clone kept LMDB from reusing the pages that writes free meanwhile, for as long as
  * the client took: the file grows instead, and beside 8 readers holding snapshots of 1.2 s each
  * commit waited 1.8–2.3× as long for the disk (docs/measurements/2026-11-28-clone-snapshots.md).
@@ -41,6 +43,13 @@ const OID_HEX = 40;
 /** The longest a snapshot is used before the next read renews it. */
 const SNAPSHOT_MS = 50;
 
+/** An object the refs reached that a later snapshot no longer holds (see above): retryable, not corruption. */
+export function vanished(what: string, oid: string): ServiceError {
+  return new ServiceError('UNAVAILABLE', `${what} ${oid} is no longer stored here (the repository was deleted or its copy replaced meanwhile); try again`, undefined, {
+    retryAfter: 1,
+  });
+}
+
 export class ObjectReader {
   private readonly kept = new Map<string, Buffer>();
   private budget: number;
@@ -50,7 +59,7 @@ export class ObjectReader {
   private readonly objectKey: Buffer;
   private readonly oidAt: number;
   private txn: Transaction | null = null;
-  private since = 0;
+  private takenAt = 0;
 
   /**
    * `keepBytes`: how much of what is read may be kept for a second read (git reads every commit
@@ -69,15 +78,15 @@ export class ObjectReader {
   }
 
   /** The current snapshot, renewed when it has been used for SNAPSHOT_MS. */
-  private reader(): Transaction {
+  private snapshot(): Transaction {
     const now = performance.now();
-    if (this.txn && now - this.since < SNAPSHOT_MS) return this.txn;
+    if (this.txn && now - this.takenAt < SNAPSHOT_MS) return this.txn;
     this.release();
     // lmdb-js hands out the thread's current read transaction until a timer resets it, and this
     // thread may not have yielded since: reset it here so that the next one is a new snapshot.
     this.storage.root.resetReadTxn();
     this.txn = this.storage.root.useReadTransaction();
-    this.since = now;
+    this.takenAt = now;
     return this.txn;
   }
 
@@ -100,7 +109,7 @@ export class ObjectReader {
   view(oid: string, retain = false): Buffer | undefined {
     const kept = this.kept.get(oid);
     if (kept) return kept;
-    const view = viewIn(this.storage.objects, this.key(oid), this.reader());
+    const view = viewIn(this.storage.objects, this.key(oid), this.snapshot());
     if (!view) return oid === EMPTY_TREE_OID ? EMPTY_TREE_VALUE : undefined;
     return retain && view.length <= KEPT_VALUE_BYTES ? this.keep(oid, view) : view;
   }
@@ -132,8 +141,11 @@ export class ObjectReader {
    * upload nothing references yet, a pull's objects before it applies) is not part of it.
    */
   has(oid: string): boolean {
-    if (this.view(oid) === undefined) return false;
-    return viewIn(this.storage.meta, K.pending(this.repoId, oid), this.reader()) === undefined;
+    // Both reads from one snapshot: a renewal between them could pair an object with the pending
+    // mark of a later state, in which the collector has removed it.
+    const txn = this.snapshot();
+    const stored = this.kept.has(oid) || oid === EMPTY_TREE_OID || viewIn(this.storage.objects, this.key(oid), txn) !== undefined;
+    return stored && viewIn(this.storage.meta, K.pending(this.repoId, oid), txn) === undefined;
   }
 
   /** Type and size without decoding the content. */
@@ -153,8 +165,8 @@ export class ObjectReader {
 
   /** Piece `index` of a chunked blob, as a view. */
   chunk(uploadId: string, index: number): Buffer {
-    const view = viewIn(this.storage.chunks, K.chunk(this.repoId, uploadId, index), this.reader());
-    if (!view) throw new ServiceError('INTERNAL_ERROR', `missing chunk ${index} of upload ${uploadId}`);
+    const view = viewIn(this.storage.chunks, K.chunk(this.repoId, uploadId, index), this.snapshot());
+    if (!view) throw vanished(`chunk ${index} of upload`, uploadId);
     return view;
   }
 }
