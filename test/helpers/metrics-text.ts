@@ -17,6 +17,6 @@ export function metricValue(text: string, name: string, labels: Record<string, s
 }
 
 /** Write transactions since the oldest open LMDB read snapshot began, from a server's metrics. */
-export async function oldestReaderLag(server: { metrics(): Promise<string> }): Promise<number> {
+export async function scrapedReaderLag(server: { metrics(): Promise<string> }): Promise<number> {
   return metricValue(await server.metrics(), 'repohost_lmdb_oldest_reader_lag_transactions');
 }

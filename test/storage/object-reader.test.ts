@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
+import type { ServiceError } from '../../src/errors.js';
+import { ObjectGraph } from '../../src/git/object-graph.js';
 import { openStorage } from '../../src/storage/database.js';
 import { encodeInlineObject } from '../../src/storage/git-object-store.js';
 import { K } from '../../src/storage/keys.js';
@@ -11,7 +13,9 @@ import { ObjectReader } from '../../src/storage/read/object-reader.js';
 
 /**
  * A long reader of objects (a clone) must not pin one LMDB snapshot: its reads renew it once it
- * has been used for 50 ms, so the writes made meanwhile can reuse the pages they free.
+ * has been used for 50 ms, so the writes made meanwhile can reuse the pages they free. A later
+ * snapshot may lack an object the refs reached (its repository deleted, its shard's copy
+ * replaced): that is a retryable error, not corruption.
  */
 const dir = mkdtempSync(join(tmpdir(), 'repohost-object-reader-'));
 const storage = openStorage(dir);
@@ -41,4 +45,27 @@ t.test('an object reader renews its snapshot as it goes on reading', async (t) =
   t.ok(oldestReaderLag(storage.root) <= WRITES, `later it reads a newer one (lag ${oldestReaderLag(storage.root)}, not ${2 * WRITES})`);
   reader.release();
   t.equal(oldestReaderLag(storage.root), 0, 'released, it holds none');
+});
+
+t.test('an object the walk reached that is gone is retryable; one of the wrong type is corruption', async (t) => {
+  const graph = new ObjectGraph(new ObjectReader(storage, REPO));
+  t.teardown(() => graph.objects.release());
+  const gone = 'cd'.repeat(20);
+  const thrown = (fn: () => unknown): ServiceError | undefined => {
+    try {
+      fn();
+    } catch (err) {
+      return err as ServiceError;
+    }
+    return undefined;
+  };
+  for (const [what, err] of [
+    ['commit', thrown(() => graph.reachedCommit(gone))],
+    ['tree', thrown(() => graph.treeBytes(gone))],
+  ] as const) {
+    t.equal(err?.code, 'UNAVAILABLE', `a ${what} no longer stored: UNAVAILABLE`);
+    t.equal(err?.retryable, true, 'and retryable');
+  }
+  t.equal(thrown(() => graph.reachedCommit(OID))?.code, 'INTERNAL_ERROR', 'a blob where a commit was reached: corruption');
+  t.equal(thrown(() => graph.treeBytes(OID))?.code, 'INTERNAL_ERROR', 'a blob where a tree was reached: corruption');
 });

@@ -1,5 +1,5 @@
 import type { Database, Key, Transaction } from 'lmdb';
-import { ServiceError } from '../../errors.js';
+import { ServiceError, storageUnavailable } from '../../errors.js';
 import { EMPTY_TREE_OID } from '../../vcs/git-object.js';
 import type { ObjectType } from '../../vcs/object-store.js';
 import type { Storage } from '../database.js';
@@ -13,10 +13,11 @@ import { K } from '../keys.js';
  * every SNAPSHOT_MS, and released while the caller waits for its client (`release`). They leave
  * with their repository, with the blob collector (never referenced ones), or with this node's copy
  * of their shard (rebuilt after it diverged, or replaced by a new copy): a reader then meets an
- * object the refs reach but the store no longer holds, `vanished`, and its client tries again. A snapshot held
- * for a whole clone kept LMDB from reusing the pages that writes free meanwhile, for as long as
- * the client took: the file grows instead, and beside 8 readers holding snapshots of 1.2 s each
- * commit waited 1.8–2.3× as long for the disk (docs/measurements/2026-11-28-clone-snapshots.md).
+ * object the refs reach but the store no longer holds, `vanished`, and its client tries again.
+ * A snapshot held for a whole clone kept LMDB from reusing the pages that writes free meanwhile,
+ * for as long as the client took: the file grows instead, and beside 8 readers holding snapshots
+ * of 1.2 s each commit waited 1.8–2.3× as long for the disk
+ * (docs/measurements/2026-11-28-clone-snapshots.md).
  * Values are read zero-copy: a `view` is valid only until the next read of this thread, so
  * callers copy what they keep.
  *
@@ -45,9 +46,7 @@ const SNAPSHOT_MS = 50;
 
 /** An object the refs reached that a later snapshot no longer holds (see above): retryable, not corruption. */
 export function vanished(what: string, oid: string): ServiceError {
-  return new ServiceError('UNAVAILABLE', `${what} ${oid} is no longer stored here (the repository was deleted or its copy replaced meanwhile); try again`, undefined, {
-    retryAfter: 1,
-  });
+  return storageUnavailable(`${what} ${oid} is no longer stored here (the repository was deleted or its copy replaced meanwhile); try again`);
 }
 
 export class ObjectReader {
