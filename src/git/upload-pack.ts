@@ -63,7 +63,7 @@ export async function uploadPack(storage: Storage, request: UploadPackRequest, s
   // Decoded before anything is written, so that a body that is not one is an HTTP 4xx.
   const body = request.phase === 'command' ? decodeBody(request.body ?? new Uint8Array(0), request.gzip) : null;
   const { repo, refs } = readRefs(storage, request.repoId);
-  const objects = new ObjectReader(storage, repo.id, request.phase === 'command' ? KEEP_READ_BYTES : 0);
+  const objects = new ObjectReader(storage, repo.id, { keepBytes: request.phase === 'command' ? KEEP_READ_BYTES : 0 });
   try {
     const session: Session = { repo, objects, graph: new ObjectGraph(objects), refs, out: new PktWriter(sink), sink };
     if (body === null) {

@@ -59,17 +59,21 @@ export class ObjectReader {
   private readonly oidAt: number;
   private txn: Transaction | null = null;
   private takenAt = 0;
+  private readonly now: () => number;
 
   /**
    * `keepBytes`: how much of what is read may be kept for a second read (git reads every commit
    * and tree twice, once to walk and once to send; an LMDB read costs far more than a copy).
+   * `now`: the clock that ages a snapshot (a test's own, so that its ages do not depend on the
+   * machine's speed).
    */
   constructor(
     readonly storage: Storage,
     readonly repoId: string,
-    keepBytes = 0,
+    { keepBytes = 0, now = () => performance.now() }: { keepBytes?: number; now?: () => number } = {},
   ) {
     this.budget = keepBytes;
+    this.now = now;
     const prefix = K.objectKeyPrefix(repoId);
     this.objectKey = Buffer.alloc(prefix.length + OID_HEX);
     prefix.copy(this.objectKey);
@@ -78,7 +82,7 @@ export class ObjectReader {
 
   /** The current snapshot, renewed when it has been used for SNAPSHOT_MS. */
   private snapshot(): Transaction {
-    const now = performance.now();
+    const now = this.now();
     if (this.txn && now - this.takenAt < SNAPSHOT_MS) return this.txn;
     this.release();
     // lmdb-js hands out the thread's current read transaction until a timer resets it, and this
