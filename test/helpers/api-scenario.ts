@@ -79,7 +79,12 @@ function cloned(s: TestServer, repo: string, token: string): string {
 export async function apiAnswers(s: TestServer): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
   const get = async (path: string): Promise<any> => {
-    const res = await s.api('GET', path);
+    // A cluster under load may answer 503 (an owner briefly unreachable) or 429: clients retry those.
+    let res = await s.api('GET', path);
+    for (let tries = 0; tries < 20 && (res.status === 503 || res.status === 429); tries++) {
+      await new Promise((r) => setTimeout(r, 250));
+      res = await s.api('GET', path);
+    }
     out[`GET ${path}`] = { status: res.status, body: res.json ?? res.text };
     return res.json;
   };
@@ -94,7 +99,12 @@ export async function apiAnswers(s: TestServer): Promise<Record<string, unknown>
     await get(repo);
     await get(`${repo}/bookmarks`);
     await get(`${repo}/upstream/syncs`);
-    const changes = (await get(`${repo}/changes?bookmark=main&limit=200`)).changes as Array<{ id: string }>;
+    const listed = await get(`${repo}/changes?bookmark=main&limit=200`);
+    if (!Array.isArray(listed?.changes)) {
+      const warnings = s.logs.filter((l) => /"level":"(warn|error)"/.test(l)).slice(-10);
+      throw new Error(`${repo}/changes: ${JSON.stringify(out[`GET ${repo}/changes?bookmark=main&limit=200`])}\n${warnings.join('')}`);
+    }
+    const changes = listed.changes as Array<{ id: string }>;
     for (const { id } of changes) {
       await get(`${repo}/changes/${id}`);
       await get(`${repo}/changes/${id}/evolution`);
