@@ -28,4 +28,4 @@ onEachLog(t, 'SIGSTOP of an owner past its lease, then SIGCONT', async (t, log) 
       return measured;
     },
   });
-}, { everyRun: ['etcd', 'jetstream'] });
+}, { everyRun: ['etcd'] });

@@ -12,6 +12,8 @@ import type { RegisterValue } from './linearizability.js';
 /** The virtual root change (API §5): every repository has it. */
 export const ROOT_CHANGE = 'z'.repeat(32);
 export const REGISTER_BOOKMARK = 'reg';
+/** Reads in flight while checking that acknowledged changes are readable. */
+const IN_FLIGHT = 8;
 
 export interface WorkloadOptions {
   org: string;
@@ -101,17 +103,22 @@ async function freshChange(api: ApiCall, org: string, repo: string, tag: string)
 export async function missingChanges(api: ApiCall, org: string, changes: WorkloadStats['changes'], patienceMs = 10_000): Promise<string[]> {
   const missing: string[] = [];
   const deadline = performance.now() + patienceMs;
-  for (const c of changes) {
+  const check = async (c: WorkloadStats['changes'][number]): Promise<void> => {
     for (;;) {
       const res = await api('GET', `/${org}/${c.repo}/changes/${c.id}`, { signal: AbortSignal.timeout(5000) }).catch(() => null);
-      if (res?.status === 200) break;
+      if (res?.status === 200) return;
       if ((res === null || res.status >= 500) && performance.now() < deadline) {
         await sleep(100);
         continue;
       }
       missing.push(`${c.repo}/${c.id}: ${res?.status ?? 'no reply'}`);
-      break;
+      return;
     }
-  }
-  return missing;
+  };
+  // A few reads in flight: one at a time, thousands of changes take seconds per node.
+  let next = 0;
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    while (next < changes.length) await check(changes[next++]!);
+  }));
+  return missing.sort();
 }
