@@ -6,13 +6,28 @@
  */
 export const SHARD_COUNT = 256;
 
-export function shardOf(actor: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < actor.length; i++) {
-    h ^= actor.charCodeAt(i);
+const FNV_OFFSET = 0x811c9dc5;
+
+function fnv1a(h: number, text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return (h >>> 0) % SHARD_COUNT;
+  return h;
+}
+
+export function shardOf(actor: string): number {
+  return (fnv1a(FNV_OFFSET, actor) >>> 0) % SHARD_COUNT;
+}
+
+/**
+ * `shardOf(prefix + id)` for every id, without building that string: the requests' hot path
+ * names a repository's shard several times, and each concatenation had to be flattened again
+ * to be hashed.
+ */
+export function shardOfPrefixed(prefix: string): (id: string) => number {
+  const start = fnv1a(FNV_OFFSET, prefix);
+  return (id) => (fnv1a(start, id) >>> 0) % SHARD_COUNT;
 }
 
 export function slotOf(shard: number, slots: number): number {

@@ -1,12 +1,12 @@
 import { orgActor, repoActor } from '../actors/actor-names.js';
-import { shardOf } from '../actors/shard-map.js';
+import { shardOfPrefixed } from '../actors/shard-map.js';
 import type { EventEnvelope } from './records.js';
 
-/** The shard that owns a repository's data: its actor's. */
-export const repoShard = (repoId: string): number => shardOf(repoActor(repoId));
+/** The shard that owns a repository's data: its actor's (`shardOf(repoActor(repoId))`). */
+export const repoShard = shardOfPrefixed(repoActor(''));
 
 /** The shard that owns an org's shard-level data (repository names and list, sagas, quota ledger): its actor's. */
-export const orgShard = (orgId: string): number => shardOf(orgActor(orgId));
+export const orgShard = shardOfPrefixed(orgActor(''));
 
 /**
  * The shard whose actor writes a repository's events (the org's, for an event of no repository):

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import type { Key } from 'lmdb';
-import { SHARD_COUNT } from '../../src/actors/shard-map.js';
+import { orgActor, repoActor } from '../../src/actors/actor-names.js';
+import { SHARD_COUNT, shardOf } from '../../src/actors/shard-map.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { encodeInlineObject } from '../../src/storage/git-object-store.js';
 import { K, Ranges, type KeyRange } from '../../src/storage/keys.js';
@@ -87,4 +88,14 @@ t.test('a key built from the encoded object prefix finds the stored object', asy
       reader.release();
     }
   }
+});
+
+t.test("a repository's and an org's shard are their actors' shards", async (t) => {
+  for (const id of [...REPOS, '', 'org_01M8EV46RZ7TABSPW1YB7YA64B', 'é€😀']) {
+    t.equal(repoShard(id), shardOf(repoActor(id)), `repo ${id}`);
+    t.equal(orgShard(id), shardOf(orgActor(id)), `org ${id}`);
+  }
+  // Actors spread over the shards, not onto a few.
+  const spread = new Set(Array.from({ length: 4096 }, (_, i) => repoShard(`repo_${i.toString(36)}`)));
+  t.ok(spread.size > SHARD_COUNT * 0.9, `4,096 repositories use ${spread.size} of ${SHARD_COUNT} shards`);
 });

@@ -1,6 +1,5 @@
 import type { Database, Key } from 'lmdb';
 import { orgIdOfActor, repoIdOfActor } from '../../actors/actor-names.js';
-import { withoutShard } from '../keys.js';
 import { LruCache } from './lru-cache.js';
 
 /**
@@ -59,14 +58,17 @@ export class RecordCache implements RecordReader {
     let entry: string;
     let writing: boolean;
     if (!Array.isArray(key)) return this.meta.get(key);
-    const local = withoutShard(key);
-    if (local[0] === 'r' && (local.length === 2 || REPO_KINDS.has(local[2] as string))) {
-      scopeId = local[1] as string;
-      entry = local.length === 2 ? '' : local.length === 3 ? (local[2] as string) : local.slice(2).join('\0');
+    // Parts after the shard number (a global key has none and is not cached).
+    const parts = key as readonly unknown[];
+    if (typeof parts[0] !== 'number') return this.meta.get(key);
+    const n = parts.length - 1;
+    if (parts[1] === 'r' && (n === 2 || REPO_KINDS.has(parts[3] as string))) {
+      scopeId = parts[2] as string;
+      entry = n === 2 ? '' : n === 3 ? (parts[3] as string) : n === 4 ? `${parts[3] as string}\0${parts[4] as string}` : parts.slice(3).join('\0');
       writing = this.orgCalls > 0 || this.inFlight.has(scopeId);
-    } else if (local[0] === 'o' && local[2] === 'name' && local.length === 4) {
-      scopeId = local[1] as string;
-      entry = local[3] as string;
+    } else if (parts[1] === 'o' && parts[3] === 'name' && n === 4) {
+      scopeId = parts[2] as string;
+      entry = parts[4] as string;
       writing = this.inFlight.has(scopeId);
     } else return this.meta.get(key);
     if (writing) return this.meta.get(key);
