@@ -22,6 +22,7 @@ import { idempotencyTarget } from './idempotency-target.js';
 import { HOP_HEADER, NODE_HEADER, REPO_HEADER, type RequestPlacement } from './forwarding.js';
 import type { ReadTicket } from './read-fence.js';
 import { Exchange, nextTraceId } from './exchange.js';
+import { wireBytes } from './wire-bytes.js';
 import { orgShard, repoShard } from '../storage/shards.js';
 
 if (!String(uWS.App).includes('[native code]')) {
@@ -183,17 +184,17 @@ class FrontEnd implements HttpFrontEnd {
     const hasBody = route.body !== undefined || route.streamBody === true || route.rawBody === true;
     // Each header read is a call into uWS: a read skips the ones only writes use.
     const headers: RequestHeaders = {
-      authorization: req.getHeader('authorization'),
-      'content-type': hasBody ? req.getHeader('content-type') : '',
+      authorization: req.getHeader(wireBytes('authorization')),
+      'content-type': hasBody ? req.getHeader(wireBytes('content-type')) : '',
       'content-length': x.contentLength,
-      accept: req.getHeader('accept'),
-      'idempotency-key': x.method === 'POST' || x.method === 'PATCH' ? req.getHeader('idempotency-key') : '',
+      accept: req.getHeader(wireBytes('accept')),
+      'idempotency-key': x.method === 'POST' || x.method === 'PATCH' ? req.getHeader(wireBytes('idempotency-key')) : '',
     };
     if (route.git) {
       x.gitRoute = true;
       headers.authorization = gitAuthorization(headers.authorization);
-      headers['content-encoding'] = req.getHeader('content-encoding');
-      headers['git-protocol'] = req.getHeader('git-protocol');
+      headers['content-encoding'] = req.getHeader(wireBytes('content-encoding'));
+      headers['git-protocol'] = req.getHeader(wireBytes('git-protocol'));
     }
     const declared = x.contentLength ? Number(x.contentLength) : 0;
     const limit = route.bodyLimit ?? DEFAULT_BODY_LIMIT;

@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial'
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { RequestState } from './request-state.js';
+import { wireBytes } from './wire-bytes.js';
 
 /** A client's own `X-Request-Id`, kept when it looks like an id. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
@@ -48,10 +49,10 @@ export class Exchange {
   ) {
     this.url = req.getUrl();
     this.method = req.getMethod().toUpperCase();
-    const incomingId = req.getHeader('x-request-id');
+    const incomingId = req.getHeader(wireBytes('x-request-id'));
     this.requestId = REQUEST_ID.test(incomingId) ? incomingId : nextRequestId();
     this.baseHeaders = { 'X-Request-Id': this.requestId };
-    this.contentLength = req.getHeader('content-length');
+    this.contentLength = req.getHeader(wireBytes('content-length'));
   }
 
   /**

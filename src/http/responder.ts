@@ -3,15 +3,18 @@ import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { ServiceError } from '../errors.js';
 import { serialize } from '../protocol/serializers.js';
 import type { RequestState } from './request-state.js';
+import { wireBytes } from './wire-bytes.js';
+
+const CONTENT_TYPE = wireBytes('Content-Type');
 
 /**
  * Writing responses to uWS: corked, once, never after the client aborted. Writing a response
  * resumes reading the connection where it was paused for it (`RequestState.pauseReading`).
  */
-const STATUS_LINES = new Map<number, string>();
-function statusLine(status: number): string {
+const STATUS_LINES = new Map<number, Buffer>();
+function statusLine(status: number): Buffer {
   let line = STATUS_LINES.get(status);
-  if (!line) STATUS_LINES.set(status, (line = `${status} ${STATUS_CODES[status] ?? ''}`.trim()));
+  if (!line) STATUS_LINES.set(status, (line = Buffer.from(`${status} ${STATUS_CODES[status] ?? ''}`.trim())));
   return line;
 }
 
@@ -22,8 +25,8 @@ function statusLine(status: number): string {
 function writeHead(res: HttpResponse, state: RequestState, status: number, headers: Record<string, string>, own?: Record<string, string>): void {
   state.resumeReading(res);
   res.writeStatus(statusLine(status));
-  for (const name in headers) if (own?.[name] === undefined) res.writeHeader(name, headers[name]!);
-  if (own) for (const name in own) res.writeHeader(name, own[name]!);
+  for (const name in headers) if (own?.[name] === undefined) res.writeHeader(wireBytes(name), headers[name]!);
+  if (own) for (const name in own) res.writeHeader(wireBytes(name), own[name]!);
 }
 
 /** `headers`, then `extra` (winning over `headers`) and `contentType` when given. */
@@ -43,7 +46,7 @@ export function send(
     // Before the end: uWS forbids touching a response after it, and it reads nothing until this
     // callback returns.
     writeHead(res, state, status, headers, extra);
-    if (contentType !== null) res.writeHeader('Content-Type', contentType);
+    if (contentType !== null) res.writeHeader(CONTENT_TYPE, wireBytes(contentType));
     res.end(body, closeConnection);
   });
 }
