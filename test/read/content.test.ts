@@ -97,6 +97,10 @@ t.test('content', async (t) => {
     t.equal(bin.headers.get('x-svc-blob-hash'), blobOid(BINARY));
     t.equal(bin.headers.get('x-svc-blob-size'), String(BINARY.length));
     t.same(bin.bytes, BINARY);
+    // The second read is answered from the kept file: the same bytes and headers.
+    const again = await raw('?path=bin/data.bin');
+    t.same(again.bytes, BINARY, 'a repeated read has the same bytes');
+    for (const name of ['content-type', 'x-svc-blob-hash', 'x-svc-blob-size']) t.equal(again.headers.get(name), bin.headers.get(name), `and the same ${name}`);
     const link = await raw('?path=link');
     t.equal(link.bytes.toString(), 'README.md', "a symlink's raw bytes are its target");
     t.equal(link.headers.get('x-svc-blob-hash'), blobOid('README.md'));

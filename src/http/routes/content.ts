@@ -65,8 +65,9 @@ function rawHeaders(ctx: RequestContext, oid: string, size: number): Record<stri
 }
 
 interface RawFile {
-  oid: string;
   content: Uint8Array;
+  /** The reply's headers, made once: read-only, shared by every answer of the entry. */
+  headers: Readonly<Record<string, string>>;
 }
 
 /**
@@ -87,8 +88,9 @@ function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {
   const content = blob ? blob.content : readBlob(view.store, oid);
   if (!content) return { status: 200, stream: blob!.chunks!, length: blob!.size, headers: rawHeaders(ctx, oid, blob!.size) };
   const key = rawFileKey(ctx.repo!, ctx.query.change_id as string | undefined, ctx.query.path as string | undefined);
-  if (content.length <= RAW_FILE_CACHE_BYTES) rawFiles.set(key, { oid, content }, ctx.repo!.id);
-  return { status: 200, text: content, headers: rawHeaders(ctx, oid, content.length) };
+  const headers = rawHeaders(ctx, oid, content.length);
+  if (content.length <= RAW_FILE_CACHE_BYTES) rawFiles.set(key, { content, headers: Object.freeze(headers) }, ctx.repo!.id);
+  return { status: 200, text: content, headers };
 }
 
 function answer(ctx: RequestContext, ref: ChangeRef, request: ContentRequest, format: string, view: ChangeView): Reply | Promise<Reply> {
@@ -145,7 +147,7 @@ export const contentRoutes: RouteDef[] = [
       const repo = ctx.repo!;
       if (format === RAW_TYPE) {
         const file = rawFiles.get(rawFileKey(repo, ctx.query.change_id as string | undefined, ctx.query.path as string | undefined), repo.id);
-        if (file) return { status: 200, text: file.content, headers: rawHeaders(ctx, file.oid, file.content.length) };
+        if (file) return { status: 200, text: file.content, headers: file.headers };
       }
       const records = ctx.services.records;
       const changeId = (ctx.query.change_id as string | undefined) || headChangeId(records, repo);
