@@ -20,3 +20,17 @@ export function metricValue(text: string, name: string, labels: Record<string, s
 export async function scrapedReaderLag(server: { metrics(): Promise<string> }): Promise<number> {
   return metricValue(await server.metrics(), 'repohost_lmdb_oldest_reader_lag_transactions');
 }
+
+/**
+ * The reader lag once it fell under `below`, or the last one seen after 3 s. Threads end their
+ * short snapshots on their next turn, which a loaded machine can delay; a snapshot that is held
+ * for good keeps the lag up the whole time.
+ */
+export async function settledReaderLag(server: { metrics(): Promise<string> }, below: number): Promise<number> {
+  let seen = await scrapedReaderLag(server);
+  for (let i = 0; i < 30 && !(seen < below); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    seen = await scrapedReaderLag(server);
+  }
+  return seen;
+}
