@@ -110,7 +110,7 @@ export const K = {
   key: (keyId: string): Key => ['key', keyId],
   orgKey: (orgId: string, keyId: string): Key => ['o', orgId, 'key', keyId],
   orgRepo: (orgId: string, repoId: string): Key => inOrg(orgId, 'repo', repoId),
-  // Read on nearly every request (records.ts's cache): spelled out, without the helpers' rest arrays.
+  // Read on nearly every request (read/record-cache.ts): spelled out, without the helpers' rest arrays.
   repoName: (orgId: string, name: string): Key => [orgShard(orgId), 'o', orgId, 'name', name.toLowerCase()],
   repoSaga: (orgId: string, sagaId: string): Key => inOrg(orgId, 'saga', sagaId),
   repo: (repoId: string): Key => [repoShard(repoId), 'r', repoId],

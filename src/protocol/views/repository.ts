@@ -47,9 +47,8 @@ interface KeptJson {
 const keptJson = new WeakMap<RepoRecord, KeptJson>();
 
 /**
- * `repositoryView` serialized, built once per version of its records. Kept as UTF-8: a string
- * body is encoded again for the socket at every request (a tenth of the front end's own time on
- * this read).
+ * `repositoryView` serialized, built once per version of its records. Kept as UTF-8 bytes: a
+ * string body would be encoded again for the socket at every request.
  */
 export function repositoryJson(meta: Meta, repo: RepoRecord, org: OrgRecord, publicUrl: string): Buffer {
   const head = getBookmark(meta, repo.id, repo.default_bookmark);
