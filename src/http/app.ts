@@ -203,8 +203,8 @@ class FrontEnd implements HttpFrontEnd {
     body?.catch(() => undefined);
     const bodyStream = route.streamBody ? streamBody(x.res, x.state, limit, declared) : null;
     const clustered = this.services.forwarding !== null;
-    const hop = clustered ? req.getHeader(HOP_HEADER) : '';
-    const hopRepo = clustered ? req.getHeader(REPO_HEADER) : '';
+    const hop = clustered ? req.getHeader(wireBytes(HOP_HEADER)) : '';
+    const hopRepo = clustered ? req.getHeader(wireBytes(REPO_HEADER)) : '';
     return { match, path, headers, rawQuery: req.getQuery() ?? '', declared, limit, body, bodyStream, hop, hopRepo };
   }
 

@@ -340,11 +340,6 @@ export function repoOfShardEntry(key: Key): string {
   return (key as Part[])[2] as string;
 }
 
-/** A key without its shard number: the tuple a shard-owned key had before shards (global keys as they are). */
-export function withoutShard(key: readonly unknown[]): readonly unknown[] {
-  return typeof key[0] === 'number' ? key.slice(1) : key;
-}
-
 /** The shard owning `key` (its first part), or null for a global key (one that starts with a string). */
 export function shardOfKey(key: Key): number | null {
   const first = Array.isArray(key) ? (key as unknown[])[0] : key;

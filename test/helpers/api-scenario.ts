@@ -102,7 +102,7 @@ export async function apiAnswers(s: TestServer): Promise<Record<string, unknown>
     const listed = await get(`${repo}/changes?bookmark=main&limit=200`);
     if (!Array.isArray(listed?.changes)) {
       const warnings = s.logs.filter((l) => /"level":"(warn|error)"/.test(l)).slice(-10);
-      throw new Error(`${repo}/changes: ${JSON.stringify(out[`GET ${repo}/changes?bookmark=main&limit=200`])}\n${warnings.join('')}`);
+      throw new Error(`${repo}/changes: ${JSON.stringify(out[`GET ${repo}/changes?bookmark=main&limit=200`])}\n${warnings.join('\n')}`);
     }
     const changes = listed.changes as Array<{ id: string }>;
     for (const { id } of changes) {

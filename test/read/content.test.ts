@@ -97,7 +97,7 @@ t.test('content', async (t) => {
     t.equal(bin.headers.get('x-svc-blob-hash'), blobOid(BINARY));
     t.equal(bin.headers.get('x-svc-blob-size'), String(BINARY.length));
     t.same(bin.bytes, BINARY);
-    // The second read is answered from the kept file: the same bytes and headers.
+    // A repeated read (the front end keeps small raw files) has the same bytes and headers.
     const again = await raw('?path=bin/data.bin');
     t.same(again.bytes, BINARY, 'a repeated read has the same bytes');
     for (const name of ['content-type', 'x-svc-blob-hash', 'x-svc-blob-size']) t.equal(again.headers.get(name), bin.headers.get(name), `and the same ${name}`);

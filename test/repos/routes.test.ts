@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { openStorage } from '../../src/storage/database.js';
-import { K, Ranges, withoutShard } from '../../src/storage/keys.js';
+import { K, Ranges } from '../../src/storage/keys.js';
+import { withoutShard } from '../storage/storage-helpers.js';
 import { MAX_PARAM_BYTES } from '../../src/http/router.js';
 import type { RepoRecord } from '../../src/storage/records.js';
 

@@ -95,6 +95,10 @@ t.test("a repository's and an org's shard are their actors' shards", async (t) =
     t.equal(repoShard(id), shardOf(repoActor(id)), `repo ${id}`);
     t.equal(orgShard(id), shardOf(orgActor(id)), `org ${id}`);
   }
+  // Shard numbers are stored in every key: the hash must never change. Values from the first layout.
+  t.equal(shardOf('repo:repo_x'), 26, 'a repository actor keeps its shard');
+  t.equal(repoShard('repo_01M8EV46RZ7TABSPW1YB7YA64B'), 4, 'a repository keeps its shard');
+  t.equal(orgShard('org_01M8EV46RZ7TABSPW1YB7YA64B'), 12, 'an org keeps its shard');
   // Actors spread over the shards, not onto a few.
   const spread = new Set(Array.from({ length: 4096 }, (_, i) => repoShard(`repo_${i.toString(36)}`)));
   t.ok(spread.size > SHARD_COUNT * 0.9, `4,096 repositories use ${spread.size} of ${SHARD_COUNT} shards`);

@@ -35,7 +35,7 @@ interface KeptJson {
   head: unknown;
   latestSync: unknown;
   publicUrl: string;
-  json: Buffer;
+  json: Uint8Array;
 }
 
 /**
@@ -46,16 +46,19 @@ interface KeptJson {
  */
 const keptJson = new WeakMap<RepoRecord, KeptJson>();
 
+const utf8 = new TextEncoder();
+
 /**
  * `repositoryView` serialized, built once per version of its records. Kept as UTF-8 bytes: a
- * string body would be encoded again for the socket at every request.
+ * string body would be encoded again for the socket at every request. The bytes own their memory
+ * (a small `Buffer.from` would share a pooled 8 KiB slab and keep all of it for the record's life).
  */
-export function repositoryJson(meta: Meta, repo: RepoRecord, org: OrgRecord, publicUrl: string): Buffer {
+export function repositoryJson(meta: Meta, repo: RepoRecord, org: OrgRecord, publicUrl: string): Uint8Array {
   const head = getBookmark(meta, repo.id, repo.default_bookmark);
   const latestSync = repo.upstream ? getLatestSync(meta, repo.id) : undefined;
   const kept = keptJson.get(repo);
   if (kept && kept.org === org && kept.head === head && kept.latestSync === latestSync && kept.publicUrl === publicUrl) return kept.json;
-  const json = Buffer.from(serialize('repository', repositoryView(meta, repo, org, publicUrl)));
+  const json = utf8.encode(serialize('repository', repositoryView(meta, repo, org, publicUrl)));
   keptJson.set(repo, { org, head, latestSync, publicUrl, json });
   return json;
 }
