@@ -124,7 +124,14 @@ class FrontEnd implements HttpFrontEnd {
     this.bodyChecks = new Map(routes.filter((r) => r.body).map((r) => [r, compileBodyCheck(r.body!)]));
     this.limiter = new KeyRateLimiter(services.config.keyRateLimit);
     this.idempotency = new IdempotencyGate(services);
-    this.app.any('/*', (res, req) => this.onRequest(new Exchange(res, req), req));
+    this.app.any('/*', (res, req) => {
+      const x = new Exchange(res, req);
+      try {
+        this.onRequest(x, req);
+      } finally {
+        x.state.inCallback = false;
+      }
+    });
   }
 
   private onRequest(x: Exchange, req: HttpRequest): void {

@@ -8,6 +8,11 @@ import { ServiceError } from '../errors.js';
 export class RequestState {
   aborted = false;
   finished = false;
+  /**
+   * True while uWS's request callback runs: uWS corks the socket for it, so a response written
+   * then needs no `cork` of its own (a call into uWS and back into JS per response).
+   */
+  inCallback = true;
   private paused = false;
   private listeners: Array<() => void> = [];
 

@@ -42,13 +42,25 @@ export function send(
 ): void {
   if (state.aborted || state.finished) return;
   state.finished = true;
-  res.cork(() => {
-    // Before the end: uWS forbids touching a response after it, and it reads nothing until this
-    // callback returns.
-    writeHead(res, state, status, headers, extra);
-    if (contentType !== null) res.writeHeader(CONTENT_TYPE, wireBytes(contentType));
-    res.end(body, closeConnection);
-  });
+  if (state.inCallback) return writeWhole(res, state, status, headers, body, closeConnection, contentType, extra);
+  // Before the end: uWS forbids touching a response after it, and it reads nothing until this
+  // callback returns.
+  res.cork(() => writeWhole(res, state, status, headers, body, closeConnection, contentType, extra));
+}
+
+function writeWhole(
+  res: HttpResponse,
+  state: RequestState,
+  status: number,
+  headers: Record<string, string>,
+  body: string | Uint8Array,
+  closeConnection: boolean,
+  contentType: string | null,
+  extra: Record<string, string> | undefined,
+): void {
+  writeHead(res, state, status, headers, extra);
+  if (contentType !== null) res.writeHeader(CONTENT_TYPE, wireBytes(contentType));
+  res.end(body, closeConnection);
 }
 
 export function sendError(res: HttpResponse, state: RequestState, err: ServiceError, headers: Record<string, string>, traceId: string, closeConnection = false, minBodyBytes = 0): void {
