@@ -8,9 +8,11 @@
  * evictions walks over the holes deleted entries leave there until the table is rebuilt, which
  * cost 6–7 µs per insertion at 15,000 entries (0.4–0.8 µs with the queue).
  *
- * Entries are found by the token's signature segment and confirmed by comparing the whole token:
- * each request's token is a new string, and hashing all of it (a few hundred characters) on every
- * cached read cost more than hashing its last segment and comparing bytes once.
+ * Entries are found by a number hashed from the token's last characters (its signature's, random)
+ * and confirmed by comparing the whole token: each request's token is a new string, and a string
+ * key costs hashing it, finding its signature segment and comparing strings of the kind a slice
+ * makes, which V8 does in its runtime, on every cached read. Two tokens of one hash share a slot:
+ * the later evicts the earlier, which is verified again at worst.
  */
 export interface Sized {
   /** Approximate bytes the value holds beyond the cache's own bookkeeping. */
@@ -25,13 +27,17 @@ interface Entry<V> {
   value: V;
 }
 
-/** The signature segment of a compact token (all of it when it has no dot). */
-function lookupKey(token: string): string {
-  return token.slice(token.lastIndexOf('.') + 1);
+/** Characters of the token's end that choose its slot. */
+const KEY_CHARS = 16;
+
+function lookupKey(token: string): number {
+  let hash = 0;
+  for (let i = Math.max(0, token.length - KEY_CHARS); i < token.length; i++) hash = (Math.imul(hash, 31) + token.charCodeAt(i)) | 0;
+  return hash;
 }
 
 export class TokenCache<V extends Sized> {
-  private readonly entries = new Map<string, Entry<V>>();
+  private readonly entries = new Map<number, Entry<V>>();
   /** Entries oldest first from `head`; one removed or replaced meanwhile is skipped when reached. */
   private order: Entry<V>[] = [];
   private head = 0;
@@ -79,7 +85,7 @@ export class TokenCache<V extends Sized> {
     if (this.entries.get(key)?.token === token) this.remove(key);
   }
 
-  private remove(key: string): void {
+  private remove(key: number): void {
     const entry = this.entries.get(key);
     if (entry === undefined) return;
     this.entries.delete(key);

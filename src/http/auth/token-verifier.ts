@@ -84,6 +84,8 @@ export class TokenVerifier {
   /** Requests now waiting for a signature check, those that joined another's check included. */
   waiting = 0;
   private versionRead = false;
+  /** The clock in seconds, read with the version once per turn: a turn is far shorter than the skew allowed. */
+  private turnSeconds = 0;
   private readonly forgetVersion = (): void => {
     this.versionRead = false;
   };
@@ -106,6 +108,7 @@ export class TokenVerifier {
   private refresh(): void {
     if (this.versionRead) return;
     this.versionRead = true;
+    this.turnSeconds = Date.now() / 1000;
     setImmediate(this.forgetVersion);
     this.reload();
   }
@@ -156,7 +159,7 @@ export class TokenVerifier {
     this.refresh();
     const cached = this.cache.get(token);
     if (cached) {
-      if (cached.principal.exp + CLOCK_SKEW_S > Date.now() / 1000) return cached.principal;
+      if (cached.principal.exp + CLOCK_SKEW_S > this.turnSeconds) return cached.principal;
       this.cache.delete(token);
     }
     let pending = this.inFlight.get(token);
