@@ -16,17 +16,31 @@ export interface ParsedQuery {
   pairs: Array<[string, string]>;
 }
 
-/** A spec's defaults, listed once: most requests leave them out. */
-const defaultsOf = new WeakMap<QuerySpec, Array<[string, string | number]>>();
-const NO_DEFAULTS: Array<[string, string | number]> = [];
+interface IndexedSpec {
+  /**
+   * The declared keys by name, each with the spec's own string for it: a key parsed from the query
+   * is a new string, which an object lookup or store by it would first have to internalize.
+   */
+  keys: Map<string, { name: string; param: QueryParam }>;
+  /** The defaults, listed once: most requests leave them out. */
+  defaults: Array<[string, string | number]>;
+}
 
-function defaults(spec: QuerySpec): Array<[string, string | number]> {
-  let list = defaultsOf.get(spec);
-  if (!list) {
-    list = Object.entries(spec.keys).flatMap(([k, p]): Array<[string, string | number]> => (p.default === undefined ? [] : [[k, p.default]]));
-    defaultsOf.set(spec, list);
+const indexes = new WeakMap<QuerySpec, IndexedSpec>();
+const NO_SPEC: IndexedSpec = { keys: new Map(), defaults: [] };
+
+function indexed(spec: QuerySpec | undefined): IndexedSpec {
+  if (!spec) return NO_SPEC;
+  let index = indexes.get(spec);
+  if (!index) {
+    const entries = Object.entries(spec.keys);
+    index = {
+      keys: new Map(entries.map(([name, param]) => [name, { name, param }])),
+      defaults: entries.flatMap(([k, p]): Array<[string, string | number]> => (p.default === undefined ? [] : [[k, p.default]])),
+    };
+    indexes.set(spec, index);
   }
-  return list;
+  return index;
 }
 
 /**
@@ -38,7 +52,7 @@ export function parseQuery(raw: string, spec: QuerySpec | undefined): ParsedQuer
   // Only declared keys (own entries of the spec) are stored, so a plain object is safe here; one
   // without a prototype would be a dictionary-mode object, many times slower to fill and read.
   const values: Record<string, string | number | undefined> = {};
-  const keys = spec?.keys;
+  const index = indexed(spec);
   let from = 0;
   while (from < raw.length) {
     let end = raw.indexOf('&', from);
@@ -49,13 +63,13 @@ export function parseQuery(raw: string, spec: QuerySpec | undefined): ParsedQuer
       const k = decodeComponent(raw.slice(from, split ? eq : end));
       const v = split ? decodeComponent(raw.slice(eq + 1, end)) : '';
       pairs.push([k, v]);
-      const param = keys && Object.hasOwn(keys, k) ? keys[k] : undefined;
-      if (param) values[k] = checked(k, v, param, values[k]);
+      const known = index.keys.get(k);
+      if (known) values[known.name] = checked(k, v, known.param, values[known.name]);
       else if (!spec?.open) throw invalid(`unknown query parameter "${k}"`);
     }
     from = end + 1;
   }
-  for (const [k, value] of spec ? defaults(spec) : NO_DEFAULTS) if (values[k] === undefined) values[k] = value;
+  for (const [k, value] of index.defaults) if (values[k] === undefined) values[k] = value;
   return { values, pairs };
 }
 

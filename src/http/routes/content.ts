@@ -68,18 +68,29 @@ interface RawFile {
   content: Uint8Array;
   /** The reply's headers, made once: read-only, shared by every answer of the entry. */
   headers: Readonly<Record<string, string>>;
+  /** What the names meant when the entry was made: the repository's last operation and default bookmark. */
+  opId: string;
+  bookmark: string;
 }
 
 /**
- * Raw files answered lately, by repository and by what the request named (the repository's last
- * operation, its default bookmark, `change_id` and `path` as sent): a repeated read skips
- * resolving the change, walking the tree and reading the blob. Every write that can change what a
- * ref or path shows records an operation (`last_op_id`), so an entry is never stale; it ages out.
+ * Raw files answered lately, by repository and by what the request named (`change_id` and `path`
+ * as sent; without `change_id`, the default bookmark), each entry valid for the repository's last
+ * operation when it was made: a repeated read skips resolving the change, walking the tree and
+ * reading the blob. Every write that can change what a ref or path shows records an operation
+ * (`last_op_id`), so an entry is never served stale; it ages out. The entry holds the operation
+ * rather than the key: compared with the record's own string, it costs no hashing per read.
  */
 const rawFiles = new LruCache<RawFile>(20_000, 32 * 1024 * 1024, (file) => file.content.length + 200);
 
-function rawFileKey(repo: NonNullable<RequestContext['repo']>, changeId: string | undefined, path: string | undefined): string {
-  return `${repo.last_op_id ?? ''}\0${repo.default_bookmark}\0${changeId ?? ''}\0${path ?? ''}`;
+/** Unambiguous whatever the strings hold: a NUL then the path, or the change id's length first. */
+function rawFileKey(changeId: string | undefined, path: string | undefined): string {
+  return changeId ? `${changeId.length}:${changeId}${path ?? ''}` : `\0${path ?? ''}`;
+}
+
+function keptRawFile(repo: NonNullable<RequestContext['repo']>, changeId: string | undefined, path: string | undefined): RawFile | undefined {
+  const file = rawFiles.get(rawFileKey(changeId, path), repo.id);
+  return file && file.opId === (repo.last_op_id ?? '') && file.bookmark === repo.default_bookmark ? file : undefined;
 }
 
 function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {
@@ -87,9 +98,12 @@ function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {
   // A conflicted file's materialized content lives in the view, not in LMDB.
   const content = blob ? blob.content : readBlob(view.store, oid);
   if (!content) return { status: 200, stream: blob!.chunks!, length: blob!.size, headers: rawHeaders(ctx, oid, blob!.size) };
-  const key = rawFileKey(ctx.repo!, ctx.query.change_id as string | undefined, ctx.query.path as string | undefined);
+  const repo = ctx.repo!;
   const headers = rawHeaders(ctx, oid, content.length);
-  if (content.length <= RAW_FILE_CACHE_BYTES) rawFiles.set(key, { content, headers: Object.freeze(headers) }, ctx.repo!.id);
+  if (content.length <= RAW_FILE_CACHE_BYTES) {
+    const file = { content, headers: Object.freeze(headers), opId: repo.last_op_id ?? '', bookmark: repo.default_bookmark };
+    rawFiles.set(rawFileKey(ctx.query.change_id as string | undefined, ctx.query.path as string | undefined), file, repo.id);
+  }
   return { status: 200, text: content, headers };
 }
 
@@ -146,7 +160,7 @@ export const contentRoutes: RouteDef[] = [
       const format = negotiateOrRefuse(ctx.headers.accept, [JSON_TYPE, RAW_TYPE]);
       const repo = ctx.repo!;
       if (format === RAW_TYPE) {
-        const file = rawFiles.get(rawFileKey(repo, ctx.query.change_id as string | undefined, ctx.query.path as string | undefined), repo.id);
+        const file = keptRawFile(repo, ctx.query.change_id as string | undefined, ctx.query.path as string | undefined);
         if (file) return { status: 200, text: file.content, headers: file.headers };
       }
       const records = ctx.services.records;
