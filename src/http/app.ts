@@ -185,7 +185,7 @@ class FrontEnd implements HttpFrontEnd {
   private route(x: Exchange, req: HttpRequest): Routed {
     const prefix = API_PREFIXES.find((p) => x.url.startsWith(p));
     const path = prefix ? x.url.slice(prefix.length - 1) : null;
-    const match = path !== null ? this.router.match(x.method, path) : this.gitRouter.match(x.method, x.url);
+    const match = path !== null ? this.router.match(x.method, path, x.url) : this.gitRouter.match(x.method, x.url);
     const { route } = match;
     x.routeLabel = route.path;
     const hasBody = route.body !== undefined || route.streamBody === true || route.rawBody === true;

@@ -64,22 +64,24 @@ export class Router {
 
   /**
    * Throws NOT_FOUND / METHOD_NOT_ALLOWED / INVALID_REQUEST (bad percent-encoding, an over-long
-   * segment). A match is shared by every request for the same path: it is frozen.
+   * segment). A match is shared by every request for the same path: it is frozen. `recentKey`
+   * names the path among the recent matches when the caller holds a string that does so more
+   * cheaply (the whole URL, as uWS made it, against a slice of it that V8 compares in its runtime).
    */
-  match(method: string, path: string): Match {
+  match(method: string, path: string, recentKey = path): Match {
     let byPath = this.recent.get(method);
-    const hit = byPath?.get(path);
+    const hit = byPath?.get(recentKey);
     if (hit) return hit;
     const found = this.find(method, path);
     Object.freeze(found.params);
-    if (this.recentChars + path.length > RECENT_PATH_CHARS) {
+    if (this.recentChars + recentKey.length > RECENT_PATH_CHARS) {
       this.recent.clear();
       this.recentChars = 0;
       byPath = undefined;
     }
     if (!byPath) this.recent.set(method, (byPath = new Map<string, Match>()));
-    byPath.set(path, Object.freeze(found));
-    this.recentChars += path.length;
+    byPath.set(recentKey, Object.freeze(found));
+    this.recentChars += recentKey.length;
     return found;
   }
 

@@ -9,10 +9,9 @@
  * cost 6–7 µs per insertion at 15,000 entries (0.4–0.8 µs with the queue).
  *
  * Entries are found by a number hashed from the token's last characters (its signature's, random)
- * and confirmed by comparing the whole token: each request's token is a new string, and a string
- * key costs hashing it, finding its signature segment and comparing strings of the kind a slice
- * makes, which V8 does in its runtime, on every cached read. Two tokens of one hash share a slot:
- * the later evicts the earlier, which is verified again at worst.
+ * and confirmed by comparing the whole token (the verifier passes the Authorization header as
+ * sent): a string key would cost hashing a new string on every cached read. Two tokens of one
+ * hash share a slot: the later evicts the earlier, which is verified again at worst.
  */
 export interface Sized {
   /** Approximate bytes the value holds beyond the cache's own bookkeeping. */

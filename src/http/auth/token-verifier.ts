@@ -155,16 +155,18 @@ export class TokenVerifier {
    * or its claims is refused synchronously, without any crypto.
    */
   authenticate(authorization: string | undefined): Principal | Promise<Principal> {
-    const token = bearerToken(authorization);
+    // Cached by the header as sent, not by the token cut out of it: uWS gives the header as a flat
+    // string, which V8 compares in place, where a slice of it is compared in V8's runtime.
     this.refresh();
-    const cached = this.cache.get(token);
+    const cached = authorization ? this.cache.get(authorization) : undefined;
     if (cached) {
       if (cached.principal.exp + CLOCK_SKEW_S > this.turnSeconds) return cached.principal;
-      this.cache.delete(token);
+      this.cache.delete(authorization!);
     }
+    const token = bearerToken(authorization);
     let pending = this.inFlight.get(token);
     if (!pending) {
-      pending = this.verifySignature(token, this.checkUnsigned(token));
+      pending = this.verifySignature(authorization!, token, this.checkUnsigned(token));
       this.inFlight.set(token, pending);
       const settled = (): void => void this.inFlight.delete(token);
       pending.then(settled, settled);
@@ -198,7 +200,7 @@ export class TokenVerifier {
     return { parsed, key, principal: this.principal(key, parsed.claims), version: this.version };
   }
 
-  private async verifySignature(token: string, { parsed, key, principal, version }: Unsigned): Promise<Principal> {
+  private async verifySignature(authorization: string, token: string, { parsed, key, principal, version }: Unsigned): Promise<Principal> {
     if (!(await this.signatures.verify(key.publicKey, parsed.signingInput, parsed.signature))) throw unauthorized();
     this.freshTable();
     if (this.version !== version) {
@@ -209,7 +211,7 @@ export class TokenVerifier {
       principal = this.principal(now, parsed.claims);
     }
     // Into the cache of the table the principal was built from: the current one.
-    this.cache.set(token, { principal, bytes: principalBytes(principal) });
+    this.cache.set(authorization, { principal, bytes: principalBytes(principal) });
     return principal;
   }
 
