@@ -400,13 +400,12 @@ class FrontEnd implements HttpFrontEnd {
   private respond(x: Exchange, reply: Reply): void {
     const { res, state, baseHeaders } = x;
     // A reply's own headers win over the base ones: a proxied reply names its owner's node.
-    const own = reply.headers;
-    if ('schema' in reply) send(res, state, reply.status, baseHeaders, serialize(reply.schema, reply.value), false, JSON_MEDIA_TYPE, own);
-    else if ('json' in reply) send(res, state, reply.status, baseHeaders, reply.json, false, JSON_MEDIA_TYPE, own);
-    else if ('text' in reply) send(res, state, reply.status, baseHeaders, reply.text, false, null, own);
+    if ('schema' in reply) send(res, state, reply.status, baseHeaders, serialize(reply.schema, reply.value), false, JSON_MEDIA_TYPE, reply.headers);
+    else if ('json' in reply) send(res, state, reply.status, baseHeaders, reply.json, false, JSON_MEDIA_TYPE, reply.headers);
+    else if ('text' in reply) send(res, state, reply.status, baseHeaders, reply.text, false, null, reply.headers);
     else {
       x.watch();
-      void sendStream(res, state, reply.status, baseHeaders, reply.stream, reply.length, own).catch((err) => {
+      void sendStream(res, state, reply.status, baseHeaders, reply.stream, reply.length, reply.headers).catch((err) => {
         log.error('stream failed', { err, trace_id: x.traceId });
         if (!state.aborted) res.close();
       });

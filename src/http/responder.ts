@@ -3,7 +3,10 @@ import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { ServiceError } from '../errors.js';
 import { serialize } from '../protocol/serializers.js';
 import type { RequestState } from './request-state.js';
-import { wireBytes } from './wire-bytes.js';
+import { HeaderBlock, wireBytes } from './wire-bytes.js';
+
+/** A reply's own headers: per response, or a block made once (`HeaderBlock`). */
+export type OwnHeaders = Readonly<Record<string, string>> | HeaderBlock;
 
 const CONTENT_TYPE = wireBytes('Content-Type');
 
@@ -22,9 +25,14 @@ function statusLine(status: number): Buffer {
  * Resumes reading where it was paused for this response, then writes its status and headers
  * (corked): `own` after `headers`, winning where both name a header — no merged copy per response.
  */
-function writeHead(res: HttpResponse, state: RequestState, status: number, headers: Record<string, string>, own?: Record<string, string>): void {
+function writeHead(res: HttpResponse, state: RequestState, status: number, headers: Record<string, string>, own?: OwnHeaders): void {
   state.resumeReading(res);
   res.writeStatus(statusLine(status));
+  if (own instanceof HeaderBlock) {
+    for (const name in headers) if (!own.has(name)) res.writeHeader(wireBytes(name), headers[name]!);
+    res.writeHeader(own.name, own.rest);
+    return;
+  }
   for (const name in headers) if (own?.[name] === undefined) res.writeHeader(wireBytes(name), headers[name]!);
   if (own) for (const name in own) res.writeHeader(wireBytes(name), own[name]!);
 }
@@ -38,7 +46,7 @@ export function send(
   body: string | Uint8Array,
   closeConnection = false,
   contentType: string | null = null,
-  extra?: Record<string, string>,
+  extra?: OwnHeaders,
 ): void {
   if (state.aborted || state.finished) return;
   state.finished = true;
@@ -56,7 +64,7 @@ function writeWhole(
   body: string | Uint8Array,
   closeConnection: boolean,
   contentType: string | null,
-  extra: Record<string, string> | undefined,
+  extra: OwnHeaders | undefined,
 ): void {
   writeHead(res, state, status, headers, extra);
   if (contentType !== null) res.writeHeader(CONTENT_TYPE, wireBytes(contentType));

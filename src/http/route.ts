@@ -5,6 +5,7 @@ import type { Permission } from './auth/permissions.js';
 import type { Principal } from './auth/principal.js';
 import type { RequestState } from './request-state.js';
 import type { Services } from './services.js';
+import type { HeaderBlock } from './wire-bytes.js';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -53,7 +54,8 @@ export type Reply =
   | { status: number; json: Uint8Array | string; headers?: Record<string, string> }
   /** A streamed body: of known `length`, or sent chunked when `length` is null. */
   | { status: number; stream: AsyncIterable<Uint8Array>; length: number | null; headers: Record<string, string> }
-  | { status: number; text: string | Uint8Array; headers: Record<string, string> };
+  /** `headers`: a block made once when the same headers answer many requests (wire-bytes.ts). */
+  | { status: number; text: string | Uint8Array; headers: Record<string, string> | HeaderBlock };
 
 export interface RouteDef<Body = unknown> {
   method: Method;

@@ -9,6 +9,7 @@ import { LruCache } from '../../storage/read/lru-cache.js';
 import { cachedTree } from '../../storage/read/tree-index.js';
 import { negotiateOrRefuse } from '../negotiation.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
+import { HeaderBlock } from '../wire-bytes.js';
 
 /**
  * `GET /{org}/{repo}/content` (API §7). Cheap reads — a small file, a one-level listing of a
@@ -66,8 +67,8 @@ function rawHeaders(ctx: RequestContext, oid: string, size: number): Record<stri
 
 interface RawFile {
   content: Uint8Array;
-  /** The reply's headers, made once: read-only, shared by every answer of the entry. */
-  headers: Readonly<Record<string, string>>;
+  /** The reply's headers, made once and shared by every answer of the entry. */
+  headers: HeaderBlock;
   /** What the names meant when the entry was made: the repository's last operation and default bookmark. */
   opId: string;
   bookmark: string;
@@ -101,7 +102,7 @@ function rawReply(ctx: RequestContext, view: ChangeView, oid: string): Reply {
   const repo = ctx.repo!;
   const headers = rawHeaders(ctx, oid, content.length);
   if (content.length <= RAW_FILE_CACHE_BYTES) {
-    const file = { content, headers: Object.freeze(headers), opId: repo.last_op_id ?? '', bookmark: repo.default_bookmark };
+    const file = { content, headers: new HeaderBlock(headers), opId: repo.last_op_id ?? '', bookmark: repo.default_bookmark };
     rawFiles.set(rawFileKey(ctx.query.change_id as string | undefined, ctx.query.path as string | undefined), file, repo.id);
   }
   return { status: 200, text: content, headers };
