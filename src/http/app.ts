@@ -21,7 +21,7 @@ import { IdempotencyGate } from './idempotency-gate.js';
 import { idempotencyTarget } from './idempotency-target.js';
 import { HOP_HEADER, NODE_HEADER, REPO_HEADER, type RequestPlacement } from './forwarding.js';
 import type { ReadTicket } from './read-fence.js';
-import { Exchange, nextTraceId } from './exchange.js';
+import { Exchange } from './exchange.js';
 import { wireBytes } from './wire-bytes.js';
 import { orgShard, repoShard } from '../storage/shards.js';
 
@@ -137,7 +137,6 @@ class FrontEnd implements HttpFrontEnd {
   private onRequest(x: Exchange, req: HttpRequest): void {
     if (!this.framed(x, req)) return;
     if (x.url === '/healthz') return this.health(x);
-    x.traceId = nextTraceId();
     if (this.services.forwarding) x.baseHeaders[NODE_HEADER] = this.services.forwarding.nodeId;
     if (this.draining) return this.fail(x, new ServiceError('UNAVAILABLE', 'server is shutting down', undefined, { retryAfter: 1 }), true);
     let routed: Routed;
@@ -157,7 +156,7 @@ class FrontEnd implements HttpFrontEnd {
     if (x.contentLength === '' && (x.method === 'GET' || x.method === 'HEAD')) return true;
     const refused = unreadableLength(x.contentLength, () => this.bodyLimitOf(x.method, x.url)) ?? ambiguousLength(req);
     if (!refused) return true;
-    sendErrorAndClose(x.res, x.state, refused, x.baseHeaders, nextTraceId());
+    sendErrorAndClose(x.res, x.state, refused, x.baseHeaders, x.traceId);
     this.services.metrics.requests.observe('unmatched', x.method, refused.status, (performance.now() - x.started) / 1000);
     return false;
   }

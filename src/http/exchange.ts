@@ -7,38 +7,29 @@ import { wireBytes } from './wire-bytes.js';
 /** A client's own `X-Request-Id`, kept when it looks like an id. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
 
-/** A counter's range: small integers, which V8 formats fast, all of 8 hex digits (never padded). */
-const FIRST_COUNT = 0x10000000;
-const LAST_COUNT = 0x7fffffff;
+/** The serial's range: small integers, which V8 formats fast, all of 8 hex digits (never padded). */
+const FIRST_SERIAL = 0x10000000;
+const LAST_SERIAL = 0x7fffffff;
 
-/** Ids of a random prefix and a counter; a new prefix when the counter's range is used up. */
-function idSequence(newPrefix: () => string): () => string {
-  let prefix = newPrefix();
-  let count = FIRST_COUNT;
-  return () => {
-    if (count === LAST_COUNT) {
-      prefix = newPrefix();
-      count = FIRST_COUNT;
-    }
-    return prefix + (count++).toString(16);
-  };
+/**
+ * A request's trace id (32 hex digits: 24 random, then the serial) and, where the client sent
+ * none, its request id (UUID-shaped: 24 random hex digits, then the serial) share one serial
+ * formatted once — unique like random ids, without random bytes per request. New random prefixes
+ * are drawn when the serials are used up.
+ */
+let serial = LAST_SERIAL;
+let tracePrefix = '';
+let requestPrefix = '';
+
+function nextSerial(): string {
+  if (serial === LAST_SERIAL) {
+    const hex = randomBytes(24).toString('hex');
+    tracePrefix = hex.slice(0, 24);
+    requestPrefix = `${hex.slice(24, 32)}-${hex.slice(32, 36)}-${hex.slice(36, 40)}-${hex.slice(40, 44)}-${hex.slice(44, 48)}`;
+    serial = FIRST_SERIAL;
+  }
+  return (serial++).toString(16);
 }
-
-/**
- * Trace ids: 32 hex digits, 24 random and 8 of a counter — unique, and cheap enough to make for
- * every request although only 5xx answers and logs show them.
- */
-export const nextTraceId = idSequence(() => randomBytes(12).toString('hex'));
-
-/**
- * Request ids where the client sent none: UUID-shaped, 20 random hex digits and 4 more before
- * the counter's 8 — unique like a random UUID, without the random bytes and formatting a
- * `randomUUID` costs on every read.
- */
-const nextRequestId = idSequence(() => {
-  const hex = randomBytes(12).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 24)}`;
-});
 
 /** uWS names methods in lower case; the common ones map to constants, compared by identity later. */
 function upperMethod(method: string): string {
@@ -68,7 +59,7 @@ export class Exchange {
   readonly requestId: string;
   readonly baseHeaders: Record<string, string>;
   readonly contentLength: string;
-  traceId = '';
+  readonly traceId: string;
   /** The matched route's pattern (the metrics label), `unmatched` until then. */
   routeLabel = 'unmatched';
   /** A 401 on a git route names the Basic scheme, so git asks its credential helper (API §14). */
@@ -82,7 +73,9 @@ export class Exchange {
     this.url = req.getUrl();
     this.method = upperMethod(req.getMethod());
     const incomingId = req.getHeader(wireBytes('x-request-id'));
-    this.requestId = REQUEST_ID.test(incomingId) ? incomingId : nextRequestId();
+    const serial = nextSerial();
+    this.traceId = tracePrefix + serial;
+    this.requestId = REQUEST_ID.test(incomingId) ? incomingId : requestPrefix + serial;
     this.baseHeaders = { 'X-Request-Id': this.requestId };
     this.contentLength = req.getHeader(wireBytes('content-length'));
   }
