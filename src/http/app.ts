@@ -126,6 +126,7 @@ class FrontEnd implements HttpFrontEnd {
     this.idempotency = new IdempotencyGate(services);
     this.app.any('/*', (res, req) => {
       const x = new Exchange(res, req);
+      x.state.inCallback = true;
       try {
         this.onRequest(x, req);
       } finally {
@@ -166,7 +167,7 @@ class FrontEnd implements HttpFrontEnd {
     const prefix = API_PREFIXES.find((p) => url.startsWith(p));
     if (!prefix) return DEFAULT_BODY_LIMIT;
     try {
-      return this.router.match(method, url.slice(prefix.length - 1)).route.bodyLimit ?? DEFAULT_BODY_LIMIT;
+      return this.router.match(method, url.slice(prefix.length - 1), url).route.bodyLimit ?? DEFAULT_BODY_LIMIT;
     } catch {
       return DEFAULT_BODY_LIMIT;
     }
@@ -174,7 +175,7 @@ class FrontEnd implements HttpFrontEnd {
 
   private health(x: Exchange): void {
     if (x.method === 'GET' || x.method === 'HEAD') send(x.res, x.state, 200, { ...x.baseHeaders, 'Content-Type': 'text/plain' }, this.draining ? 'draining' : 'ok');
-    else sendError(x.res, x.state, new ServiceError('METHOD_NOT_ALLOWED', `method ${x.method} is not allowed here`, { allow: ['GET'] }), x.baseHeaders, '');
+    else sendError(x.res, x.state, new ServiceError('METHOD_NOT_ALLOWED', `method ${x.method} is not allowed here`, { allow: ['GET'] }), x.baseHeaders, x.traceId);
   }
 
   /**
@@ -184,7 +185,7 @@ class FrontEnd implements HttpFrontEnd {
   private route(x: Exchange, req: HttpRequest): Routed {
     const prefix = API_PREFIXES.find((p) => x.url.startsWith(p));
     const path = prefix ? x.url.slice(prefix.length - 1) : null;
-    const match = path !== null ? this.router.match(x.method, path, x.url) : this.gitRouter.match(x.method, x.url);
+    const match = path !== null ? this.router.match(x.method, path, x.url) : this.gitRouter.match(x.method, x.url, x.url);
     const { route } = match;
     x.routeLabel = route.path;
     const hasBody = route.body !== undefined || route.streamBody === true || route.rawBody === true;

@@ -10,9 +10,10 @@ export class RequestState {
   finished = false;
   /**
    * True while uWS's request callback runs: uWS corks the socket for it, so a response written
-   * then needs no `cork` of its own (a call into uWS and back into JS per response).
+   * then needs no `cork` of its own (a call into uWS and back into JS per response). Set by the
+   * callback itself; false anywhere else, where a response corks.
    */
-  inCallback = true;
+  inCallback = false;
   private paused = false;
   private listeners: Array<() => void> = [];
 

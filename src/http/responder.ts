@@ -51,8 +51,6 @@ export function send(
   if (state.aborted || state.finished) return;
   state.finished = true;
   if (state.inCallback) return writeWhole(res, state, status, headers, body, closeConnection, contentType, extra);
-  // Before the end: uWS forbids touching a response after it, and it reads nothing until this
-  // callback returns.
   res.cork(() => writeWhole(res, state, status, headers, body, closeConnection, contentType, extra));
 }
 
@@ -66,6 +64,7 @@ function writeWhole(
   contentType: string | null,
   extra: OwnHeaders | undefined,
 ): void {
+  // Every header before the end: uWS forbids touching a response after it.
   writeHead(res, state, status, headers, extra);
   if (contentType !== null) res.writeHeader(CONTENT_TYPE, wireBytes(contentType));
   res.end(body, closeConnection);

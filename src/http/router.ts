@@ -65,10 +65,12 @@ export class Router {
   /**
    * Throws NOT_FOUND / METHOD_NOT_ALLOWED / INVALID_REQUEST (bad percent-encoding, an over-long
    * segment). A match is shared by every request for the same path: it is frozen. `recentKey`
-   * names the path among the recent matches when the caller holds a string that does so more
-   * cheaply (the whole URL, as uWS made it, against a slice of it that V8 compares in its runtime).
+   * names the path among the recent matches: the whole URL as uWS made it, which V8 compares in
+   * place where a slice of it is compared in its runtime. Every caller of one router must key the
+   * same way: a path of one request can be the URL of another (`/v1/acme` is the path of
+   * `/v1/v1/acme`), and a match cached under it would answer for the other.
    */
-  match(method: string, path: string, recentKey = path): Match {
+  match(method: string, path: string, recentKey: string): Match {
     let byPath = this.recent.get(method);
     const hit = byPath?.get(recentKey);
     if (hit) return hit;

@@ -29,12 +29,26 @@ t.test('token cache - replacing and deleting keep the accounting exact', async (
   t.equal(cache.size, 0, 'an entry larger than the whole budget is not kept');
 });
 
-t.test('token cache - a token is found only by all of it, not by its signature segment alone', async (t) => {
+t.test('token cache - a token is found only by all of it, not by its last characters alone', async (t) => {
   const cache = new TokenCache<{ bytes: number; who: string }>(10_000);
   cache.set('header.payload.signature', { bytes: 10, who: 'signed' });
   t.equal(cache.get('header.other-payload.signature'), undefined, 'another payload with the same signature is a miss');
   cache.delete('header.other-payload.signature');
   t.equal(cache.get('header.payload.signature')?.who, 'signed', 'and deleting it leaves the verified token cached');
+});
+
+t.test('token cache - two tokens of one slot: the later evicts the earlier, and the bytes stay exact', async (t) => {
+  const cache = new TokenCache<{ bytes: number; who: string }>(10_000);
+  const tail = '.0123456789abcdef';
+  cache.set(`first${tail}`, { bytes: 10, who: 'first' });
+  const one = cache.bytes;
+  cache.set(`other${tail}`, { bytes: 10, who: 'other' });
+  t.equal(cache.get(`first${tail}`), undefined, 'the earlier token is gone (verified again at worst)');
+  t.equal(cache.get(`other${tail}`)?.who, 'other');
+  t.equal(cache.size, 1);
+  t.equal(cache.bytes, one, 'counted once');
+  cache.delete(`first${tail}`);
+  t.equal(cache.get(`other${tail}`)?.who, 'other', 'deleting the evicted token leaves the slot alone');
 });
 
 t.test('token cache - entries replaced or deleted early are skipped by the eviction order', async (t) => {

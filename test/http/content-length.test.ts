@@ -59,6 +59,18 @@ t.test('content-length - a huge length on a route without a body, unknown paths 
   t.equal((await s.api('GET', '/acme/framing', { token })).status, 200, 'the repository is still there');
 });
 
+t.test('content-length - a refused request leaves no route behind for another path', async (t) => {
+  // The route of `/v1/v1/acme` is looked up (for its body limit) as the path `/v1/acme`, which
+  // is also a URL of its own: GET /{org} for acme, not GET /{org}/{repo} for an org named v1.
+  for (const method of ['GET', 'PATCH']) {
+    const ex = await rawExchange(s.port, head(method, '/v1/v1/acme', ['2147483648']), { timeoutMs: 3000 });
+    expectRefused(t, ex, 413, 'PAYLOAD_TOO_LARGE');
+  }
+  const org = await s.api('GET', '/acme', { token });
+  t.equal(org.status, 200, org.text);
+  t.equal(org.json.slug, 'acme', 'GET /v1/acme is still the org');
+});
+
 t.test('content-length - a value that is not one decimal number is 400 INVALID_REQUEST and nothing is written', async (t) => {
   const body = JSON.stringify({ name: 'never-created' });
   const n = String(body.length);

@@ -156,7 +156,9 @@ export class TokenVerifier {
    */
   authenticate(authorization: string | undefined): Principal | Promise<Principal> {
     // Cached by the header as sent, not by the token cut out of it: uWS gives the header as a flat
-    // string, which V8 compares in place, where a slice of it is compared in V8's runtime.
+    // string, which V8 compares in place, where a slice of it is compared in V8's runtime (git's
+    // Basic header arrives here rewritten as a Bearer one). Spellings of one token ("bearer",
+    // extra spaces) are entries of their own, each verified once, within the same byte budget.
     this.refresh();
     const cached = authorization ? this.cache.get(authorization) : undefined;
     if (cached) {

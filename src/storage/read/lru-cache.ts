@@ -8,7 +8,8 @@ type Generation<V> = Map<string, Map<string, Entry<V>>>;
 /**
  * A map that forgets what was not used recently, bounded by entry count and by total weight
  * (bytes). The read path caches immutable things in it — objects and views keyed by their oid —
- * so entries never go stale; they only age out.
+ * so entries never go stale; they only age out. (Kept raw files are the exception: each holds the
+ * operation it is valid for, checked by its reader.)
  *
  * Keys are two strings, a scope (a repository id) and a key within it, held in nested maps: the
  * read path looks up with strings it already holds (a repository's id, an oid from a parsed tree),
