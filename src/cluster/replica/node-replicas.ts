@@ -50,6 +50,12 @@ export class NodeReplicas {
   private unsubscribe: (() => void) | null = null;
   private syncing: Promise<void> = Promise.resolve();
   private broadcastQueued = false;
+  /**
+   * Set as `close` begins: replicas closing change what is served, and appends in flight settle,
+   * after the channels are closed; a message posted on a closed channel throws, uncaught, and
+   * would end the process.
+   */
+  private closed = false;
   private readonly activations = new ActivationQueue(ACTIVATIONS_AT_ONCE);
   private readonly seeds = new ActivationQueue(SEEDS_AT_ONCE);
 
@@ -153,6 +159,7 @@ export class NodeReplicas {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.unsubscribe?.();
     await Promise.all(this.replicas.map((r) => r.close()));
     for (const channel of [this.append, this.serving, ...this.acks.values()]) channel.close();
@@ -196,6 +203,7 @@ export class NodeReplicas {
         ),
       ),
     ]).then((shards) => {
+      if (this.closed) return;
       let channel = this.acks.get(request.thread);
       if (!channel) this.acks.set(request.thread, (channel = new BroadcastChannel(ackChannel(request.thread))));
       channel.postMessage({ id: request.id, refused: shards.filter((s) => s >= 0) } satisfies AppendReply);
@@ -216,6 +224,7 @@ export class NodeReplicas {
   }
 
   private broadcast(): void {
+    if (this.closed) return;
     const flags = new Uint8Array(SHARD_COUNT);
     for (const r of this.replicas) flags[r.shard] = r.serving ? 1 : 0;
     this.serving.postMessage({ type: 'serving', flags } satisfies ServingMessage);
