@@ -24,7 +24,7 @@ t.test('kept raw files - a repeated read follows writes, the default bookmark an
   t.equal(second.status, 201, second.text);
   t.equal(await raw('?path=a.txt'), 'two', 'a write to the default bookmark is seen at once');
   t.equal(await raw(`?change_id=${firstId}&path=a.txt`), 'one', 'change_id names the older change');
-  t.equal(await raw('?path=a.txt'), 'two', 'and the kept file of the bookmark is not that one');
+  t.equal(await raw('?path=a.txt'), 'two', 'and a read of the bookmark is not answered with the older change');
 
   const other = await applyOps(f, { base_change_id: firstId, ops: [writeOp('a.txt', 'three')], bookmarks: [{ name: 'other', create: true }] });
   t.equal(other.status, 201, other.text);
