@@ -62,6 +62,22 @@ export interface PhaseResult {
   generatorCpu: number;
   /** HDR histogram of `latency` in microseconds, compressed base64 (hdr-histogram-js). */
   histogram: string;
+  /** Write phases on a server whose metrics the bench reads: what the server counted (server-counters.ts). */
+  server?: ServerWriteFigures;
+}
+
+/** A write phase as the server saw it, warm-up included: per write, and per mailbox batch. */
+export interface ServerWriteFigures {
+  writesPerBatch: number;
+  /** LMDB pages written per write, and the same in KB (pages × 4 KiB) to the data file. */
+  pagesPerWrite: number;
+  kbPerWrite: number;
+  /** Means per batch: from the drain to the replies (the write lock's wait included), and from the end of its commands. */
+  drainToReplyMsPerBatch: number;
+  commandsToReplyMsPerBatch: number;
+  /** LMDB's write-lock wait and sync time (every writer's) over the phase, per batch. */
+  lockWaitMsPerBatch: number;
+  syncMsPerBatch: number;
 }
 
 export interface Verification {

@@ -3,7 +3,7 @@
  * 3 × 2 KiB as a new change on top of its previous change and advancing its bookmark in the same
  * call. Writes to different repositories should scale with worker count.
  */
-import { createAgents, runWritePhases, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
+import { createAgents, runWritePhases, serverWriteMetrics, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
 import { finishResult } from './result.js';
 import type { Scenario } from './types.js';
 
@@ -18,6 +18,6 @@ export const agentFleet: Scenario = {
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: null, repoPrefix: `${ctx.prefix}-fleet`, seedFile: null });
     const out = await runWritePhases(ctx, { label: 'agent-fleet', agents, readRatio: 0, readPaths: [], openRates: ctx.settings.openRates });
     const verification = await verifyAgents(ctx, out.agents);
-    return finishResult(base, out.phases, verification, { acknowledgedWrites: totalWrites(out.agents) });
+    return finishResult(base, out.phases, verification, { acknowledgedWrites: totalWrites(out.agents), ...serverWriteMetrics(out.phases) });
   },
 };

@@ -10,6 +10,7 @@ import type { ApiResponse } from '../api-client.js';
 import type { AgentState, AgentWorkloadSpec } from '../generator-protocol.js';
 import { ROOT_CHANGE_ID } from '../generator-protocol.js';
 import { runPhase } from '../phases.js';
+import { counting, noCounters, writeFigures } from '../server-counters.js';
 import type { PhaseResult, Verification } from '../report-types.js';
 import type { ScenarioContext } from './types.js';
 import { requireTarget } from './types.js';
@@ -98,12 +99,15 @@ export async function runWritePhases(ctx: ScenarioContext, opts: WritePhasesOpti
   const s = ctx.settings;
   const workload = (agents: AgentState[]): Promise<AgentWorkloadSpec> => agentWorkload(ctx, agents, opts);
   const endpoint = { host: target.host, port: target.port };
-  const closed = await runPhase(ctx, {
-    label: `${opts.label} closed`,
-    ...endpoint,
-    mode: 'closed',
-    workload: await workload(opts.agents),
-  });
+  /** The phase, with what the server counted while it ran. */
+  const counted = async (run: () => ReturnType<typeof runPhase>): ReturnType<typeof runPhase> => {
+    const counters = noCounters();
+    const outcome = await counting(target.metricsUrl, counters, run);
+    const server = writeFigures(counters);
+    return server ? { ...outcome, phase: { ...outcome.phase, server } } : outcome;
+  };
+  const closedWorkload = await workload(opts.agents);
+  const closed = await counted(() => runPhase(ctx, { label: `${opts.label} closed`, ...endpoint, mode: 'closed', workload: closedWorkload }));
   let agents = closed.raw.agents ?? opts.agents;
   const phases = [closed.phase];
   const fixed = opts.openRates ?? [];
@@ -114,17 +118,29 @@ export async function runWritePhases(ctx: ScenarioContext, opts: WritePhasesOpti
         ? [{ rate: closed.phase.throughput * s.openFraction, label: null }]
         : [];
   for (const { rate, label } of opens) {
-    const open = await runPhase(ctx, {
-      label: `${opts.label} open${label ? ` ${label}` : ''}`,
-      ...endpoint,
-      mode: 'open',
-      rate,
-      workload: await workload(agents),
-    });
+    const openWorkload = await workload(agents);
+    const open = await counted(() => runPhase(ctx, { label: `${opts.label} open${label ? ` ${label}` : ''}`, ...endpoint, mode: 'open', rate, workload: openWorkload }));
     agents = open.raw.agents ?? agents;
     phases.push(label ? { ...open.phase, label } : open.phase);
   }
   return { phases, agents };
+}
+
+/**
+ * The server's figures of each phase for the summary line: `closedKbPerWrite`,
+ * `open1000KbPerWrite` (a fixed rate) or `openKbPerWrite` (the fraction), and the same for pages
+ * and writes per batch.
+ */
+export function serverWriteMetrics(phases: PhaseResult[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const p of phases) {
+    if (!p.server) continue;
+    const name = p.phase === 'closed' ? 'closed' : `open${p.label?.replace('/s', '') ?? ''}`;
+    out[`${name}KbPerWrite`] = p.server.kbPerWrite;
+    out[`${name}PagesPerWrite`] = p.server.pagesPerWrite;
+    out[`${name}WritesPerBatch`] = p.server.writesPerBatch;
+  }
+  return out;
 }
 
 const HISTORY_PAGE = 200;

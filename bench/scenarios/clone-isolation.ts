@@ -15,13 +15,13 @@
 import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { rm } from 'node:fs/promises';
-import { metricValue } from '../../test/helpers/metrics-text.js';
 import { prepareCloneFixture } from '../clone-fixture.js';
 import type { CloneLoopsData, CloneLoopsResult } from '../clone-loop-worker.js';
 import { cloneBody, cloneOnce } from '../clone-request.js';
 import { gitAvailable } from '../git-server.js';
 import { createHistogram, decodeHistogram, encodeHistogram, summarize } from '../histogram.js';
 import { round, runPhase, startPhase } from '../phases.js';
+import { counting, noCounters, type ServerCounters } from '../server-counters.js';
 import type { PhaseResult } from '../report-types.js';
 import { agentWorkload, createAgents, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
 import { finishResult, skippedResult } from './result.js';
@@ -68,43 +68,17 @@ function startCloneLoops(url: URL, token: string, tip: string, stats: CloneStats
   };
 }
 
-/** LMDB's own totals, summed over the phases of one side. */
-interface CommitTotals {
-  commits: number;
-  pages: number;
-  syncSeconds: number;
-}
-
-async function commitTotals(metricsUrl: string | null): Promise<CommitTotals | null> {
-  if (!metricsUrl) return null;
-  const text = await (await fetch(metricsUrl)).text();
-  return {
-    commits: metricValue(text, 'repohost_lmdb_transactions_total'),
-    pages: metricValue(text, 'repohost_lmdb_pages_written_total'),
-    syncSeconds: metricValue(text, 'repohost_lmdb_sync_seconds_total'),
-  };
-}
-
-/** Runs `phase`, adding what LMDB counted meanwhile to `into`. */
-async function counted<T>(metricsUrl: string | null, into: CommitTotals, phase: () => Promise<T>): Promise<T> {
-  const before = await commitTotals(metricsUrl);
-  const result = await phase();
-  const after = await commitTotals(metricsUrl);
-  if (before && after) for (const k of ['commits', 'pages', 'syncSeconds'] as const) into[k] += after[k] - before[k];
-  return result;
-}
-
 /**
  * Commits, pages written and sync time per commit (both sides write at one rate for as long, so
  * their commits and pages compare directly): a clone that held its snapshot made every write
  * beside it take new pages instead of freed ones (docs/measurements/2026-11-28-clone-snapshots.md).
  */
-function perCommit(side: 'Alone' | 'Beside', t: CommitTotals): Record<string, number> {
-  if (!(t.commits > 0)) return {};
+function perCommit(side: 'Alone' | 'Beside', t: ServerCounters): Record<string, number> {
+  if (!(t.transactions > 0)) return {};
   return {
-    [`commits${side}`]: t.commits,
-    [`pagesPerCommit${side}`]: round(t.pages / t.commits, 1),
-    [`syncMsPerCommit${side}`]: round((t.syncSeconds * 1000) / t.commits, 2),
+    [`commits${side}`]: t.transactions,
+    [`pagesPerCommit${side}`]: round(t.pagesWritten / t.transactions, 1),
+    [`syncMsPerCommit${side}`]: round((t.syncSeconds * 1000) / t.transactions, 2),
   };
 }
 
@@ -147,12 +121,12 @@ export const cloneIsolation: Scenario = {
       const stats: CloneStats = { clones: 0, bytes: 0, seconds: 0, failures: [], histogram: createHistogram() };
       const alone: PhaseResult[] = [];
       const beside: PhaseResult[] = [];
-      const commitsAlone: CommitTotals = { commits: 0, pages: 0, syncSeconds: 0 };
-      const commitsBeside: CommitTotals = { commits: 0, pages: 0, syncSeconds: 0 };
+      const commitsAlone = noCounters();
+      const commitsBeside = noCounters();
       // Alone and beside the clones in turn, so that other load on the machine falls on both.
       for (let r = 1; r <= s.isolationRounds; r++) {
         const workload = await agentWorkload(ctx, agents, reads);
-        const quiet = await counted(target.metricsUrl, commitsAlone, () => runPhase(ctx, { label: `clone-isolation writes alone (${r})`, ...endpoint, mode: 'open', rate, workload }));
+        const quiet = await counting(target.metricsUrl, commitsAlone, () => runPhase(ctx, { label: `clone-isolation writes alone (${r})`, ...endpoint, mode: 'open', rate, workload }));
         agents = quiet.raw.agents ?? agents;
         alone.push(quiet.phase);
         const running = startPhase(ctx, { label: `clone-isolation writes beside ${CLONE_LOOPS} clone loops (${r})`, ...endpoint, mode: 'open', rate, workload: await agentWorkload(ctx, agents, reads) });
@@ -161,7 +135,7 @@ export const cloneIsolation: Scenario = {
         const loops = startCloneLoops(cloneUrl, token, fixture.upstream.head, stats);
         let busy: Awaited<typeof running.outcome>;
         try {
-          busy = await counted(target.metricsUrl, commitsBeside, () => running.outcome);
+          busy = await counting(target.metricsUrl, commitsBeside, () => running.outcome);
         } finally {
           await loops.stop();
         }

@@ -3,7 +3,7 @@
  * bookmark). All writes go through one repository actor, so this measures the single-writer path:
  * its mailbox, group commit and one flush per batch.
  */
-import { createAgents, runWritePhases, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
+import { createAgents, runWritePhases, serverWriteMetrics, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
 import { finishResult } from './result.js';
 import type { Scenario } from './types.js';
 
@@ -19,6 +19,6 @@ export const hotRepo: Scenario = {
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: repo, repoPrefix: repo, seedFile: null });
     const out = await runWritePhases(ctx, { label: 'hot-repo', agents, readRatio: 0, readPaths: [], openRates: ctx.settings.openRates });
     const verification = await verifyAgents(ctx, out.agents);
-    return finishResult(base, out.phases, verification, { acknowledgedWrites: totalWrites(out.agents) });
+    return finishResult(base, out.phases, verification, { acknowledgedWrites: totalWrites(out.agents), ...serverWriteMetrics(out.phases) });
   },
 };

@@ -21,13 +21,12 @@ import { round, runPhase } from '../phases.js';
 import type { PhaseResult } from '../report-types.js';
 import { CurveBuilder } from '../scale-curves.js';
 import { OwnServer } from '../scale-server.js';
-import { metricValue } from '../../test/helpers/metrics-text.js';
+import { PAGE_BYTES, readServerCounters, type ServerCounters } from '../server-counters.js';
 import { createAgents, totalWrites, verifyAgents } from './agent-writes.js';
 import type { ScaleOutcome } from './scale.js';
 import type { ScenarioContext, ScenarioSettings } from './types.js';
 import { requireTarget } from './types.js';
 
-const PAGE_BYTES = 4096;
 const TARGET_BYTES = 32 * 1024;
 const SEED_FILE = 'seed.txt';
 const QUIET_SHARE = 0.1;
@@ -48,35 +47,26 @@ export function writeBytesParameters(s: ScenarioSettings): Record<string, string
 interface Counters {
   writeBytes: number;
   wchar: number;
-  transactions: number;
-  pages: number;
-  batches: number;
+  server: ServerCounters | null;
 }
 
 async function counters(own: OwnServer): Promise<Counters> {
   const io = await readProcessIo(own.pid);
-  const url = own.metricsUrl;
-  const text = url ? await (await fetch(url)).text() : '';
-  return {
-    writeBytes: io?.writeBytes ?? NaN,
-    wchar: io?.wchar ?? NaN,
-    transactions: metricValue(text, 'repohost_lmdb_transactions_total'),
-    pages: metricValue(text, 'repohost_lmdb_pages_written_total'),
-    batches: metricValue(text, 'repohost_lmdb_flush_seconds_count'),
-  };
+  return { writeBytes: io?.writeBytes ?? NaN, wchar: io?.wchar ?? NaN, server: await readServerCounters(own.metricsUrl) };
 }
 
 /** Per-write figures; NaN (a counter that could not be read) leaves the figure out. */
 function perWrite(writes: number, before: Counters, after: Counters, trace: SyncTraceTotals | null): Record<string, number> {
   const per = (a: number, b: number): number => round((a - b) / writes, 2);
+  const server = (of: (c: ServerCounters) => number): number => (after.server && before.server ? per(of(after.server), of(before.server)) : NaN);
   const figures: Record<string, number> = {
     writes,
     writeBytesPerWrite: per(after.writeBytes, before.writeBytes),
     wcharPerWrite: per(after.wchar, before.wchar),
-    lmdbPagesPerWrite: per(after.pages, before.pages),
-    lmdbBytesPerWrite: per(after.pages * PAGE_BYTES, before.pages * PAGE_BYTES),
-    transactionsPerWrite: per(after.transactions, before.transactions),
-    flushedBatchesPerWrite: per(after.batches, before.batches),
+    lmdbPagesPerWrite: server((c) => c.pagesWritten),
+    lmdbBytesPerWrite: server((c) => c.pagesWritten * PAGE_BYTES),
+    transactionsPerWrite: server((c) => c.transactions),
+    flushedBatchesPerWrite: server((c) => c.batches),
   };
   if (trace) {
     figures.deviceBytesPerWrite = round(trace.blockWriteBytes / writes, 2);

@@ -131,5 +131,10 @@ t.test('bench smoke - --open-rates runs one labelled open loop per fixed rate', 
     t.equal(found?.parameters.openRates, '20,40', `${scenario}: the rates are in its parameters`);
     t.equal(found?.verification?.ok, true, `${scenario}: writes verified across every phase`);
     t.match(run.stdout, new RegExp(`${scenario}\\s+open 20/s`), `${scenario}: the summary names the rate`);
+    // What the server counted: every phase wrote pages, in batches of at least one write.
+    for (const p of found?.phases ?? []) {
+      t.ok(p.server && p.server.pagesPerWrite > 0 && p.server.kbPerWrite > 0 && p.server.writesPerBatch >= 1, `${scenario} ${p.label ?? p.phase}: the server's pages per write (${JSON.stringify(p.server)})`);
+    }
+    t.ok((found?.metrics.open20KbPerWrite ?? 0) > 0, `${scenario}: the summary's KB per write at 20/s`);
   }
 });
