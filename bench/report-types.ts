@@ -66,10 +66,16 @@ export interface PhaseResult {
   server?: ServerWriteFigures;
 }
 
-/** A write phase as the server saw it, warm-up included: per write, and per mailbox batch. */
+/**
+ * A write phase as the server saw it, warm-up included: per actor call (in the write scenarios,
+ * nearly all writes) and per mailbox batch.
+ */
 export interface ServerWriteFigures {
   writesPerBatch: number;
-  /** LMDB pages written per write, and the same in KB (pages × 4 KiB) to the data file. */
+  /**
+   * LMDB pages every writer wrote (webhook deliveries and analytics included) per call, and the
+   * same in KB (pages × 4 KiB).
+   */
   pagesPerWrite: number;
   kbPerWrite: number;
   /** Means per batch: from the drain to the replies (the write lock's wait included), and from the end of its commands. */

@@ -1,7 +1,8 @@
 /**
- * What the server's own `/metrics` counted while a phase ran: LMDB's totals and the mailboxes'
- * batches. Read before and after a phase (warm-up included), so the figures are per write and
- * per batch, not per second.
+ * What the server's own `/metrics` counted while a phase ran: LMDB's totals (every writer's:
+ * the mailboxes', analytics', webhook deliveries') and the mailboxes' batches. Read before and
+ * after a phase (warm-up included), so the figures are per actor call and per batch, not per
+ * second. A metrics page that cannot be read leaves the figures out, not the phase.
  */
 import { metricValue } from '../test/helpers/metrics-text.js';
 import { round } from './phases.js';
@@ -13,7 +14,7 @@ export interface ServerCounters {
   pagesWritten: number;
   syncSeconds: number;
   lockWaitSeconds: number;
-  /** Mailbox batches, and the actor calls they answered. */
+  /** Mailbox batches, and the actor calls they answered (writes, refusals, system callers). */
   batches: number;
   calls: number;
   /** Sums over the batches: from the drain to the replies, and from the end of the commands. */
@@ -26,7 +27,10 @@ export const PAGE_BYTES = 4096;
 
 export async function readServerCounters(metricsUrl: string | null): Promise<ServerCounters | null> {
   if (!metricsUrl) return null;
-  const text = await (await fetch(metricsUrl)).text();
+  const text = await fetch(metricsUrl)
+    .then((r) => r.text())
+    .catch(() => null);
+  if (text === null) return null;
   return {
     transactions: metricValue(text, 'repohost_lmdb_transactions_total'),
     pagesWritten: metricValue(text, 'repohost_lmdb_pages_written_total'),
@@ -53,9 +57,9 @@ export async function counting<T>(metricsUrl: string | null, into: ServerCounter
 
 export const noCounters = (): ServerCounters => ({ transactions: 0, pagesWritten: 0, syncSeconds: 0, lockWaitSeconds: 0, batches: 0, calls: 0, drainToReplySeconds: 0, commandsToReplySeconds: 0 });
 
-/** A write phase's figures per write and per mailbox batch; null when nothing was batched. */
+/** A write phase's figures per actor call and per mailbox batch; null when one was not counted. */
 export function writeFigures(c: ServerCounters): ServerWriteFigures | null {
-  if (!(c.calls > 0 && c.batches > 0)) return null;
+  if (!(c.calls > 0 && c.batches > 0 && Object.values(c).every((v) => Number.isFinite(v)))) return null;
   return {
     writesPerBatch: round(c.calls / c.batches, 1),
     pagesPerWrite: round(c.pagesWritten / c.calls, 1),
