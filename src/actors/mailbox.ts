@@ -17,6 +17,7 @@ import type { ActorSettings } from './settings.js';
 import { log } from '../log.js';
 import { announceOutboxEvents, takeOutboxEvents } from './system/webhooks/outbox-signal.js';
 import { stallPoint } from './fault-points.js';
+import { writersBusy, writersDone } from './writer-activity.js';
 
 interface Pending {
   req: ActorRequestMsg;
@@ -102,6 +103,9 @@ export class Mailboxes {
     const started = performance.now();
     let applied = started;
     let replicated: ReturnType<WriteSink> = undefined;
+    let exit: ThreadExit | null = null;
+    // Until the batch is on disk, clones' packs step aside (writer-activity.ts).
+    writersBusy();
     try {
       replicated = commitWrites(
         this.storage,
@@ -121,16 +125,19 @@ export class Mailboxes {
         COMMIT_THEN_SYNC,
       );
     } catch (err) {
-      if (err instanceof ThreadExit) {
-        // The batch is rolled back and the write lock released: now the thread may end. Its
-        // messages are answered 503 by the runtime when the thread is gone.
-        process.exit(err.exitCode);
+      if (err instanceof ThreadExit) exit = err;
+      else {
+        // The commit itself failed (disk full, map full): nothing in the batch is durable.
+        log.error('batch commit failed', { err, size: batch.length });
+        outcomes = unavailableFor(batch, outcomes);
+        takeOutboxEvents();
       }
-      // The commit itself failed (disk full, map full): nothing in the batch is durable.
-      log.error('batch commit failed', { err, size: batch.length });
-      outcomes = unavailableFor(batch, outcomes);
-      takeOutboxEvents();
+    } finally {
+      writersDone();
     }
+    // The batch is rolled back and the write lock released: now the thread may end. Its
+    // messages are answered 503 by the runtime when the thread is gone.
+    if (exit) process.exit(exit.exitCode);
     // This batch's events only, announced with its replies: a later batch may commit first.
     const events = takeOutboxEvents();
     // Cluster mode: a batch that wrote nothing still waits for its shards' appends in flight.

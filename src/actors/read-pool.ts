@@ -15,6 +15,7 @@ import type { ShippedView } from '../storage/read/change-view.js';
 import { openReadStream } from './read-stream.js';
 import type { ReadWorkerData } from './read-worker.js';
 import { BACKGROUND_NICE, BULK_NICE } from './thread-priority.js';
+import { writerActivityBuffer } from './writer-activity.js';
 import { shardOf, slotOf } from './shard-map.js';
 import { unwrapOutcome, type ReadOutcome, type ReadTask, type StreamTask } from './read-tasks.js';
 
@@ -66,7 +67,7 @@ export class ReadPool {
   constructor(dataDir: string, threads: number, nice: number) {
     this.pool = new Piscina({
       filename: fileURLToPath(new URL('./read-worker.js', import.meta.url)),
-      workerData: { dataDir, nice } satisfies ReadWorkerData,
+      workerData: { dataDir, nice, writerActivity: writerActivityBuffer() } satisfies ReadWorkerData,
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: Infinity,

@@ -8,11 +8,13 @@ import { openStorage } from '../storage/database.js';
 import { compileResponses } from '../protocol/serializers.js';
 import { runReadTask, runStreamTask, type ReadTask, type StreamTask } from './read-tasks.js';
 import { lowerThreadPriority } from './thread-priority.js';
+import { attachWriterActivity } from './writer-activity.js';
 
 /** What a pool hands its threads (read-pool.ts). */
 export interface ReadWorkerData {
   dataDir: string;
   nice: number;
+  writerActivity: SharedArrayBuffer;
 }
 
 const data = workerData as ReadWorkerData;
@@ -20,6 +22,7 @@ const storage = openStorage(data.dataDir);
 compileResponses(['contentFile', 'contentDir', 'diff']);
 
 lowerThreadPriority(data.nice);
+attachWriterActivity(data.writerActivity);
 
 /** A body whose buffer it owns alone can be transferred; a pooled small Buffer is copied first. */
 function transferable(body: Uint8Array): Uint8Array {

@@ -6,6 +6,7 @@ import { decodeReply, encodeRequest, errorFromData, type ActorReplyMsg, type Ide
 import { shardOf, slotOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 import type { ActorCaller } from './actor-caller.js';
+import { writerActivityBuffer } from './writer-activity.js';
 
 export interface ActorCall {
   actor: string;
@@ -99,7 +100,7 @@ export class ActorRuntime implements ActorCaller {
       maxQueue: Infinity,
       atomics: 'disabled',
       stricterFIFO: true,
-      workerData: { settings: options.settings, commandsModule: options.commandsModule },
+      workerData: { settings: options.settings, commandsModule: options.commandsModule, writerActivity: writerActivityBuffer() },
       loadBalancer: (task, workers) => this.pick(task, workers),
     });
     // A worker that dies fails its in-flight tasks (answered 503 below); Piscina replaces it.

@@ -9,6 +9,7 @@ import { setLogLevel } from '../log.js';
 import type { Command } from './command.js';
 import { Mailboxes, ThreadExit } from './mailbox.js';
 import type { ActorSettings } from './settings.js';
+import { attachWriterActivity } from './writer-activity.js';
 
 /**
  * Piscina worker entry: hosts the mailboxes of the shards this thread owns. The set of commands
@@ -17,9 +18,11 @@ import type { ActorSettings } from './settings.js';
 interface WorkerData {
   settings: ActorSettings;
   commandsModule: string;
+  writerActivity: SharedArrayBuffer;
 }
 
 const data = workerData as WorkerData;
+attachWriterActivity(data.writerActivity);
 setLogLevel(data.settings.logLevel);
 const storage = serverStorage(openStorage(data.settings.dataDir));
 const secrets = SecretBox.forDataDir(data.settings.dataDir);

@@ -16,6 +16,7 @@ import { once } from 'node:events';
 import { constants, createDeflate, deflateSync, inflateRawSync } from 'node:zlib';
 import { ServiceError } from '../errors.js';
 import { PackWriter } from '../actors/system/sync/pack-writer.js';
+import { yieldToWriters } from '../actors/writer-activity.js';
 import { CHUNKED_BLOB, DEFLATED_BLOB, ZLIB_BLOB, decodeChunkedHeader, storedObjectType } from '../storage/git-object-store.js';
 import { vanished, type ObjectReader } from '../storage/read/object-reader.js';
 import type { PackObjects } from './reachable-sets.js';
@@ -27,6 +28,8 @@ const UNCHECKED_BLOB_BYTES = 64 * 1024;
 
 /** Pack bytes produced between two waits for the sink's room. */
 const BYTES_BETWEEN_WAITS = 256 * 1024;
+/** The longest a pack waits for busy writers between two such pieces (writer-activity.ts). */
+const WRITER_YIELD_MS = 20;
 
 export interface PackStats {
   objects: number;
@@ -56,6 +59,7 @@ export async function streamPack(objects: ObjectReader, pack: PackObjects, chann
       // A client that reads slowly must not hold a snapshot while the pack waits for it.
       objects.release();
       await sink.ready();
+      yieldToWriters(WRITER_YIELD_MS);
     }
   }
   if (written !== pack.count) throw new ServiceError('INTERNAL_ERROR', `a pack of ${pack.count} objects listed ${written}`);
