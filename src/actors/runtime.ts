@@ -6,7 +6,7 @@ import { decodeReply, encodeRequest, errorFromData, type ActorReplyMsg, type Ide
 import { shardOf, slotOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 import type { ActorCaller } from './actor-caller.js';
-import { writerActivityBuffer } from './writer-activity.js';
+import { releaseWriterSlot, writerActivityBuffer } from './writer-activity.js';
 
 export interface ActorCall {
   actor: string;
@@ -105,6 +105,8 @@ export class ActorRuntime implements ActorCaller {
     });
     // A worker that dies fails its in-flight tasks (answered 503 below); Piscina replaces it.
     this.pool.on('error', () => undefined);
+    // A batch it left under way must not keep clones waiting (writer-activity.ts).
+    this.pool.on('workerDestroy', (worker: PiscinaWorker) => releaseWriterSlot(worker.id));
   }
 
   get workerCount(): number {

@@ -9,7 +9,7 @@ import { setLogLevel } from '../log.js';
 import type { Command } from './command.js';
 import { Mailboxes, ThreadExit } from './mailbox.js';
 import type { ActorSettings } from './settings.js';
-import { attachWriterActivity } from './writer-activity.js';
+import { claimWriterSlot } from './writer-activity.js';
 
 /**
  * Piscina worker entry: hosts the mailboxes of the shards this thread owns. The set of commands
@@ -22,7 +22,7 @@ interface WorkerData {
 }
 
 const data = workerData as WorkerData;
-attachWriterActivity(data.writerActivity);
+claimWriterSlot(data.writerActivity);
 setLogLevel(data.settings.logLevel);
 const storage = serverStorage(openStorage(data.settings.dataDir));
 const secrets = SecretBox.forDataDir(data.settings.dataDir);

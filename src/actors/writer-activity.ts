@@ -1,37 +1,79 @@
+import { threadId } from 'node:worker_threads';
+
 /**
  * Whether actor workers have a batch under way, shared by every thread of the process, so that
- * bulk work (a clone's pack) steps aside meanwhile. A low thread priority alone does not give the
- * writers the cores: on two cores the kernel leaves a woken actor thread queued behind the front
- * end on one core while the other runs a pack thread, whatever that thread's nice value or
- * scheduling policy (docs/measurements/2026-11-29-clones-and-the-scheduler.md).
+ * bulk work (a clone's pack) steps aside meanwhile. A low thread priority alone did not give the
+ * writers the cores: on two cores a woken actor thread waited behind the front end on one core
+ * while the other ran a pack thread, at nice 19 and in SCHED_IDLE alike
+ * (docs/measurements/2026-11-29-clones-and-the-scheduler.md).
  *
- * One Int32 in a SharedArrayBuffer that the main thread makes and hands to the actor and pack
- * workers in their workerData: how many actor threads have a batch between its start and its
- * sync. A thread that never attached (the main thread, tests) counts nothing and never waits.
+ * A SharedArrayBuffer that the main thread makes and hands to the actor, read and pack workers in
+ * their workerData. Each actor thread claims a slot (its thread id) and marks it busy from a
+ * batch's start until the batch is on disk; a count of busy slots is what waiting threads sleep
+ * on. The main thread clears the slot of an actor thread that died, busy or not.
  */
 
-let made: SharedArrayBuffer | null = null;
-let counter: Int32Array | null = null;
+const SLOTS = 64;
+const COUNT = 0;
+const owner = (slot: number): number => 1 + slot;
+const busyFlag = (slot: number): number => 1 + SLOTS + slot;
 
-/** The process's buffer, made on first use; only the main thread calls it. */
+let made: SharedArrayBuffer | null = null;
+let shared: Int32Array | null = null;
+/** This thread's slot; -1 when it is not an actor thread (or found none free). */
+let mine = -1;
+
+/** The process's buffer, made on first use by the main thread; workers receive it. */
 export function writerActivityBuffer(): SharedArrayBuffer {
-  made ??= new SharedArrayBuffer(4);
+  made ??= new SharedArrayBuffer(4 * (1 + 2 * SLOTS));
   return made;
 }
 
-/** Called once by a worker with the buffer from its workerData. */
+/** A thread that only waits for the writers (a pack pool's). */
 export function attachWriterActivity(buffer: SharedArrayBuffer): void {
-  counter = new Int32Array(buffer);
+  shared = new Int32Array(buffer);
+}
+
+/** An actor thread: attaches and claims a slot of its own. */
+export function claimWriterSlot(buffer: SharedArrayBuffer): void {
+  attachWriterActivity(buffer);
+  for (let slot = 0; slot < SLOTS; slot++) {
+    if (Atomics.compareExchange(shared!, owner(slot), 0, threadId) === 0) {
+      mine = slot;
+      return;
+    }
+  }
 }
 
 /** An actor thread starts a batch. */
 export function writersBusy(): void {
-  if (counter) Atomics.add(counter, 0, 1);
+  if (mine < 0) return;
+  if (Atomics.exchange(shared!, busyFlag(mine), 1) === 0) Atomics.add(shared!, COUNT, 1);
 }
 
 /** An actor thread's batch is on disk (or failed). */
 export function writersDone(): void {
-  if (counter && Atomics.sub(counter, 0, 1) === 1) Atomics.notify(counter, 0);
+  if (mine >= 0) clear(shared!, mine);
+}
+
+/** Main thread: the actor thread `id` is gone; a batch it left under way no longer counts. */
+export function releaseWriterSlot(id: number): void {
+  const all = new Int32Array(writerActivityBuffer());
+  for (let slot = 0; slot < SLOTS; slot++) {
+    if (Atomics.load(all, owner(slot)) !== id) continue;
+    clear(all, slot);
+    Atomics.store(all, owner(slot), 0);
+  }
+}
+
+/** Actor threads with a batch under way, as waiting threads see it. */
+export function busyWriters(): number {
+  const all = shared ?? (made ? new Int32Array(made) : null);
+  return all ? Atomics.load(all, COUNT) : 0;
+}
+
+function clear(all: Int32Array, slot: number): void {
+  if (Atomics.exchange(all, busyFlag(slot), 0) === 1 && Atomics.sub(all, COUNT, 1) === 1) Atomics.notify(all, COUNT);
 }
 
 /**
@@ -39,14 +81,14 @@ export function writersDone(): void {
  * calls it between pieces, and still gets a piece through every `maxMs` when writes never rest.
  */
 export function yieldToWriters(maxMs: number): void {
-  if (!counter) return;
-  let busy = Atomics.load(counter, 0);
+  if (!shared) return;
+  let busy = Atomics.load(shared, COUNT);
   if (busy <= 0) return;
   const deadline = performance.now() + maxMs;
   while (busy > 0) {
     const left = deadline - performance.now();
     if (left <= 0) return;
-    Atomics.wait(counter, 0, busy, left);
-    busy = Atomics.load(counter, 0);
+    Atomics.wait(shared, COUNT, busy, left);
+    busy = Atomics.load(shared, COUNT);
   }
 }

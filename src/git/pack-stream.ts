@@ -28,7 +28,10 @@ const UNCHECKED_BLOB_BYTES = 64 * 1024;
 
 /** Pack bytes produced between two waits for the sink's room. */
 const BYTES_BETWEEN_WAITS = 256 * 1024;
-/** The longest a pack waits for busy writers between two such pieces (writer-activity.ts). */
+/**
+ * The longest a pack waits for busy writers after each such piece, and after each chunk of a
+ * large file (writer-activity.ts).
+ */
 const WRITER_YIELD_MS = 20;
 
 export interface PackStats {
@@ -110,6 +113,7 @@ async function streamChunkedBlob(objects: ObjectReader, value: Buffer, writer: P
       objects.release();
       if (!hasRoom) await Promise.race([once(deflate, 'drain'), ended]);
       await sink.ready();
+      yieldToWriters(WRITER_YIELD_MS);
     }
     deflate.end();
     await ended;

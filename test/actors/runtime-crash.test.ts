@@ -2,6 +2,7 @@ import t from 'tap';
 import { ServiceError, isServiceError } from '../../src/errors.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { shardOf, slotOf } from '../../src/actors/shard-map.js';
+import { busyWriters } from '../../src/actors/writer-activity.js';
 import { fixture, principal, startRuntime } from './runtime.js';
 
 /**
@@ -11,6 +12,8 @@ import { fixture, principal, startRuntime } from './runtime.js';
 interface Placement {
   thread: number;
   seq: number;
+  /** Actor threads with a batch under way as the command ran (writer-activity.ts). */
+  writers: number;
 }
 
 /** Where `test.put` applied `key`: the fixture records its thread and arrival number with the write. */
@@ -58,6 +61,8 @@ t.test('runtime - one actor always runs on one thread, in arrival order; actors 
   t.ok(placements.every((p, i) => i === 0 || p.seq > placements[i - 1]!.seq), 'applied in the order they were sent');
   t.ok(batches.some((b) => b > 1), `messages that arrive together commit together (batch sizes ${[...new Set(batches)].join(',')})`);
   t.equal(batches.reduce((a, b) => a + b, 0), 200, 'every message was in exactly one batch');
+  t.ok(placements.every((p) => p.writers >= 1), 'a batch counts as under way while its commands run (clones wait for it)');
+  t.equal(busyWriters(), 0, 'and no longer once answered');
 
   const [a0, a1] = actorsOnSlot(0, 2, 2, 'spread');
   const [b0] = actorsOnSlot(1, 2, 1, 'spread');
@@ -115,6 +120,7 @@ t.test('runtime - a worker that dies mid-batch fails its in-flight messages with
   const again = await within(15000, call(victim!, 'test.crash', 'crash-2'));
   t.equal(again.status, 503);
   t.equal((await within(15000, call(victim!, 'test.put', 'after-2'))).status, 201);
+  t.equal(busyWriters(), 0, 'no batch of a dead thread still counts as under way');
 });
 
 t.test('runtime - an actor\'s error arrives whole: code, message, details, retryable and retry hint', async (t) => {

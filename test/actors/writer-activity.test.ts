@@ -1,10 +1,14 @@
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import t from 'tap';
-import { attachWriterActivity, writerActivityBuffer, writersBusy, writersDone, yieldToWriters } from '../../src/actors/writer-activity.js';
+import t, { type Test } from 'tap';
+import { attachWriterActivity, busyWriters, claimWriterSlot, releaseWriterSlot, writerActivityBuffer, writersBusy, writersDone, yieldToWriters } from '../../src/actors/writer-activity.js';
+import type { WriterThreadData } from './fixtures/writer-thread.js';
 
-// Bulk work waits while an actor thread has a batch under way: no longer than it is told to, and
-// no longer than the batch once another thread ends it.
-const MODULE = new URL('../../src/actors/writer-activity.js', import.meta.url).href;
+// Bulk work waits while an actor thread has a batch under way: no longer than it is told to, no
+// longer than the batch once the actor thread ends it, and not for a thread that died.
+const WRITER = fileURLToPath(new URL('./fixtures/writer-thread.js', import.meta.url));
+const now = (): number => performance.timeOrigin + performance.now();
 
 function elapsed(fn: () => void): number {
   const started = performance.now();
@@ -12,35 +16,73 @@ function elapsed(fn: () => void): number {
   return performance.now() - started;
 }
 
+/**
+ * A writer thread in `mode`, once its batch is under way; `go()` flags it to carry on. Ended with
+ * the test, and its slot released as the runtime does for a worker that is gone.
+ */
+async function writerThread(t: Test, mode: WriterThreadData['mode']): Promise<{ worker: Worker; threadId: number; go: () => void }> {
+  const go = new SharedArrayBuffer(4);
+  const worker = new Worker(WRITER, { workerData: { buffer: writerActivityBuffer(), go, mode } satisfies WriterThreadData });
+  const [message] = (await once(worker, 'message')) as [{ threadId: number }];
+  const flag = new Int32Array(go);
+  t.teardown(async () => {
+    await worker.terminate();
+    releaseWriterSlot(message.threadId);
+  });
+  return {
+    worker,
+    threadId: message.threadId,
+    go: () => {
+      Atomics.store(flag, 0, 1);
+      Atomics.notify(flag, 0);
+    },
+  };
+}
+
 attachWriterActivity(writerActivityBuffer());
 
 t.test('no batch under way: no wait', async (t) => {
+  t.equal(busyWriters(), 0);
   t.ok(elapsed(() => yieldToWriters(1000)) < 500, 'returns at once');
 });
 
-t.test('a batch that never ends holds bulk work for the bound only', async (t) => {
-  writersBusy();
-  const waited = elapsed(() => yieldToWriters(150));
-  writersDone();
-  t.ok(waited >= 150, `waited ${waited.toFixed(0)} ms, the whole bound`);
-  t.ok(waited < 2000, 'then went on');
+t.test("another thread's batch holds bulk work until it ends", async (t) => {
+  const writer = await writerThread(t, 'release');
+  t.equal(busyWriters(), 1, 'one batch under way');
+  const done = once(writer.worker, 'message') as Promise<[{ at: number }]>;
+  writer.go();
+  yieldToWriters(10_000);
+  const returned = now();
+  const [{ at }] = await done;
+  t.ok(returned >= at - 1, 'the wait ended with the batch, not before');
+  t.ok(returned - at < 5000, 'and not long after');
+  t.equal(busyWriters(), 0, 'nothing under way afterwards');
 });
 
-t.test("another thread's batch releases the wait when it ends", async (t) => {
-  const worker = new Worker(
-    `const { workerData, parentPort } = require('node:worker_threads');
-     import(workerData.module).then((m) => {
-       m.attachWriterActivity(workerData.buffer);
-       m.writersBusy();
-       parentPort.postMessage('busy');
-       setTimeout(() => { m.writersDone(); parentPort.postMessage('done'); }, 100);
-     });`,
-    { eval: true, workerData: { module: MODULE, buffer: writerActivityBuffer() } },
-  );
-  t.teardown(() => worker.terminate());
-  await new Promise((resolve) => worker.once('message', resolve));
-  const waited = elapsed(() => yieldToWriters(10_000));
-  t.ok(waited >= 50, `waited for the batch (${waited.toFixed(0)} ms)`);
-  t.ok(waited < 5000, 'and no longer than it took');
-  t.ok(elapsed(() => yieldToWriters(10_000)) < 500, 'nothing under way afterwards');
+t.test('a batch that never ends holds bulk work for the bound only', async (t) => {
+  await writerThread(t, 'hold');
+  const waited = elapsed(() => yieldToWriters(150));
+  t.ok(waited >= 150, `waited ${waited.toFixed(0)} ms, the whole bound`);
+  t.ok(waited < 5000, 'then went on');
+});
+
+t.test("a dead thread's batch stops counting once its slot is released", async (t) => {
+  const writer = await writerThread(t, 'hold');
+  t.equal(busyWriters(), 1, 'under way when the thread dies');
+  await writer.worker.terminate();
+  releaseWriterSlot(writer.threadId);
+  t.equal(busyWriters(), 0, 'no longer counted');
+  t.ok(elapsed(() => yieldToWriters(10_000)) < 500, 'bulk work goes on at once');
+  releaseWriterSlot(writer.threadId);
+  t.equal(busyWriters(), 0, 'a second release changes nothing');
+});
+
+t.test('a thread that ends its own batch twice counts it once', async (t) => {
+  claimWriterSlot(writerActivityBuffer());
+  writersBusy();
+  writersBusy();
+  t.equal(busyWriters(), 1);
+  writersDone();
+  writersDone();
+  t.equal(busyWriters(), 0);
 });
