@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { VcsError } from './errors.js';
 import type { ObjectStore, ObjectType } from './object-store.js';
+import type { EntryName } from './tree-order.js';
 
 export const EMPTY_TREE_OID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 
@@ -89,21 +90,43 @@ export function encodeTree(entries: readonly TreeEntry[]): Uint8Array {
   return Buffer.concat(parts);
 }
 
+/** One entry of a tree as stored: its name in place (`EntryName`), where its mode starts and the next entry begins. */
+export interface StoredTreeEntry extends EntryName {
+  pos: number;
+  next: number;
+}
+
+/** The entry at `pos` of a tree's bytes; throws on bytes that are not one. */
+export function treeEntryAt(buf: Buffer, pos: number): StoredTreeEntry {
+  // Modes and names are short: loops here cost less than calls into Buffer.indexOf.
+  let space = pos;
+  while (space < buf.length && buf[space] !== 0x20) space++;
+  let nul = space + 1;
+  while (nul < buf.length && buf[nul] !== 0) nul++;
+  if (space >= buf.length || nul + 21 > buf.length) throw new VcsError('corrupt', 'corrupt tree object');
+  // "40000", or "040000" as old git wrote it: the only modes that start so.
+  const dir = buf[pos] === 0x34 || (buf[pos] === 0x30 && buf[pos + 1] === 0x34);
+  return { buf, pos, start: space + 1, end: nul, dir, next: nul + 21 };
+}
+
+/** A stored entry decoded: its mode made canonical, its name and its oid. */
+export function decodeTreeEntry(entry: StoredTreeEntry): TreeEntry {
+  const { buf, pos, start, end } = entry;
+  let mode = buf.toString('latin1', pos, start - 1);
+  // Old git wrote zero-padded directory modes; read them as the canonical mode.
+  if (mode === '040000') mode = TREE_MODE;
+  if (mode === '100664') mode = '100644';
+  if (!isTreeEntryMode(mode)) throw new VcsError('corrupt', `unsupported tree entry mode ${mode}`);
+  return { mode, name: buf.toString('utf8', start, end), oid: buf.toString('hex', end + 1, end + 21) };
+}
+
 export function parseTree(content: Uint8Array): TreeEntry[] {
   const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
   const entries: TreeEntry[] = [];
-  let pos = 0;
-  while (pos < buf.length) {
-    const space = buf.indexOf(0x20, pos);
-    const nul = buf.indexOf(0, space + 1);
-    if (space < 0 || nul < 0 || nul + 21 > buf.length) throw new VcsError('corrupt', 'corrupt tree object');
-    let mode = buf.toString('latin1', pos, space);
-    // Old git wrote zero-padded directory modes; read them as the canonical mode.
-    if (mode === '040000') mode = TREE_MODE;
-    if (mode === '100664') mode = '100644';
-    if (!isTreeEntryMode(mode)) throw new VcsError('corrupt', `unsupported tree entry mode ${mode}`);
-    entries.push({ mode, name: buf.toString('utf8', space + 1, nul), oid: buf.toString('hex', nul + 1, nul + 21) });
-    pos = nul + 21;
+  for (let pos = 0; pos < buf.length; ) {
+    const entry = treeEntryAt(buf, pos);
+    entries.push(decodeTreeEntry(entry));
+    pos = entry.next;
   }
   return entries;
 }
@@ -193,6 +216,13 @@ function readTyped(store: ObjectStore, oid: string, type: ObjectType): Uint8Arra
 export function readTree(store: ObjectStore, oid: string): TreeEntry[] {
   if (oid === EMPTY_TREE_OID) return [];
   return parseTree(readTyped(store, oid, 'tree'));
+}
+
+/** A tree's stored bytes, not decoded (`treeEntryAt` reads them). */
+export function readTreeBytes(store: ObjectStore, oid: string): Buffer {
+  if (oid === EMPTY_TREE_OID) return Buffer.alloc(0);
+  const content = readTyped(store, oid, 'tree');
+  return Buffer.from(content.buffer, content.byteOffset, content.byteLength);
 }
 
 export function writeTree(store: ObjectStore, entries: readonly TreeEntry[]): string {

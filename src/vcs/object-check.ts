@@ -6,6 +6,7 @@
  * receiver can check that the pack is connected. The checks read bytes only: no store is needed.
  */
 import type { ObjectType } from './object-store.js';
+import { compareTreeOrder, type EntryName } from './tree-order.js';
 
 export type ObjectCheck = { references: string[] } | { problem: string };
 
@@ -62,36 +63,18 @@ function checkCommit(content: Uint8Array): ObjectCheck {
   return { references };
 }
 
-/** Byte `i` of a tree entry's name as git sorts it: a directory's name as if it ended in "/"; -1 past the end. */
-function sortByte(buf: Buffer, start: number, end: number, dir: boolean, i: number): number {
-  if (start + i < end) return buf[start + i]!;
-  return dir && start + i === end ? 0x2f : -1;
-}
-
-/** git's tree order of two entries of the same tree: bytes, a directory compared as if its name ended in "/". */
-function compareEntries(buf: Buffer, a: { start: number; end: number; dir: boolean }, b: { start: number; end: number; dir: boolean }): number {
-  const common = Math.min(a.end - a.start, b.end - b.start);
-  const prefix = buf.compare(buf, b.start, b.start + common, a.start, a.start + common);
-  if (prefix !== 0) return prefix;
-  for (let i = common; ; i++) {
-    const x = sortByte(buf, a.start, a.end, a.dir, i);
-    const y = sortByte(buf, b.start, b.end, b.dir, i);
-    if (x !== y || x === -1) return x - y;
-  }
-}
-
 function checkTree(content: Uint8Array): ObjectCheck {
   const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
   const references: string[] = [];
   const names = new Set<string>();
-  let previous: { start: number; end: number; dir: boolean } | null = null;
+  let previous: EntryName | null = null;
   let pos = 0;
   while (pos < buf.length) {
     const space = buf.indexOf(0x20, pos);
     const nul = space < 0 ? -1 : buf.indexOf(0, space + 1);
     if (space < 0 || nul < 0 || nul + 21 > buf.length) return problem('the tree is truncated or malformed');
     const mode = buf.toString('latin1', pos, space);
-    const entry = { start: space + 1, end: nul, dir: mode === '40000' };
+    const entry: EntryName = { buf, start: space + 1, end: nul, dir: mode === '40000' };
     // Names are compared as bytes (latin1 keeps them one character per byte); only a refusal decodes them.
     const name = buf.toString('latin1', entry.start, entry.end);
     const shown = (): string => JSON.stringify(buf.toString('utf8', entry.start, entry.end));
@@ -102,7 +85,7 @@ function checkTree(content: Uint8Array): ObjectCheck {
     if (isDotGit(name)) return problem(`the tree has an entry named ${shown()}, which a checkout would take for .git`);
     if (names.has(name)) return problem(`the tree has two entries named ${shown()}`);
     names.add(name);
-    if (previous && compareEntries(buf, previous, entry) >= 0) return problem(`the tree's entries are not sorted (at ${shown()})`);
+    if (previous && compareTreeOrder(previous, entry) >= 0) return problem(`the tree's entries are not sorted (at ${shown()})`);
     previous = entry;
     if (mode !== '160000') references.push(buf.toString('hex', nul + 1, nul + 21));
     pos = nul + 21;

@@ -1,0 +1,68 @@
+import t from 'tap';
+import { VcsError } from '../../src/vcs/errors.js';
+import { EMPTY_TREE_OID, writeBlob } from '../../src/vcs/git-object.js';
+import { MemoryObjectStore } from '../../src/vcs/memory-object-store.js';
+import { diffTrees } from '../../src/vcs/tree-diff.js';
+import { makeTree } from './vcs-helpers.js';
+
+// Which files differ between two trees: the entries of a directory are walked in git's order on
+// both sides at once, so names that sort differently as a file and as a directory, modes written
+// the old way and large directories are where it could go wrong.
+const summary = (store: MemoryObjectStore, a: string, b: string): string[] => diffTrees(store, a, b).map((c) => `${c.status} ${c.path}`);
+
+/** A tree whose entries are given as stored: `[mode, name, oid]` in this order, unchecked. */
+function rawTree(store: MemoryObjectStore, entries: Array<[string, string, string]>): string {
+  return store.write('tree', Buffer.concat(entries.flatMap(([mode, name, oid]) => [Buffer.from(`${mode} ${name}\0`), Buffer.from(oid, 'hex')])));
+}
+
+t.test('files added, deleted and changed, at every depth, in path order', async (t) => {
+  const store = new MemoryObjectStore();
+  const before = makeTree(store, { 'a.txt': 'a', 'd/x.txt': 'x', 'd/e/y.txt': 'y', 'z.txt': 'z' });
+  const after = makeTree(store, { 'a.txt': 'A', 'd/e/y.txt': 'y', 'd/e/w.txt': 'w', 'z.txt': { content: 'z', mode: '100755' } });
+  t.same(summary(store, before, after), ['modified a.txt', 'added d/e/w.txt', 'deleted d/x.txt', 'modified z.txt']);
+  t.same(summary(store, after, before), ['modified a.txt', 'deleted d/e/w.txt', 'added d/x.txt', 'modified z.txt']);
+  t.same(summary(store, before, before), [], 'a tree against itself');
+  t.same(summary(store, EMPTY_TREE_OID, before), ['added a.txt', 'added d/e/y.txt', 'added d/x.txt', 'added z.txt'], 'against the empty tree');
+});
+
+t.test('a name that is a file on one side and a directory on the other', async (t) => {
+  const store = new MemoryObjectStore();
+  // git orders "foo" (file) < "foo-bar" < "foo.txt" < "foo/" (directory): the two "foo" are apart.
+  const before = makeTree(store, { foo: 'file', 'foo-bar': 'b', 'foo.txt': 't' });
+  const after = makeTree(store, { 'foo/inner.txt': 'i', 'foo-bar': 'b', 'foo.txt': 'T' });
+  t.same(summary(store, before, after), ['deleted foo', 'modified foo.txt', 'added foo/inner.txt']);
+  t.same(summary(store, after, before), ['added foo', 'modified foo.txt', 'deleted foo/inner.txt']);
+});
+
+t.test('a directory mode written as old git did is the same directory', async (t) => {
+  const store = new MemoryObjectStore();
+  const sub = makeTree(store, { 'x.txt': 'x' });
+  const blob = writeBlob(store, 'same');
+  const modern = rawTree(store, [['100644', 'a.txt', blob], ['40000', 'sub', sub]]);
+  const padded = rawTree(store, [['100664', 'a.txt', blob], ['040000', 'sub', sub]]);
+  t.same(summary(store, modern, padded), [], 'no change where only the spelling of the mode differs');
+});
+
+t.test('one file changed in a directory of 2,000 entries', async (t) => {
+  const store = new MemoryObjectStore();
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 2000; i++) files[`f-${i}.txt`] = `${i}`;
+  const before = makeTree(store, files);
+  const after = makeTree(store, { ...files, 'f-1234.txt': 'changed', 'f-new.txt': 'new' });
+  t.same(summary(store, before, after), ['modified f-1234.txt', 'added f-new.txt']);
+});
+
+t.test('a tree whose entries are out of git order is corrupt, not misread', async (t) => {
+  const store = new MemoryObjectStore();
+  const a = writeBlob(store, 'a');
+  const b = writeBlob(store, 'b');
+  const sorted = rawTree(store, [['100644', 'a.txt', a], ['100644', 'b.txt', a]]);
+  const unsorted = rawTree(store, [['100644', 'b.txt', b], ['100644', 'a.txt', a]]);
+  let thrown: unknown = null;
+  try {
+    diffTrees(store, sorted, unsorted);
+  } catch (err) {
+    thrown = err;
+  }
+  t.ok(thrown instanceof VcsError && thrown.kind === 'corrupt', `refused as corrupt (${String(thrown)})`);
+});
