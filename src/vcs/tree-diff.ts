@@ -1,13 +1,11 @@
 /**
  * Which files differ between two trees (e.g. a change's `files`: paths changed relative to its
  * first parent). Subtrees with equal oids are skipped without being read, so the cost follows
- * the size of the change, not of the repository; within a directory read on both sides, the two
- * trees' entries are walked together in git's order and compared as stored bytes, so only the
- * entries that differ are decoded.
+ * the size of the change, not of the repository; a directory read on both sides costs a walk
+ * over its stored bytes and the decoding of the entries that differ.
  */
-import { VcsError } from './errors.js';
 import type { ObjectStore } from './object-store.js';
-import { TREE_MODE, decodeTreeEntry, readTreeBytes, treeEntryAt } from './git-object.js';
+import { TREE_MODE, decodeTreeEntry, parseTree, readTreeBytes, treeEntryAt } from './git-object.js';
 import type { StoredTreeEntry, TreeEntry, TreeValue } from './git-object.js';
 import { joinPath } from './paths.js';
 import { compareTreeOrder } from './tree-order.js';
@@ -21,14 +19,14 @@ export interface TreeChange {
   after: TreeValue | null;
 }
 
-const NONE = Buffer.alloc(0);
+/** Two entries of one name, either absent, that differ. */
+type Pair = [TreeEntry | null, TreeEntry | null];
 
-/** The entry after `entry` in its tree, or null at the end; throws when git's order is broken. */
-function following(entry: StoredTreeEntry): StoredTreeEntry | null {
+/** The entry after `entry` in its tree; null at the end, 'disorder' when git's order is broken. */
+function following(entry: StoredTreeEntry): StoredTreeEntry | null | 'disorder' {
   if (entry.next >= entry.buf.length) return null;
   const next = treeEntryAt(entry.buf, entry.next);
-  if (compareTreeOrder(entry, next) >= 0) throw new VcsError('corrupt', 'tree entries out of order');
-  return next;
+  return compareTreeOrder(entry, next) < 0 ? next : 'disorder';
 }
 
 const first = (buf: Buffer): StoredTreeEntry | null => (buf.length > 0 ? treeEntryAt(buf, 0) : null);
@@ -42,12 +40,43 @@ function sameStored(a: StoredTreeEntry, b: StoredTreeEntry): boolean {
 }
 
 /**
+ * The entries that differ between two trees, walked together in git's order and compared as
+ * stored bytes, so only those are decoded; null when either tree is not in git's order.
+ */
+function pairInOrder(left: Buffer, right: Buffer): Pair[] | null {
+  const pairs: Pair[] = [];
+  let l = first(left);
+  let r = first(right);
+  while (l || r) {
+    // The entry that sorts first is on one side only; the same name and kind pair up.
+    const order = !l ? 1 : !r ? -1 : compareTreeOrder(l, r);
+    if (order !== 0 || !sameStored(l!, r!)) pairs.push([order <= 0 ? decodeTreeEntry(l!) : null, order >= 0 ? decodeTreeEntry(r!) : null]);
+    const nextL = order <= 0 ? following(l!) : l;
+    const nextR = order >= 0 ? following(r!) : r;
+    if (nextL === 'disorder' || nextR === 'disorder') return null;
+    l = nextL;
+    r = nextR;
+  }
+  return pairs;
+}
+
+/**
+ * The same by name, from every entry decoded: for trees out of git's order, which a pull from an
+ * upstream may bring (git does not refuse them by default). A duplicated name keeps its last entry.
+ */
+function pairByName(left: TreeEntry[], right: TreeEntry[]): Pair[] {
+  const l = new Map(left.map((e) => [e.name, e]));
+  const r = new Map(right.map((e) => [e.name, e]));
+  return [...new Set([...l.keys(), ...r.keys()])].map((name): Pair => [l.get(name) ?? null, r.get(name) ?? null]);
+}
+
+/**
  * Non-directory paths whose entry differs (content or mode), in path order. A file replaced by
  * a directory (or the reverse) is the file deleted and the directory's files added.
  */
 export function diffTrees(store: ObjectStore, beforeTreeOid: string, afterTreeOid: string): TreeChange[] {
   const changes: TreeChange[] = [];
-  const differ = (l: TreeEntry | null, r: TreeEntry | null, prefix: string): void => {
+  const differ = ([l, r]: Pair, prefix: string): void => {
     if (l && r && l.mode === r.mode && l.oid === r.oid) return;
     const path = joinPath(prefix, (l ?? r)!.name);
     const lDir = l?.mode === TREE_MODE;
@@ -61,15 +90,10 @@ export function diffTrees(store: ObjectStore, beforeTreeOid: string, afterTreeOi
   };
   const walk = (before: string | null, after: string | null, prefix: string): void => {
     if (before === after) return;
-    let l = first(before ? readTreeBytes(store, before) : NONE);
-    let r = first(after ? readTreeBytes(store, after) : NONE);
-    while (l || r) {
-      // An entry only on one side sorts first; one on both (same name, same kind) pairs up.
-      const order = !l ? 1 : !r ? -1 : compareTreeOrder(l, r);
-      if (order !== 0 || !sameStored(l!, r!)) differ(order <= 0 ? decodeTreeEntry(l!) : null, order >= 0 ? decodeTreeEntry(r!) : null, prefix);
-      if (order <= 0) l = following(l!);
-      if (order >= 0) r = following(r!);
-    }
+    const left = before ? readTreeBytes(store, before) : Buffer.alloc(0);
+    const right = after ? readTreeBytes(store, after) : Buffer.alloc(0);
+    const pairs = pairInOrder(left, right) ?? pairByName(parseTree(left), parseTree(right));
+    for (const pair of pairs) differ(pair, prefix);
   };
   walk(beforeTreeOid, afterTreeOid, '');
   return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

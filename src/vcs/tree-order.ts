@@ -19,7 +19,7 @@ function sortByte(e: EntryName, i: number): number {
 
 /** Negative when `a` comes first in git's tree order, positive when `b` does, 0 for the same name and kind. */
 export function compareTreeOrder(a: EntryName, b: EntryName): number {
-  // Names are short: a loop here costs less than a call into Buffer.compare.
+  // Names are short: a loop here costs less than a call into Buffer.compare (see treeEntryAt).
   const common = Math.min(a.end - a.start, b.end - b.start);
   for (let i = 0; i < common; i++) {
     const d = a.buf[a.start + i]! - b.buf[b.start + i]!;

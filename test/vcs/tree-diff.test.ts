@@ -15,7 +15,7 @@ function rawTree(store: MemoryObjectStore, entries: Array<[string, string, strin
   return store.write('tree', Buffer.concat(entries.flatMap(([mode, name, oid]) => [Buffer.from(`${mode} ${name}\0`), Buffer.from(oid, 'hex')])));
 }
 
-t.test('files added, deleted and changed, at every depth, in path order', async (t) => {
+t.test('tree diff - files added, deleted and changed, at every depth, in path order', async (t) => {
   const store = new MemoryObjectStore();
   const before = makeTree(store, { 'a.txt': 'a', 'd/x.txt': 'x', 'd/e/y.txt': 'y', 'z.txt': 'z' });
   const after = makeTree(store, { 'a.txt': 'A', 'd/e/y.txt': 'y', 'd/e/w.txt': 'w', 'z.txt': { content: 'z', mode: '100755' } });
@@ -25,7 +25,7 @@ t.test('files added, deleted and changed, at every depth, in path order', async 
   t.same(summary(store, EMPTY_TREE_OID, before), ['added a.txt', 'added d/e/y.txt', 'added d/x.txt', 'added z.txt'], 'against the empty tree');
 });
 
-t.test('a name that is a file on one side and a directory on the other', async (t) => {
+t.test('tree diff - a name that is a file on one side and a directory on the other', async (t) => {
   const store = new MemoryObjectStore();
   // git orders "foo" (file) < "foo-bar" < "foo.txt" < "foo/" (directory): the two "foo" are apart.
   const before = makeTree(store, { foo: 'file', 'foo-bar': 'b', 'foo.txt': 't' });
@@ -34,7 +34,7 @@ t.test('a name that is a file on one side and a directory on the other', async (
   t.same(summary(store, after, before), ['added foo', 'modified foo.txt', 'deleted foo/inner.txt']);
 });
 
-t.test('a directory mode written as old git did is the same directory', async (t) => {
+t.test('tree diff - a directory mode written as old git did is the same directory', async (t) => {
   const store = new MemoryObjectStore();
   const sub = makeTree(store, { 'x.txt': 'x' });
   const blob = writeBlob(store, 'same');
@@ -43,7 +43,7 @@ t.test('a directory mode written as old git did is the same directory', async (t
   t.same(summary(store, modern, padded), [], 'no change where only the spelling of the mode differs');
 });
 
-t.test('one file changed in a directory of 2,000 entries', async (t) => {
+t.test('tree diff - one file changed in a directory of 2,000 entries', async (t) => {
   const store = new MemoryObjectStore();
   const files: Record<string, string> = {};
   for (let i = 0; i < 2000; i++) files[`f-${i}.txt`] = `${i}`;
@@ -52,15 +52,36 @@ t.test('one file changed in a directory of 2,000 entries', async (t) => {
   t.same(summary(store, before, after), ['modified f-1234.txt', 'added f-new.txt']);
 });
 
-t.test('a tree whose entries are out of git order is corrupt, not misread', async (t) => {
+t.test('tree diff - a tree out of git order, as a pull may bring one, is still compared by name', async (t) => {
   const store = new MemoryObjectStore();
   const a = writeBlob(store, 'a');
   const b = writeBlob(store, 'b');
   const sorted = rawTree(store, [['100644', 'a.txt', a], ['100644', 'b.txt', a]]);
   const unsorted = rawTree(store, [['100644', 'b.txt', b], ['100644', 'a.txt', a]]);
+  t.same(summary(store, sorted, unsorted), ['modified b.txt']);
+  t.same(summary(store, unsorted, sorted), ['modified b.txt']);
+  const duplicated = rawTree(store, [['100644', 'a.txt', a], ['100644', 'a.txt', b], ['100644', 'b.txt', a]]);
+  t.same(summary(store, sorted, duplicated), ['modified a.txt'], 'a name twice: its last entry counts');
+});
+
+t.test('tree diff - submodules, symlinks and names beyond ASCII', async (t) => {
+  const store = new MemoryObjectStore();
+  const blob = writeBlob(store, 'same');
+  const commit = 'c'.repeat(40);
+  const sub = makeTree(store, { 'inner.txt': 'i' });
+  const before = rawTree(store, [['100644', 'link', blob], ['160000', 'm', commit], ['100644', 'm.txt', blob], ['100644', 'z.txt', blob], ['100644', 'é.txt', blob]]);
+  const after = rawTree(store, [['120000', 'link', blob], ['100644', 'm.txt', blob], ['40000', 'm', sub], ['100644', 'z.txt', blob], ['100644', 'é.txt', writeBlob(store, 'other')]]);
+  t.same(summary(store, before, after), ['modified link', 'deleted m', 'added m/inner.txt', 'modified é.txt']);
+});
+
+t.test('tree diff - a truncated tree is corrupt', async (t) => {
+  const store = new MemoryObjectStore();
+  const blob = writeBlob(store, 'x');
+  const whole = rawTree(store, [['100644', 'x.txt', blob]]);
+  const truncated = store.write('tree', Buffer.from('100644 x.txt\0abc'));
   let thrown: unknown = null;
   try {
-    diffTrees(store, sorted, unsorted);
+    diffTrees(store, whole, truncated);
   } catch (err) {
     thrown = err;
   }
