@@ -50,6 +50,28 @@ t.test('git objects - trees are sorted the git way, directories compared as name
   t.equal(repo.git('ls-tree', root).stdout.split('\n')[0], `120000 blob ${blob}\tB`);
 });
 
+t.test('git objects - a tree read back: old-style modes made canonical, malformed bytes refused', async (t) => {
+  const oid = 'ab'.repeat(20);
+  const entry = (mode: string, name: string): Buffer => Buffer.concat([Buffer.from(`${mode} ${name}\0`), Buffer.from(oid, 'hex')]);
+  t.same(
+    parseTree(Buffer.concat([entry('100664', 'a.txt'), entry('040000', 'd')])),
+    [
+      { mode: '100644', name: 'a.txt', oid },
+      { mode: '40000', name: 'd', oid },
+    ],
+  );
+  const malformed: Array<[string, Buffer]> = [
+    ['no space after the mode', Buffer.from('100644')],
+    ['no NUL after the name', Buffer.from('100644 a.txt')],
+    ['an oid cut short', Buffer.concat([Buffer.from('100644 a.txt\0'), Buffer.alloc(19)])],
+    ['a mode git does not write', entry('100600', 'a.txt')],
+    ['no mode at all', entry('', 'a.txt')],
+  ];
+  for (const [what, bytes] of malformed) {
+    t.throws(() => parseTree(bytes), /corrupt tree object|unsupported tree entry mode/, what);
+  }
+});
+
 t.test('git objects - signatures format and parse with time zones', async (t) => {
   t.equal(formatSignature(sig), 'Alice Example <alice@example.com> 1767323045 +0200');
   t.equal(formatSignature({ ...sig, name: 'Ev<il>\nName', tzOffsetMinutes: -330 }), 'EvilName <alice@example.com> 1767323045 -0530');
