@@ -6,6 +6,7 @@
  * receiver can check that the pack is connected. The checks read bytes only: no store is needed.
  */
 import type { ObjectType } from './object-store.js';
+import { findTreeEntry } from './git-object.js';
 import { compareTreeOrder, type EntryName } from './tree-order.js';
 
 export type ObjectCheck = { references: string[] } | { problem: string };
@@ -70,11 +71,12 @@ function checkTree(content: Uint8Array): ObjectCheck {
   let previous: EntryName | null = null;
   let pos = 0;
   while (pos < buf.length) {
-    const space = buf.indexOf(0x20, pos);
-    const nul = space < 0 ? -1 : buf.indexOf(0, space + 1);
-    if (space < 0 || nul < 0 || nul + 21 > buf.length) return problem('the tree is truncated or malformed');
-    const mode = buf.toString('latin1', pos, space);
-    const entry: EntryName = { buf, start: space + 1, end: nul, dir: mode === '40000' };
+    const found = findTreeEntry(buf, pos);
+    if (!found) return problem('the tree is truncated or malformed');
+    const { start, end: nul } = found;
+    const mode = buf.toString('latin1', pos, start - 1);
+    // fsck takes only "40000" for a directory (a zero-padded mode is refused below).
+    const entry: EntryName = { buf, start, end: nul, dir: mode === '40000' };
     // Names are compared as bytes (latin1 keeps them one character per byte); only a refusal decodes them.
     const name = buf.toString('latin1', entry.start, entry.end);
     const shown = (): string => JSON.stringify(buf.toString('utf8', entry.start, entry.end));

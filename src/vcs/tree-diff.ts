@@ -5,7 +5,7 @@
  * over its stored bytes and the decoding of the entries that differ.
  */
 import type { ObjectStore } from './object-store.js';
-import { TREE_MODE, decodeTreeEntry, parseTree, readTreeBytes, treeEntryAt } from './git-object.js';
+import { EMPTY_TREE_OID, TREE_MODE, decodeTreeEntry, parseTree, readTreeBytes, treeEntryAt } from './git-object.js';
 import type { StoredTreeEntry, TreeEntry, TreeValue } from './git-object.js';
 import { joinPath } from './paths.js';
 import { compareTreeOrder } from './tree-order.js';
@@ -90,8 +90,8 @@ export function diffTrees(store: ObjectStore, beforeTreeOid: string, afterTreeOi
   };
   const walk = (before: string | null, after: string | null, prefix: string): void => {
     if (before === after) return;
-    const left = before ? readTreeBytes(store, before) : Buffer.alloc(0);
-    const right = after ? readTreeBytes(store, after) : Buffer.alloc(0);
+    const left = readTreeBytes(store, before ?? EMPTY_TREE_OID);
+    const right = readTreeBytes(store, after ?? EMPTY_TREE_OID);
     const pairs = pairInOrder(left, right) ?? pairByName(parseTree(left), parseTree(right));
     for (const pair of pairs) differ(pair, prefix);
   };
