@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,15 +11,55 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * child process with its own data directory; tests kill, pause and restart members by index.
  */
 
-/** `count` distinct free TCP ports in [10000, 32000) on `host`, each checked by binding it once. */
+/**
+ * `count` distinct free TCP ports in [10000, 32000) on `host`, each checked by binding it once and
+ * reserved until this process exits: a port is checked free and bound later by a child, so two
+ * callers (etcd and NATS start together; tap runs two test files at once) could otherwise both
+ * take it. The reservation is a file per port under the temporary directory, created exclusively;
+ * one left by a process that died is taken over.
+ */
 export async function freePorts(count: number, host = '127.0.0.1'): Promise<number[]> {
   const ports = new Set<number>();
   while (ports.size < count) {
     const port = 10000 + Math.floor(Math.random() * 22000);
-    if (ports.has(port)) continue;
+    if (ports.has(port) || !reservePort(port)) continue;
     if (await canBind(port, host)) ports.add(port);
   }
   return [...ports];
+}
+
+const reservationDir = join(tmpdir(), 'repohost-test-ports');
+const reserved: string[] = [];
+
+function reservePort(port: number): boolean {
+  mkdirSync(reservationDir, { recursive: true });
+  const file = join(reservationDir, String(port));
+  try {
+    writeFileSync(file, String(process.pid), { flag: 'wx' });
+  } catch {
+    let holder: number;
+    try {
+      holder = Number(readFileSync(file, 'utf8'));
+    } catch {
+      return false; // released by its holder a moment ago: try another
+    }
+    if (holder === process.pid || isAlive(holder)) return false;
+    // The holder died without its exit hook (SIGKILL): take the port over.
+    writeFileSync(file, String(process.pid));
+  }
+  if (reserved.length === 0) process.once('exit', () => reserved.forEach((f) => rmSync(f, { force: true })));
+  reserved.push(file);
+  return true;
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function canBind(port: number, host: string): Promise<boolean> {
