@@ -10,6 +10,7 @@
  * `grafts` are shallow boundaries: their parents are not followed. `since` (deepen-since)
  * excludes commits older than it, and everything they reach, as `rev-list --max-age` does.
  */
+import { BinaryHeap } from '../binary-heap.js';
 import type { CommitNode, ObjectGraph } from './object-graph.js';
 
 export interface CommitWalkOptions {
@@ -37,7 +38,7 @@ export const PROGRESS_EVERY = 1024;
 
 export function* walkCommits(graph: ObjectGraph, tips: readonly string[], excluded: readonly string[], opts: CommitWalkOptions): Generator<number, CommitWalk> {
   const entries = new Map<string, Entry>();
-  const heap = new EntryHeap();
+  const heap = new BinaryHeap(before);
   let includedQueued = 0;
   let seq = 0;
   const parents = (e: Entry): readonly string[] => (opts.grafts.has(e.node.oid) ? [] : e.node.parents);
@@ -96,44 +97,7 @@ export function* walkCommits(graph: ObjectGraph, tips: readonly string[], exclud
   return { included: included.map((e) => e.node), edges: [...edges.values()] };
 }
 
-/** A binary max-heap by committer time (ties: first queued first). */
-class EntryHeap {
-  private readonly items: Entry[] = [];
-
-  push(e: Entry): void {
-    const items = this.items;
-    items.push(e);
-    let i = items.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!before(items[i]!, items[parent]!)) break;
-      [items[i], items[parent]] = [items[parent]!, items[i]!];
-      i = parent;
-    }
-  }
-
-  pop(): Entry | undefined {
-    const items = this.items;
-    const top = items[0];
-    const last = items.pop();
-    if (items.length && last) {
-      items[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let best = i;
-        if (l < items.length && before(items[l]!, items[best]!)) best = l;
-        if (r < items.length && before(items[r]!, items[best]!)) best = r;
-        if (best === i) break;
-        [items[i], items[best]] = [items[best]!, items[i]!];
-        i = best;
-      }
-    }
-    return top;
-  }
-}
-
+/** Newest committer time first (ties: first queued first). */
 function before(a: Entry, b: Entry): boolean {
   return a.node.time > b.node.time || (a.node.time === b.node.time && a.seq < b.seq);
 }

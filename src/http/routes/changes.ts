@@ -1,3 +1,4 @@
+import { BinaryHeap } from '../../binary-heap.js';
 import { invalid, notFound } from '../../errors.js';
 import { readChangeCommit } from '../../vcs/commit.js';
 import { materializeTreeSet } from '../../vcs/conflict.js';
@@ -66,47 +67,23 @@ function before(a: Node, b: Node): boolean {
   return x.id < y.id;
 }
 
-/** A binary heap of the changes reached but not listed yet (the walk's frontier). */
+/** The changes reached but not listed yet (the walk's frontier), in listing order. */
 class Frontier {
-  private readonly items: Node[] = [];
+  private readonly heap = new BinaryHeap(before);
   readonly ids = new Set<string>();
 
   get size(): number {
-    return this.items.length;
+    return this.heap.size;
   }
 
   push(node: Node): void {
     if (this.ids.has(node.record.id)) return;
     this.ids.add(node.record.id);
-    const a = this.items;
-    a.push(node);
-    let i = a.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!before(a[i]!, a[p]!)) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
-      i = p;
-    }
+    this.heap.push(node);
   }
 
   pop(): Node {
-    const a = this.items;
-    const top = a[0]!;
-    const last = a.pop()!;
-    if (a.length > 0) {
-      a[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < a.length && before(a[l]!, a[m]!)) m = l;
-        if (r < a.length && before(a[r]!, a[m]!)) m = r;
-        if (m === i) break;
-        [a[i], a[m]] = [a[m]!, a[i]!];
-        i = m;
-      }
-    }
+    const top = this.heap.pop()!;
     this.ids.delete(top.record.id);
     return top;
   }
