@@ -33,6 +33,11 @@ async function restriction(ctx: RequestContext): Promise<{ org_id: string; allow
   return { org_id: ctx.org.id, allowed_repo_ids: await reachableRepoIds(ctx.services, ctx.principal) };
 }
 
+/** The input naming the path's target to the org's actor, which checks it against the caller's restriction. */
+async function targetInput(ctx: RequestContext): Promise<TargetInput> {
+  return { ...(await restriction(ctx)), target_id: ctx.params.id! };
+}
+
 /** Targets newest first (their ids sort by creation time), strictly before `before` when given. */
 function* targetsNewestFirst(targets: readonly WebhookTargetRecord[], before?: string): Generator<WebhookTargetRecord> {
   for (let i = targets.length - 1; i >= 0; i--) if (before === undefined || targets[i]!.id < before) yield targets[i]!;
@@ -106,7 +111,7 @@ export const webhookRoutes: RouteDef[] = [
     actor: 'org',
     async handler(ctx) {
       const { body } = ctx;
-      const input: UpdateTargetInput = { ...(await restriction(ctx)), target_id: ctx.params.id! };
+      const input: UpdateTargetInput = await targetInput(ctx);
       if (body.url != null) {
         await checkTargetUrl(ctx, body.url);
         input.url = body.url;
@@ -122,8 +127,7 @@ export const webhookRoutes: RouteDef[] = [
     path: '/{org}/webhook-targets/{id}',
     permission: 'admin',
     async handler(ctx) {
-      const input: TargetInput = { ...(await restriction(ctx)), target_id: ctx.params.id! };
-      return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.delete', input);
+      return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.delete', await targetInput(ctx));
     },
   },
   withBody(noBody, {
@@ -132,8 +136,7 @@ export const webhookRoutes: RouteDef[] = [
     permission: 'admin',
     actor: 'org',
     async handler(ctx) {
-      const input: TargetInput = { ...(await restriction(ctx)), target_id: ctx.params.id! };
-      return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.rotate-secret', input);
+      return callActor(ctx, orgActor(ctx.org.id), 'webhook.target.rotate-secret', await targetInput(ctx));
     },
   }),
   {
@@ -157,7 +160,7 @@ export const webhookRoutes: RouteDef[] = [
     permission: 'admin',
     actor: 'org',
     async handler(ctx) {
-      const input: RedeliverInput = { ...(await restriction(ctx)), target_id: ctx.params.id!, delivery_id: ctx.params.deliveryId! };
+      const input: RedeliverInput = { ...(await targetInput(ctx)), delivery_id: ctx.params.deliveryId! };
       const original = await deliveryFromOwner(ctx, input.delivery_id);
       if (original !== undefined) input.original = original;
       const reply = await callActor(ctx, orgActor(ctx.org.id), 'webhook.redeliver', input);
