@@ -103,6 +103,17 @@ export interface WriteRoute<Body> {
 }
 
 /**
+ * What every route served by `handleWrite` declares: the body is read as a stream (up to the
+ * write limit) and the command runs in the repository's actor.
+ */
+export const WRITE_ROUTE = {
+  permission: 'git:write',
+  actor: 'repo',
+  streamBody: true,
+  bodyLimit: WRITE_BODY_LIMIT,
+} as const satisfies Partial<RouteDef>;
+
+/**
  * Reads, checks and sends a write. Staged blobs are dropped when the write fails — except when
  * the failure leaves it unknown whether the actor applied it (its worker died: UNAVAILABLE).
  */
@@ -127,10 +138,7 @@ export const applyOpsRoutes: RouteDef[] = [
   {
     method: 'POST',
     path: '/{org}/{repo}/apply-ops',
-    permission: 'git:write',
-    actor: 'repo',
-    streamBody: true,
-    bodyLimit: WRITE_BODY_LIMIT,
+    ...WRITE_ROUTE,
     handler: (ctx) =>
       handleWrite(ctx, {
         listKey: 'ops',

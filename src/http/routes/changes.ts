@@ -13,9 +13,8 @@ import type { ChangeRecord } from '../../storage/records.js';
 import { getBookmark } from '../../storage/repo-store.js';
 import { compileBodyCheck } from '../body-validator.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
-import { WRITE_BODY_LIMIT } from '../write-body-reader.js';
 import type { RequestContext, RouteDef } from '../route.js';
-import { fileInputs, handleWrite, writeFields } from './apply-ops.js';
+import { WRITE_ROUTE, fileInputs, handleWrite, writeFields } from './apply-ops.js';
 
 /**
  * Change routes (API §5): reads from an LMDB snapshot on this thread, writes through the
@@ -148,10 +147,7 @@ export const changeRoutes: RouteDef[] = [
   {
     method: 'POST',
     path: '/{org}/{repo}/changes',
-    permission: 'git:write',
-    actor: 'repo',
-    streamBody: true,
-    bodyLimit: WRITE_BODY_LIMIT,
+    ...WRITE_ROUTE,
     handler: (ctx) =>
       handleWrite(ctx, {
         listKey: 'files',
@@ -169,10 +165,7 @@ export const changeRoutes: RouteDef[] = [
   {
     method: 'PATCH',
     path: '/{org}/{repo}/changes/{change_id}',
-    permission: 'git:write',
-    actor: 'repo',
-    streamBody: true,
-    bodyLimit: WRITE_BODY_LIMIT,
+    ...WRITE_ROUTE,
     handler: (ctx) => {
       const id = ctx.params.change_id!;
       if (!isChangeId(id)) throw invalid(`"${id}" is not a change id (32 characters k-z)`);
