@@ -19,7 +19,7 @@ import type { BenchReport, HopLatency, MethodInfo, ScenarioResult, WorkerRun } f
 import { REPORT_SCHEMA } from './report-types.js';
 import { selectScenarios } from './scenarios/index.js';
 import type { Selection } from './scenarios/index.js';
-import { failedResult } from './scenarios/result.js';
+import { failedResult, resultBase } from './scenarios/result.js';
 import type { ScenarioContext, Target } from './scenarios/types.js';
 import { PROJECT_ROOT, createOrgAndKey, metricsUrlOf, serverBuilt, SERVER_ENTRY, startRepohost } from './server-process.js';
 import { formatSummary } from './summary.js';
@@ -55,7 +55,7 @@ async function runSelections(ctx: ScenarioContext, selections: Selection[]): Pro
         results.push(await scenario.run(ctx, variant));
       } catch (err) {
         ctx.progress.log(`${scenario.name}${variant ? `/${variant}` : ''} failed: ${err instanceof Error ? err.message : String(err)}`);
-        results.push(failedResult({ scenario: scenario.name, variant, description: scenario.description, parameters: {} }, err));
+        results.push(failedResult(resultBase(scenario, variant, {}), err));
       }
     }
   }
@@ -64,7 +64,7 @@ async function runSelections(ctx: ScenarioContext, selections: Selection[]): Pro
 
 function failAll(selections: Selection[], message: string): ScenarioResult[] {
   return selections.flatMap(({ scenario, variants }) =>
-    variants.map((variant) => failedResult({ scenario: scenario.name, variant, description: scenario.description, parameters: {} }, new Error(message))),
+    variants.map((variant) => failedResult(resultBase(scenario, variant, {}), new Error(message))),
   );
 }
 

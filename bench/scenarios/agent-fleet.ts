@@ -4,7 +4,7 @@
  * call. Writes to different repositories should scale with worker count.
  */
 import { createAgents, runWritePhases, serverWriteMetrics, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
-import { finishResult } from './result.js';
+import { finishResult, resultBase } from './result.js';
 import type { Scenario } from './types.js';
 
 export const agentFleet: Scenario = {
@@ -14,7 +14,7 @@ export const agentFleet: Scenario = {
   needsServer: true,
   async run(ctx) {
     const n = ctx.settings.agents;
-    const base = { scenario: 'agent-fleet', variant: null, description: this.description, parameters: writeParameters(ctx, n, ctx.settings.openRates) };
+    const base = resultBase(this, null, writeParameters(ctx, n, ctx.settings.openRates));
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: null, repoPrefix: `${ctx.prefix}-fleet`, seedFile: null });
     const out = await runWritePhases(ctx, { label: 'agent-fleet', agents, readRatio: 0, readPaths: [], openRates: ctx.settings.openRates });
     const verification = await verifyAgents(ctx, out.agents);

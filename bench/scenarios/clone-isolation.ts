@@ -24,7 +24,7 @@ import { round, runPhase, startPhase } from '../phases.js';
 import { counting, noCounters, type ServerCounters } from '../server-counters.js';
 import type { PhaseResult } from '../report-types.js';
 import { agentWorkload, createAgents, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
-import { finishResult, skippedResult } from './result.js';
+import { finishResult, resultBase, skippedResult } from './result.js';
 import type { Scenario, ScenarioContext } from './types.js';
 import { requireTarget } from './types.js';
 
@@ -97,12 +97,7 @@ export const cloneIsolation: Scenario = {
   async run(ctx: ScenarioContext) {
     const { target } = requireTarget(ctx);
     const s = ctx.settings;
-    const base = {
-      scenario: 'clone-isolation',
-      variant: null,
-      description: this.description,
-      parameters: { ...writeParameters(ctx, s.agents), writeFraction: WRITE_FRACTION, cloneLoops: CLONE_LOOPS, rounds: s.isolationRounds, upstreamCommits: s.syncCommits },
-    };
+    const base = resultBase(this, null, { ...writeParameters(ctx, s.agents), writeFraction: WRITE_FRACTION, cloneLoops: CLONE_LOOPS, rounds: s.isolationRounds, upstreamCommits: s.syncCommits });
     if (!(await gitAvailable())) return skippedResult(base, 'not available: git is not installed');
     const work = join(ctx.workDir, 'clone-isolation');
     const fixture = await prepareCloneFixture(ctx, 'isolation', work);

@@ -5,7 +5,7 @@
 import type { StaticRequestSpec } from '../generator-protocol.js';
 import { ROOT_CHANGE_ID } from '../generator-protocol.js';
 import { agentFileContent } from '../agent-files.js';
-import { baseParameters, finishResult } from './result.js';
+import { baseParameters, finishResult, resultBase } from './result.js';
 import { readPhases } from './read.js';
 import type { Scenario } from './types.js';
 import { requireTarget } from './types.js';
@@ -21,17 +21,8 @@ export const content: Scenario = {
     const { target, api } = requireTarget(ctx);
     const s = ctx.settings;
     const v = variant ?? 'raw';
-    const base = {
-      scenario: 'content',
-      variant: v,
-      description: `${this.description} as ${ACCEPT[v]}`,
-      parameters: {
-        ...baseParameters(s),
-        connections: s.connections,
-        files: s.contentFiles,
-        fileBytes: s.contentFileBytes,
-      },
-    };
+    const parameters = { ...baseParameters(s), connections: s.connections, files: s.contentFiles, fileBytes: s.contentFileBytes };
+    const base = resultBase(this, v, parameters, `${this.description} as ${ACCEPT[v]}`);
     const repo = `${ctx.prefix}-content-${v}`;
     const created = await api.expect<{ default_bookmark: string }>(201, 'POST', `/v1/${target.org}/repos`, { name: repo });
     const paths = Array.from({ length: s.contentFiles }, (_, i) => `files/f-${String(i).padStart(3, '0')}.txt`);

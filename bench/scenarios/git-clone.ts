@@ -17,7 +17,7 @@ import { appendCommit, gitAvailable } from '../git-server.js';
 import { createHistogram, encodeHistogram, summarize } from '../histogram.js';
 import { round } from '../phases.js';
 import type { KindResult, PhaseResult } from '../report-types.js';
-import { finishResult, skippedResult } from './result.js';
+import { finishResult, resultBase, skippedResult } from './result.js';
 import type { Scenario } from './types.js';
 import { requireTarget } from './types.js';
 
@@ -51,12 +51,7 @@ export const gitClone: Scenario = {
   async run(ctx) {
     const { target } = requireTarget(ctx);
     const s = ctx.settings;
-    const base = {
-      scenario: 'git-clone',
-      variant: null,
-      description: this.description,
-      parameters: { upstreamCommits: s.syncCommits, filesPerCommit: s.syncFilesPerCommit, rounds: s.cloneRounds, clone: '--bare' },
-    };
+    const base = resultBase(this, null, { upstreamCommits: s.syncCommits, filesPerCommit: s.syncFilesPerCommit, rounds: s.cloneRounds, clone: '--bare' });
     if (!(await gitAvailable())) return skippedResult(base, 'not available: git is not installed');
 
     const work = join(ctx.workDir, 'git-clone');

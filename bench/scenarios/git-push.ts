@@ -16,7 +16,7 @@ import { gitAvailable, startGitServer } from '../git-server.js';
 import { createHistogram, encodeHistogram, summarize } from '../histogram.js';
 import { round } from '../phases.js';
 import type { KindResult, PhaseResult } from '../report-types.js';
-import { finishResult, skippedResult } from './result.js';
+import { finishResult, resultBase, skippedResult } from './result.js';
 import type { Scenario } from './types.js';
 import { requireTarget } from './types.js';
 
@@ -135,12 +135,7 @@ export const gitPush: Scenario = {
     const { target, api } = requireTarget(ctx);
     const s = ctx.settings;
     const clients = s.pushClients;
-    const base = {
-      scenario: 'git-push',
-      variant: null,
-      description: this.description,
-      parameters: { clients, filesPerCommit: 3, fileBytes: s.writeFileBytes, durationSec: s.durationMs / 1000, warmupSec: s.warmupMs / 1000 },
-    };
+    const base = resultBase(this, null, { clients, filesPerCommit: 3, fileBytes: s.writeFileBytes, durationSec: s.durationMs / 1000, warmupSec: s.warmupMs / 1000 });
     if (!(await gitAvailable())) return skippedResult(base, 'not available: git is not installed');
 
     const work = join(ctx.workDir, 'git-push');

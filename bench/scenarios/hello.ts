@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { runPhase } from '../phases.js';
 import type { PhaseResult } from '../report-types.js';
 import { startHelloServer } from '../server-process.js';
-import { baseParameters, finishResult } from './result.js';
+import { baseParameters, finishResult, resultBase } from './result.js';
 import type { Scenario } from './types.js';
 
 export const hello: Scenario = {
@@ -13,12 +13,7 @@ export const hello: Scenario = {
   needsServer: false,
   async run(ctx) {
     const s = ctx.settings;
-    const base = {
-      scenario: 'hello',
-      variant: null,
-      description: this.description,
-      parameters: { ...baseParameters(s), connections: s.connections },
-    };
+    const base = resultBase(this, null, { ...baseParameters(s), connections: s.connections });
     const server = await startHelloServer(join(ctx.workDir, 'hello-server.log'));
     try {
       const workload = {

@@ -4,7 +4,7 @@
  * its mailbox, group commit and one flush per batch.
  */
 import { createAgents, runWritePhases, serverWriteMetrics, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
-import { finishResult } from './result.js';
+import { finishResult, resultBase } from './result.js';
 import type { Scenario } from './types.js';
 
 export const hotRepo: Scenario = {
@@ -14,7 +14,7 @@ export const hotRepo: Scenario = {
   needsServer: true,
   async run(ctx) {
     const n = ctx.settings.agents;
-    const base = { scenario: 'hot-repo', variant: null, description: this.description, parameters: writeParameters(ctx, n, ctx.settings.openRates) };
+    const base = resultBase(this, null, writeParameters(ctx, n, ctx.settings.openRates));
     const repo = `${ctx.prefix}-hot`;
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: repo, repoPrefix: repo, seedFile: null });
     const out = await runWritePhases(ctx, { label: 'hot-repo', agents, readRatio: 0, readPaths: [], openRates: ctx.settings.openRates });

@@ -3,7 +3,7 @@
  * repository metadata and a 4 KiB file) or otherwise a write. Latency is reported per kind.
  */
 import { createAgents, runWritePhases, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
-import { finishResult } from './result.js';
+import { finishResult, resultBase } from './result.js';
 import type { Scenario } from './types.js';
 import { requireTarget } from './types.js';
 
@@ -18,12 +18,7 @@ export const mixed: Scenario = {
     const { target } = requireTarget(ctx);
     const s = ctx.settings;
     const n = s.agents;
-    const base = {
-      scenario: 'mixed',
-      variant: null,
-      description: this.description,
-      parameters: { ...writeParameters(ctx, n), readRatio: s.mixedReadRatio },
-    };
+    const base = resultBase(this, null, { ...writeParameters(ctx, n), readRatio: s.mixedReadRatio });
     const { agents } = await createAgents(ctx, { count: n, sharedRepo: null, repoPrefix: `${ctx.prefix}-mixed`, seedFile: SEED });
     const readPaths = [`/v1/${target.org}/{repo}`, `/v1/${target.org}/{repo}/content?path=${SEED}`];
     const out = await runWritePhases(ctx, { label: 'mixed', agents, readRatio: s.mixedReadRatio, readPaths });

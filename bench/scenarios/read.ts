@@ -7,7 +7,7 @@
 import type { WorkloadSpec } from '../generator-protocol.js';
 import { runPhase } from '../phases.js';
 import type { PhaseResult } from '../report-types.js';
-import { baseParameters, finishResult, skippedResult } from './result.js';
+import { baseParameters, finishResult, resultBase, skippedResult } from './result.js';
 import type { Scenario, ScenarioContext } from './types.js';
 import { requireTarget } from './types.js';
 
@@ -19,12 +19,8 @@ export const read: Scenario = {
   async run(ctx, variant) {
     const { target, api } = requireTarget(ctx);
     const s = ctx.settings;
-    const base = {
-      scenario: 'read',
-      variant,
-      description: variant === 'fresh-token' ? `${this.description}, a new token signed per request` : `${this.description}, one token reused`,
-      parameters: { ...baseParameters(s), connections: s.connections },
-    };
+    const tokens = variant === 'fresh-token' ? 'a new token signed per request' : 'one token reused';
+    const base = resultBase(this, variant, { ...baseParameters(s), connections: s.connections }, `${this.description}, ${tokens}`);
     if (variant === 'fresh-token' && !ctx.key) {
       return skippedResult(base, 'not available: needs the signing key (--key-file with --url)');
     }

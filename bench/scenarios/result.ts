@@ -1,6 +1,19 @@
 /** Small builders shared by the scenarios, so every result has the same shape. */
 import type { PhaseResult, ScenarioResult, Verification } from '../report-types.js';
-import type { ScenarioSettings } from './types.js';
+import type { Scenario, ScenarioSettings } from './types.js';
+
+/** What names a result and says what it measured, before its outcome is known. */
+export type ResultBase = Pick<ScenarioResult, 'scenario' | 'variant' | 'description' | 'parameters'>;
+
+/** The base of a result of `scenario`, under its own name (and description unless one is given). */
+export function resultBase(
+  scenario: Pick<Scenario, 'name' | 'description'>,
+  variant: string | null,
+  parameters: ResultBase['parameters'],
+  description = scenario.description,
+): ResultBase {
+  return { scenario: scenario.name, variant, description, parameters };
+}
 
 export function baseParameters(s: ScenarioSettings): Record<string, number> {
   return { durationSec: s.durationMs / 1000, warmupSec: s.warmupMs / 1000 };
@@ -8,7 +21,7 @@ export function baseParameters(s: ScenarioSettings): Record<string, number> {
 
 /** Failed when any phase had errors or verification failed; `note` explains the first reason. */
 export function finishResult(
-  base: Pick<ScenarioResult, 'scenario' | 'variant' | 'description' | 'parameters'>,
+  base: ResultBase,
   phases: PhaseResult[],
   verification: Verification | null,
   metrics: Record<string, number> = {},
@@ -34,7 +47,7 @@ export function finishResult(
 }
 
 export function failedResult(
-  base: Pick<ScenarioResult, 'scenario' | 'variant' | 'description' | 'parameters'>,
+  base: ResultBase,
   err: unknown,
 ): ScenarioResult {
   return {
@@ -48,7 +61,7 @@ export function failedResult(
 }
 
 export function skippedResult(
-  base: Pick<ScenarioResult, 'scenario' | 'variant' | 'description' | 'parameters'>,
+  base: ResultBase,
   note: string,
 ): ScenarioResult {
   return { ...base, status: 'skipped', note, phases: [], metrics: {}, verification: null };

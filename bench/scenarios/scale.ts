@@ -11,7 +11,7 @@
 import type { Curve, PhaseResult, Verification } from '../report-types.js';
 import { targetMetrics } from '../scale-curves.js';
 import { serverBuilt } from '../server-process.js';
-import { finishResult, skippedResult } from './result.js';
+import { finishResult, resultBase, skippedResult } from './result.js';
 import { filesParameters, runScaleFiles } from './scale-files.js';
 import { historyParameters, runScaleHistory } from './scale-history.js';
 import { reposParameters, runScaleRepos } from './scale-repos.js';
@@ -72,7 +72,7 @@ export const scale: Scenario = {
   async run(ctx, variant) {
     const name = variant ?? 'files';
     const v = VARIANTS[name]!;
-    const base = { scenario: 'scale', variant: name, description: v.description, parameters: v.parameters(ctx.settings) as Record<string, string | number | boolean> };
+    const base = resultBase(this, name, v.parameters(ctx.settings), v.description);
     // `--url` runs have no worker count (run.ts): the server is not the bench's to restart.
     if (v.ownServer && ctx.target?.workers === null) return skippedResult(base, 'not available with --url: needs a server the bench starts');
     if (v.ownServer && !serverBuilt()) return skippedResult(base, 'not available: the server is not built (npm run build)');

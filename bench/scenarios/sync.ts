@@ -13,7 +13,7 @@ import { round, startPhase } from '../phases.js';
 import type { RunningPhase } from '../phases.js';
 import type { Verification } from '../report-types.js';
 import { agentWorkload, createAgents, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
-import { finishResult, skippedResult } from './result.js';
+import { finishResult, resultBase, skippedResult } from './result.js';
 import type { Scenario } from './types.js';
 import { requireTarget } from './types.js';
 
@@ -27,17 +27,12 @@ export const sync: Scenario = {
   async run(ctx) {
     const { target, api } = requireTarget(ctx);
     const s = ctx.settings;
-    const base = {
-      scenario: 'sync',
-      variant: null,
-      description: this.description,
-      parameters: {
-        ...writeParameters(ctx, s.agents),
-        upstreamCommits: s.syncCommits,
-        filesPerCommit: s.syncFilesPerCommit,
-        syncTimeoutSec: s.syncTimeoutMs / 1000,
-      },
-    };
+    const base = resultBase(this, null, {
+      ...writeParameters(ctx, s.agents),
+      upstreamCommits: s.syncCommits,
+      filesPerCommit: s.syncFilesPerCommit,
+      syncTimeoutSec: s.syncTimeoutMs / 1000,
+    });
     if (!(await gitAvailable())) return skippedResult(base, 'not available: git is not installed');
 
     const gitRoot = join(ctx.workDir, 'git');

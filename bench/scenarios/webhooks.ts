@@ -10,7 +10,7 @@ import { round } from '../phases.js';
 import type { Verification } from '../report-types.js';
 import { ReceiverProcess } from '../receiver-process.js';
 import { createAgents, runWritePhases, totalWrites, verifyAgents, writeParameters } from './agent-writes.js';
-import { failedResult, finishResult } from './result.js';
+import { failedResult, finishResult, resultBase } from './result.js';
 import type { Scenario } from './types.js';
 import { requireTarget } from './types.js';
 
@@ -23,12 +23,7 @@ export const webhooks: Scenario = {
     const { target, api } = requireTarget(ctx);
     const s = ctx.settings;
     const n = s.agents;
-    const base = {
-      scenario: 'webhooks',
-      variant: null,
-      description: this.description,
-      parameters: { ...writeParameters(ctx, n), targets: s.webhookTargets, drainTimeoutSec: s.webhookDrainMs / 1000 },
-    };
+    const base = resultBase(this, null, { ...writeParameters(ctx, n), targets: s.webhookTargets, drainTimeoutSec: s.webhookDrainMs / 1000 });
     const { agents, repoIds } = await createAgents(ctx, { count: n, sharedRepo: null, repoPrefix: `${ctx.prefix}-hook`, seedFile: null });
     const receiver = await ReceiverProcess.start(s.webhookTargets);
     const targetIds: string[] = [];
