@@ -19,7 +19,7 @@ import type { Services } from './services.js';
 import { KeyRateLimiter } from './key-rate-limiter.js';
 import { IdempotencyGate } from './idempotency-gate.js';
 import { idempotencyTarget } from './idempotency-target.js';
-import { HOP_HEADER, NODE_HEADER, REPO_HEADER, type RequestPlacement } from './forwarding.js';
+import { HOP_HEADER, NODE_HEADER, REPO_HEADER, type HopMarkers, type ReceivedBody, type RequestPlacement } from './forwarding.js';
 import type { ReadTicket } from './read-fence.js';
 import { Exchange } from './exchange.js';
 import { wireBytes } from './wire-bytes.js';
@@ -66,22 +66,14 @@ export interface HttpFrontEnd {
 type RequestHeaders = Record<string, string> & { authorization: string; 'content-type': string; 'idempotency-key': string };
 
 /** The request as the route's steps see it: its route, headers, query and body, subscribed to in the callback. */
-interface Routed {
+interface Routed extends ReceivedBody, HopMarkers {
   match: Match;
   /** The API path (after the prefix); null on git's routes. */
   path: string | null;
   headers: RequestHeaders;
   rawQuery: string;
-  declared: number;
   /** The route's body limit. */
   limit: number;
-  /** A whole body, being read (routes with a JSON or raw body). */
-  body: Promise<Buffer> | null;
-  /** A body the handler reads as it arrives (`streamBody` routes). */
-  bodyStream: AsyncIterable<Uint8Array> | null;
-  /** Cluster mode: the hop marker and the repository id a forwarding node resolved ('' when absent). */
-  hop: string;
-  hopRepo: string;
 }
 
 /** What authorization found: the repository of `{repo}`, or why it is missing; the idempotency key. */

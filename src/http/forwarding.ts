@@ -11,8 +11,26 @@ export const REPO_HEADER = 'x-repohost-repo';
 /** On every reply in a cluster: the node owning the request's shard, so a client can go there directly. */
 export const NODE_HEADER = 'X-Repohost-Node';
 
+/** A request's body as the front end receives it. */
+export interface ReceivedBody {
+  /** A whole body, being read (routes with a JSON or raw body). */
+  body: Promise<Buffer> | null;
+  /** A body the handler reads as it arrives (`streamBody` routes). */
+  bodyStream: AsyncIterable<Uint8Array> | null;
+  /** The body's declared length (0: none declared). */
+  declared: number;
+}
+
+/** The markers a request from another node carries ('' for a request from a client, and on a single node). */
+export interface HopMarkers {
+  /** The hop marker (`HOP_HEADER`). */
+  hop: string;
+  /** The repository id the forwarding node resolved the path's name to (`REPO_HEADER`). */
+  hopRepo: string;
+}
+
 /** A request as the front end has it when it decides where it is served (cluster mode). */
-export interface ForwardableRequest {
+export interface ForwardableRequest extends ReceivedBody, HopMarkers {
   method: string;
   /** The path as received (percent-encoded), without the query. */
   url: string;
@@ -23,14 +41,6 @@ export interface ForwardableRequest {
   /** The headers the front end read for the route. */
   headers: Record<string, string>;
   requestId: string;
-  /** The hop marker as received ('' for a request from a client). */
-  hop: string;
-  /** The repository id a forwarding node resolved the path's name to ('' when none). */
-  hopRepo: string;
-  body: Promise<Buffer> | null;
-  bodyStream: AsyncIterable<Uint8Array> | null;
-  /** The body's declared length (0: none declared). */
-  declared: number;
 }
 
 /** Served here (with the repository another node resolved, if it did), or answered by the owner. */
