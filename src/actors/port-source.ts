@@ -7,7 +7,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { ServiceError } from '../errors.js';
-import type { ToFrontEnd, ToTask } from './read-stream.js';
+import { readerResult, type ToFrontEnd, type ToTask } from './read-stream.js';
 
 export function portSource(port: MessagePort): AsyncIterable<Uint8Array> {
   const queue: ToFrontEnd[] = [];
@@ -42,16 +42,9 @@ export function portSource(port: MessagePort): AsyncIterable<Uint8Array> {
       for (;;) {
         const message = queue.shift();
         if (message) {
-          if (message.type === 'end') {
-            finish(false);
-            return { done: true, value: undefined };
-          }
-          if (message.type === 'error') {
-            finish(false);
-            throw ServiceError.fromJSON(message.error);
-          }
-          lastChunk = message.chunk.length;
-          return { done: false, value: message.chunk };
+          const result = readerResult(message, () => finish(false));
+          if (!result.done) lastChunk = result.value.length;
+          return result;
         }
         if (closed) {
           finish(false);

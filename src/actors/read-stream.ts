@@ -22,6 +22,17 @@ const WINDOW_BYTES = 1024 * 1024;
 export type ToFrontEnd = { type: 'data'; chunk: Uint8Array } | { type: 'end' } | { type: 'error'; error: ServiceErrorData };
 export type ToTask = { type: 'credit'; bytes: number; piece?: Uint8Array<ArrayBuffer> } | { type: 'cancel' };
 
+/**
+ * A reader's answer to a message of the stream: its chunk, or the end; an error message is
+ * thrown as the error it carries. `end` runs before the end is answered or the error thrown.
+ */
+export function readerResult(message: ToFrontEnd, end: () => void): IteratorResult<Uint8Array, undefined> {
+  if (message.type === 'data') return { done: false, value: message.chunk };
+  end();
+  if (message.type === 'error') throw ServiceError.fromJSON(message.error);
+  return { done: true, value: undefined };
+}
+
 /** Thrown inside the task once the front end cancelled (the client went away). */
 export class StreamCancelled extends Error {
   constructor() {
@@ -197,16 +208,9 @@ export function openReadStream(run: (port: MessagePort) => Promise<unknown>): Pr
           throw err;
         }
         pending = null;
-        if (message.type === 'end') {
-          close(true);
-          return { done: true, value: undefined };
-        }
-        if (message.type === 'error') {
-          close(true);
-          throw ServiceError.fromJSON(message.error);
-        }
-        lastChunk = message.chunk;
-        return { done: false, value: message.chunk };
+        const result = readerResult(message, () => close(true));
+        if (!result.done) lastChunk = result.value;
+        return result;
       },
       return() {
         close(false);
