@@ -1,5 +1,6 @@
 import { BroadcastChannel } from 'node:worker_threads';
 import { SHARD_COUNT } from '../../actors/shard-map.js';
+import { coalesced } from '../../coalesced.js';
 import { log } from '../../log.js';
 import type { Storage } from '../../storage/database.js';
 import { applyWriteSet } from '../../storage/apply-write-set.js';
@@ -49,7 +50,8 @@ export class NodeReplicas {
   private readonly wasActive = new Uint8Array(SHARD_COUNT);
   private unsubscribe: (() => void) | null = null;
   private syncing: Promise<void> = Promise.resolve();
-  private broadcastQueued = false;
+  /** Several shards change together (a placement update): one broadcast for them. */
+  private readonly broadcastSoon = coalesced(queueMicrotask, () => this.broadcast());
   /**
    * Set as `close` begins: replicas closing change what is served, and appends in flight settle,
    * after the channels are closed; a message posted on a closed channel throws, uncaught, and
@@ -214,13 +216,7 @@ export class NodeReplicas {
     const active = replica.serving ? 1 : 0;
     if (this.wasActive[replica.shard] !== active) this.options.onActiveChange(replica.shard, active === 1);
     this.wasActive[replica.shard] = active;
-    // Several shards change together (a placement update): one broadcast for them.
-    if (this.broadcastQueued) return;
-    this.broadcastQueued = true;
-    queueMicrotask(() => {
-      this.broadcastQueued = false;
-      this.broadcast();
-    });
+    this.broadcastSoon();
   }
 
   private broadcast(): void {

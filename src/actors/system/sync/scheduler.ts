@@ -12,6 +12,7 @@
  * record and its event in one transaction; the network work runs in the sync worker thread.
  */
 import type { Piscina } from 'piscina';
+import { coalesced } from '../../../coalesced.js';
 import { isServiceError } from '../../../errors.js';
 import type { Services } from '../../../http/services.js';
 import { log } from '../../../log.js';
@@ -44,7 +45,7 @@ export function retryDelayMs(baseMs: number, attempt: number): number {
 export class SyncScheduler {
   private readonly running = new Map<string, Promise<void>>();
   private stopping = false;
-  private scheduled = false;
+  private readonly passSoon = coalesced(setImmediate, () => this.pass());
   private wakeTimer: NodeJS.Timeout | null = null;
   private wakeAt = Infinity;
   private readonly poll: NodeJS.Timeout;
@@ -68,12 +69,7 @@ export class SyncScheduler {
 
   /** Looks at the queue soon (coalesced): after an enqueue, a finished job, a backoff expiry. */
   wake(): void {
-    if (this.scheduled || this.stopping) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      this.pass();
-    });
+    if (!this.stopping) this.passSoon();
   }
 
   private pass(): void {
