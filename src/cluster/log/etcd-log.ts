@@ -12,7 +12,7 @@ import {
 import { watchCreated } from '../control/etcd-client.js';
 import { EntryChain } from './entry-chain.js';
 import { retryUnavailable, untilAvailable } from './retry-unavailable.js';
-import { TailDelivery } from './tail-delivery.js';
+import { OpenTails, TailDelivery } from './tail-delivery.js';
 
 /** Digits of a sequence in an entry key, so keys sort in sequence order (2^53 has 16). */
 const SEQ_DIGITS = 16;
@@ -45,7 +45,7 @@ export class EtcdShardLog implements ShardLog {
 
   private readonly client: Etcd3;
   private readonly unavailableBudgetMs: number;
-  private readonly tails = new Set<TailDelivery>();
+  private readonly tails = new OpenTails();
 
   constructor(private readonly opts: EtcdLogOptions) {
     const timeoutMs = opts.timeoutMs ?? 1000;
@@ -110,9 +110,7 @@ export class EtcdShardLog implements ShardLog {
       wake();
       await watcher?.cancel();
     });
-    this.tails.add(delivery);
-    void delivery.done.finally(() => this.tails.delete(delivery)).catch(() => undefined);
-    const run = async (): Promise<void> => {
+    return this.tails.start(delivery, async () => {
       while (delivery.active) {
         const range = await untilAvailable(
           () => delivery.active,
@@ -141,9 +139,7 @@ export class EtcdShardLog implements ShardLog {
         await pushing;
         await w.cancel().catch(() => undefined);
       }
-    };
-    run().catch((err: unknown) => delivery.end(err));
-    return delivery;
+    });
   }
 
   async trim(shard: number, upTo: number): Promise<void> {
@@ -160,7 +156,7 @@ export class EtcdShardLog implements ShardLog {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.tails].map((t) => t.stop()));
+    await this.tails.stopAll();
     this.client.close();
   }
 

@@ -28,7 +28,7 @@ import {
 } from '../shard-log.js';
 import { EntryChain } from './entry-chain.js';
 import { retryUnavailable, untilAvailable } from './retry-unavailable.js';
-import { TailDelivery } from './tail-delivery.js';
+import { OpenTails, TailDelivery } from './tail-delivery.js';
 
 /** Shards share this many streams (shard mod STREAMS), so several Raft leaders share the work. */
 const STREAMS = 4;
@@ -74,7 +74,7 @@ export interface JetStreamLogOptions {
  * nats-server 2.9 acknowledges before any fsync; see docs/design.md "Shard log".
  */
 export class JetStreamShardLog implements ShardLog {
-  private readonly tails = new Set<TailDelivery>();
+  private readonly tails = new OpenTails();
   /** Each tail's last progress check. */
   private readonly tailChecks = new WeakMap<TailDelivery, TailCheck>();
   /** Each stream's message count per subject, asked at most once per half check interval for all its tails. */
@@ -178,9 +178,7 @@ export class JetStreamShardLog implements ShardLog {
     const delivery = new TailDelivery(shard, after, onEntries, async () => {
       await messages?.close();
     });
-    this.tails.add(delivery);
-    void delivery.done.finally(() => this.tails.delete(delivery)).catch(() => undefined);
-    const run = async (): Promise<void> => {
+    return this.tails.start(delivery, async () => {
       while (delivery.active) {
         const consumer = await untilAvailable(
           () => delivery.active,
@@ -209,9 +207,7 @@ export class JetStreamShardLog implements ShardLog {
         // Closed because its server went silent: a new consumer resumes after the last entry.
         if (delivery.active) await sleep(100);
       }
-    };
-    run().catch((err: unknown) => delivery.end(err));
-    return delivery;
+    });
   }
 
   async trim(shard: number, upTo: number): Promise<void> {
@@ -221,7 +217,7 @@ export class JetStreamShardLog implements ShardLog {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.tails].map((t) => t.stop()));
+    await this.tails.stopAll();
     await this.nc.close();
   }
 

@@ -96,3 +96,20 @@ export class TailDelivery implements ShardLogTail {
     if (this.stopped) this.settle(this.error);
   }
 }
+
+/** A backend's open tails: each kept while it lasts, all stopped when the log closes. */
+export class OpenTails {
+  private readonly tails = new Set<TailDelivery>();
+
+  /** Runs `source`, the backend's loop pushing stored entries into `delivery`; its failure ends the tail. */
+  start(delivery: TailDelivery, source: () => Promise<void>): ShardLogTail {
+    this.tails.add(delivery);
+    void delivery.done.finally(() => this.tails.delete(delivery)).catch(() => undefined);
+    source().catch((err: unknown) => delivery.end(err));
+    return delivery;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.allSettled([...this.tails].map((t) => t.stop()));
+  }
+}
