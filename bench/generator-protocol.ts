@@ -2,7 +2,7 @@
  * Messages between the orchestrator and the load-generator child process. Everything here is
  * plain data: it crosses a process boundary (IPC, structured clone).
  */
-import type { PhaseMode } from './report-types.js';
+import type { PhaseFailures, PhaseMode } from './report-types.js';
 import type { SigningKey } from './tokens.js';
 
 export interface StaticRequestSpec {
@@ -84,17 +84,13 @@ export interface KindOutcome {
   latency: string;
 }
 
-export interface GeneratorResult {
+export interface GeneratorResult extends PhaseFailures {
   mode: PhaseMode;
   connections: number;
   warmupMs: number;
   windowMs: number;
   rate: number | null;
   requests: number;
-  errors: number;
-  errorsByStatus: Record<string, number>;
-  errorSamples: string[];
-  unsent: number;
   /** Encoded HDR histograms (µs). */
   latency: string;
   service: string | null;

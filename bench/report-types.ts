@@ -27,7 +27,17 @@ export interface KindResult {
 
 export type PhaseMode = 'closed' | 'open';
 
-export interface PhaseResult {
+/** A phase's failed requests, as its generators counted them. */
+export interface PhaseFailures {
+  errors: number;
+  errorsByStatus: Record<string, number>;
+  /** A few error responses, trimmed, to say why without digging through logs. */
+  errorSamples: string[];
+  /** Open loop: arrivals still unsent when the drain timeout hit (counted as failures). */
+  unsent: number;
+}
+
+export interface PhaseResult extends PhaseFailures {
   phase: PhaseMode;
   /** What the phase measured, when a result has several of one mode (the scale curves' points). */
   label?: string;
@@ -41,12 +51,6 @@ export interface PhaseResult {
   /** Requests completed inside the measured window. */
   requests: number;
   throughput: number;
-  errors: number;
-  errorsByStatus: Record<string, number>;
-  /** A few error responses, trimmed, to say why without digging through logs. */
-  errorSamples: string[];
-  /** Open loop: arrivals still unsent when the drain timeout hit (counted as failures). */
-  unsent: number;
   /**
    * Closed loop: from send to last byte. Open loop: from the *intended* send time, so that a
    * stalled server shows up in the tail instead of silently lowering the send rate.
