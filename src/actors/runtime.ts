@@ -6,7 +6,7 @@ import { decodeReply, encodeRequest, errorFromData, type ActorReplyMsg, type Ide
 import { shardOf, slotOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 import type { ActorCaller } from './actor-caller.js';
-import { releaseWriterSlot, writerActivityBuffer } from './writer-activity.js';
+import { releaseWriterSlot, writeAnswered, writeDispatched, writerActivityBuffer } from './writer-activity.js';
 
 export interface ActorCall {
   actor: string;
@@ -153,6 +153,7 @@ export class ActorRuntime implements ActorCaller {
     this.depth.set(actor, depth + 1);
     this.slotDepth[slot]!++;
     this.options.onDispatched?.(actor);
+    writeDispatched();
     try {
       let raw: Uint8Array;
       try {
@@ -166,6 +167,7 @@ export class ActorRuntime implements ActorCaller {
       this.options.onBatch?.({ command, batchSize: reply.batchSize, commitMs: reply.commitMs, flushMs: reply.flushMs, queueMs: reply.queueMs });
       return { reply, raw };
     } finally {
+      writeAnswered();
       this.options.onSettled?.(actor);
       const d = this.depth.get(actor)! - 1;
       if (d === 0) this.depth.delete(actor);

@@ -1,16 +1,20 @@
 import { threadId } from 'node:worker_threads';
 
 /**
- * Whether actor workers have a batch under way, shared by every thread of the process, so that
- * bulk work (a clone's pack) steps aside meanwhile. A low thread priority alone did not give the
- * writers the cores: on two cores a woken actor thread waited behind the front end on one core
- * while the other ran a pack thread, at nice 19 and in SCHED_IDLE alike
+ * Whether writes are under way, shared by every thread of the process, so that bulk work (a
+ * clone's pack) steps aside meanwhile. A low thread priority alone did not give the writers the
+ * cores: on two cores a woken actor thread waited behind the front end on one core while the
+ * other ran a pack thread, at nice 19 and in SCHED_IDLE alike
  * (docs/measurements/2026-11-29-clones-and-the-scheduler.md).
  *
  * A SharedArrayBuffer that the main thread makes and hands to the actor, read and pack workers in
- * their workerData. Each actor thread claims a slot (its thread id) and marks it busy from a
- * batch's start until the batch is on disk; a count of busy slots is what waiting threads sleep
- * on. The main thread clears the slot of an actor thread that died, busy or not.
+ * their workerData. One count is what waiting threads sleep on; two kinds of work add to it. The
+ * main thread counts each message it has sent an actor and not yet had answered, so a write
+ * counts from the moment its actor thread is woken, before that thread has a core. Each actor
+ * thread claims a slot (its thread id) and marks it busy from a batch's start until the batch is
+ * on disk, which also covers batches no message of the main thread's started. The main thread
+ * clears the slot of an actor thread that died, busy or not; the messages it had fail and are
+ * answered.
  */
 
 const SLOTS = 64;
@@ -66,7 +70,20 @@ export function releaseWriterSlot(id: number): void {
   }
 }
 
-/** Actor threads with a batch under way, as waiting threads see it. */
+let mainView: Int32Array | null = null;
+
+/** Main thread: a message is on its way to an actor. */
+export function writeDispatched(): void {
+  mainView ??= new Int32Array(writerActivityBuffer());
+  Atomics.add(mainView, COUNT, 1);
+}
+
+/** Main thread: that message was answered, or failed. */
+export function writeAnswered(): void {
+  if (mainView && Atomics.sub(mainView, COUNT, 1) === 1) Atomics.notify(mainView, COUNT);
+}
+
+/** Messages to actors not yet answered plus actor threads with a batch under way, as waiting threads see it. */
 export function busyWriters(): number {
   const all = shared ?? (made ? new Int32Array(made) : null);
   return all ? Atomics.load(all, COUNT) : 0;
@@ -77,8 +94,8 @@ function clear(all: Int32Array, slot: number): void {
 }
 
 /**
- * Blocks while any actor thread has a batch under way, for at most `maxMs` in all: bulk work
- * calls it between pieces, and still gets a piece through every `maxMs` when writes never rest.
+ * Blocks while any write is under way, for at most `maxMs` in all: bulk work calls it between
+ * pieces, and still gets a piece through every `maxMs` when writes never rest.
  */
 export function yieldToWriters(maxMs: number): void {
   if (!shared) return;

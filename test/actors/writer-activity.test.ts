@@ -2,7 +2,18 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import t, { type Test } from 'tap';
-import { attachWriterActivity, busyWriters, claimWriterSlot, releaseWriterSlot, writerActivityBuffer, writersBusy, writersDone, yieldToWriters } from '../../src/actors/writer-activity.js';
+import {
+  attachWriterActivity,
+  busyWriters,
+  claimWriterSlot,
+  releaseWriterSlot,
+  writeAnswered,
+  writeDispatched,
+  writerActivityBuffer,
+  writersBusy,
+  writersDone,
+  yieldToWriters,
+} from '../../src/actors/writer-activity.js';
 import type { WriterThreadData } from './fixtures/writer-thread.js';
 
 // Bulk work waits while an actor thread has a batch under way: no longer than it is told to, no
@@ -85,4 +96,16 @@ t.test('a thread that ends its own batch twice counts it once', async (t) => {
   writersDone();
   writersDone();
   t.equal(busyWriters(), 0);
+});
+
+t.test('a message on its way to an actor holds bulk work until it is answered', async (t) => {
+  writeDispatched();
+  writeDispatched();
+  t.equal(busyWriters(), 2, 'two messages unanswered');
+  const waited = elapsed(() => yieldToWriters(100));
+  t.ok(waited >= 100, `waited ${waited.toFixed(0)} ms while they were`);
+  writeAnswered();
+  writeAnswered();
+  t.equal(busyWriters(), 0, 'none once both are answered');
+  t.ok(elapsed(() => yieldToWriters(10_000)) < 500, 'bulk work goes on at once');
 });
