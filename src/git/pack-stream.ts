@@ -29,10 +29,14 @@ const UNCHECKED_BLOB_BYTES = 64 * 1024;
 /** Pack bytes produced between two waits for the sink's room. */
 const BYTES_BETWEEN_WAITS = 256 * 1024;
 /**
- * The longest a pack waits for busy writers after each such piece, and after each chunk of a
- * large file (writer-activity.ts).
+ * Pack bytes produced between two looks at the writers, and the longest a pack then waits while
+ * writes are under way (writer-activity.ts). Small pieces give a woken writer a core sooner; the
+ * bound keeps a pack moving at up to 12.8 MiB/s when writes never rest. A large file's chunk
+ * (1 MiB) is one piece and may wait longer.
  */
-const WRITER_YIELD_MS = 20;
+const BYTES_BETWEEN_YIELDS = 64 * 1024;
+const WRITER_YIELD_MS = 5;
+const CHUNK_YIELD_MS = 20;
 
 export interface PackStats {
   objects: number;
@@ -48,6 +52,7 @@ export async function streamPack(objects: ObjectReader, pack: PackObjects, chann
   });
   let reused = 0;
   let waitedAt = 0;
+  let yieldedAt = 0;
   let written = 0;
   writer.start(pack.count);
   for (const oid of pack.oids) {
@@ -62,6 +67,9 @@ export async function streamPack(objects: ObjectReader, pack: PackObjects, chann
       // A client that reads slowly must not hold a snapshot while the pack waits for it.
       objects.release();
       await sink.ready();
+    }
+    if (produced - yieldedAt >= BYTES_BETWEEN_YIELDS) {
+      yieldedAt = produced;
       yieldToWriters(WRITER_YIELD_MS);
     }
   }
@@ -113,7 +121,7 @@ async function streamChunkedBlob(objects: ObjectReader, value: Buffer, writer: P
       objects.release();
       if (!hasRoom) await Promise.race([once(deflate, 'drain'), ended]);
       await sink.ready();
-      yieldToWriters(WRITER_YIELD_MS);
+      yieldToWriters(CHUNK_YIELD_MS);
     }
     deflate.end();
     await ended;

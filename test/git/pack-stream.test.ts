@@ -18,7 +18,7 @@ import type { WriterThreadData } from '../actors/fixtures/writer-thread.js';
 
 /**
  * A clone's pack steps aside for the writers: while an actor thread has a batch under way, the
- * pack waits (at most 20 ms) after each 256 KiB it produces, and sends the same bytes either way.
+ * pack waits (at most 5 ms) after each 64 KiB it produces, and sends the same bytes either way.
  */
 const dir = mkdtempSync(join(tmpdir(), 'repohost-pack-stream-'));
 const storage = openStorage(dir);
@@ -29,14 +29,15 @@ t.teardown(async () => {
 
 const REPO = 'repo_1';
 // 24 blobs of 60 KiB, which go out as stored (no compression to time): about 1.4 MiB of pack. A
-// piece ends with the object that takes it past 256 KiB, the fifth: four pieces, four waits.
+// piece ends with the object that takes it past 64 KiB, the second: twelve pieces, twelve waits.
 const oids = Array.from({ length: 24 }, () => {
   const content = randomBytes(60 * 1024);
   const oid = hashObject('blob', content);
   storage.objects.putSync(K.object(REPO, oid), encodeInlineObject('blob', content));
   return oid;
 });
-const WAITS = 4;
+const WAITS = 12;
+const WAIT_MS = 5;
 
 async function pack(): Promise<{ bytes: Buffer; ms: number }> {
   const parts: Buffer[] = [];
@@ -55,8 +56,8 @@ attachWriterActivity(writerActivityBuffer());
 
 t.test('a pack waits while a batch is under way, and its bytes are the same', async (t) => {
   const free = await pack();
-  t.ok(free.bytes.length >= WAITS * 256 * 1024, `${free.bytes.length} bytes of pack`);
-  t.ok(free.ms < WAITS * 20, `with no batch under way it does not wait (${free.ms.toFixed(0)} ms)`);
+  t.ok(free.bytes.length >= WAITS * 64 * 1024, `${free.bytes.length} bytes of pack`);
+  t.ok(free.ms < WAITS * WAIT_MS, `with no batch under way it does not wait (${free.ms.toFixed(0)} ms)`);
 
   const writer = new Worker(fileURLToPath(new URL('../actors/fixtures/writer-thread.js', import.meta.url)), {
     workerData: { buffer: writerActivityBuffer(), go: new SharedArrayBuffer(4), mode: 'hold' } satisfies WriterThreadData,
@@ -69,7 +70,7 @@ t.test('a pack waits while a batch is under way, and its bytes are the same', as
   t.equal(busyWriters(), 1, 'a batch under way');
 
   const held = await pack();
-  t.ok(held.ms >= WAITS * 20, `beside the batch it waited 20 ms a piece (${held.ms.toFixed(0)} ms)`);
+  t.ok(held.ms >= WAITS * WAIT_MS, `beside the batch it waited ${WAIT_MS} ms a piece (${held.ms.toFixed(0)} ms)`);
   t.ok(held.ms < 5000, 'and still went on');
   t.ok(held.bytes.equals(free.bytes), 'the same pack');
 });
