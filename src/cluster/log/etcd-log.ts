@@ -1,14 +1,6 @@
 import { Etcd3, GRPCDeadlineExceededError, GRPCUnavailableError, Range, type IKeyValue, type Watcher } from 'etcd3';
 import { SHARD_COUNT } from '../../actors/shard-map.js';
-import {
-  ShardLogFenced,
-  ShardLogUnavailable,
-  ShardLogUnknownOutcome,
-  appendLanded,
-  type ShardLog,
-  type ShardLogEntry,
-  type ShardLogTail,
-} from '../shard-log.js';
+import { ShardLogFenced, ShardLogUnavailable, ShardLogUnknownOutcome, appendLanded, type ShardLog, type ShardLogEntry, type ShardLogTail } from '../shard-log.js';
 import { watchCreated } from '../control/etcd-client.js';
 import { EntryChain } from './entry-chain.js';
 import { retryUnavailable, untilAvailable } from './retry-unavailable.js';

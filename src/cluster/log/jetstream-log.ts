@@ -17,15 +17,7 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { SHARD_COUNT } from '../../actors/shard-map.js';
-import {
-  ShardLogFenced,
-  ShardLogUnavailable,
-  ShardLogUnknownOutcome,
-  appendLanded,
-  type ShardLog,
-  type ShardLogEntry,
-  type ShardLogTail,
-} from '../shard-log.js';
+import { ShardLogFenced, ShardLogUnavailable, ShardLogUnknownOutcome, appendLanded, type ShardLog, type ShardLogEntry, type ShardLogTail } from '../shard-log.js';
 import { EntryChain } from './entry-chain.js';
 import { retryUnavailable, untilAvailable } from './retry-unavailable.js';
 import { OpenTails, TailDelivery } from './tail-delivery.js';
