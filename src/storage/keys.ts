@@ -110,6 +110,8 @@ export const K = {
   key: (keyId: string): Key => ['key', keyId],
   orgKey: (orgId: string, keyId: string): Key => ['o', orgId, 'key', keyId],
   orgRepo: (orgId: string, repoId: string): Key => inOrg(orgId, 'repo', repoId),
+  /** How many `orgRepo` entries there are; absent in data written before it was kept. */
+  orgRepoCount: (orgId: string): Key => inOrg(orgId, 'repo-count'),
   // Read on nearly every request (read/record-cache.ts): spelled out, without the helpers' rest arrays.
   repoName: (orgId: string, name: string): Key => [orgShard(orgId), 'o', orgId, 'name', name.toLowerCase()],
   repoSaga: (orgId: string, sagaId: string): Key => inOrg(orgId, 'saga', sagaId),

@@ -1,5 +1,6 @@
 import type { Database, Key } from 'lmdb';
 import { K, Ranges } from './keys.js';
+import { countOrgRepos } from './repo-store.js';
 import type { RecordReader } from './read/record-cache.js';
 
 /**
@@ -80,7 +81,7 @@ export function finishSaga(meta: Meta, saga: RepoSagaRecord): void {
   const claim = nameEntry(meta, saga.org_id, saga.name);
   if (saga.kind === 'delete') dropName(meta, saga, saga.name);
   else if (typeof claim === 'object' && claim.saga_id === saga.id) meta.putSync(K.repoName(saga.org_id, saga.name), saga.repo_id);
-  if (saga.kind === 'create') meta.putSync(K.orgRepo(saga.org_id, saga.repo_id), true);
+  if (saga.kind === 'create') listRepo(meta, saga.org_id, saga.repo_id);
   if (saga.kind === 'rename' && !casingOnly(saga)) dropName(meta, saga, saga.from!);
   meta.removeSync(K.repoSaga(saga.org_id, saga.id));
 }
@@ -91,9 +92,24 @@ export function undoSaga(meta: Meta, saga: RepoSagaRecord): void {
   meta.removeSync(K.repoSaga(saga.org_id, saga.id));
 }
 
+/**
+ * The org's list of repositories and its count change together, so that the org's record reads
+ * the count instead of counting the list (148 ms at a million repositories). Data written before
+ * the count was kept gets it at the list's first change.
+ */
+function listRepo(meta: Meta, orgId: string, repoId: string): void {
+  if (isListed(meta, orgId, repoId)) return;
+  const count = countOrgRepos(meta, orgId);
+  meta.putSync(K.orgRepo(orgId, repoId), true);
+  meta.putSync(K.orgRepoCount(orgId), count + 1);
+}
+
 /** Takes the repository out of its org's list (the start of a delete). */
 export function unlistRepo(meta: Meta, orgId: string, repoId: string): void {
+  if (!isListed(meta, orgId, repoId)) return;
+  const count = countOrgRepos(meta, orgId);
   meta.removeSync(K.orgRepo(orgId, repoId));
+  meta.putSync(K.orgRepoCount(orgId), count - 1);
 }
 
 /** Whether the repository is in its org's list (created and confirmed, not being deleted). */

@@ -156,6 +156,7 @@ export function* allRepoIds(meta: Meta): Generator<string> {
   }
 }
 
+/** The org's listed repositories: one read of the count kept beside the list, or a count of the list where none is kept yet. */
 export function countOrgRepos(meta: Meta, orgId: string): number {
-  return meta.getKeysCount(Ranges.orgRepos(orgId));
+  return (meta.get(K.orgRepoCount(orgId)) as number | undefined) ?? meta.getKeysCount(Ranges.orgRepos(orgId));
 }

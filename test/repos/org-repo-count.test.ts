@@ -1,0 +1,71 @@
+import t from 'tap';
+import { openStorage } from '../../src/storage/database.js';
+import { K } from '../../src/storage/keys.js';
+import { startTestServer } from '../helpers/server.js';
+
+/**
+ * `GET /{org}` reads the count of the org's repositories kept beside its list, instead of counting
+ * the list. Creates, deletes, refusals and repeats keep it equal to the list; a data directory
+ * written before the count was kept answers from the list and gets the count at its next change.
+ */
+const s = await startTestServer();
+t.teardown(() => s.cleanup());
+
+const numRepos = async (): Promise<number> => (await s.api('GET', '/acme')).json.num_repos as number;
+const listed = async (): Promise<number> => (await s.api('GET', '/acme/repos/list?pageSize=1')).json.total as number;
+const create = (name: string, headers?: Record<string, string>) => s.api('POST', '/acme/repos', { body: { name }, headers });
+const storedCount = async (): Promise<unknown> => {
+  const orgId = (await s.api('GET', '/acme')).json.id as string;
+  await s.stop();
+  const storage = openStorage(s.dataDir);
+  try {
+    return storage.meta.get(K.orgRepoCount(orgId));
+  } finally {
+    await storage.close();
+  }
+};
+
+t.test('creates, deletes, refusals and repeats keep the count equal to the list', async (t) => {
+  t.equal(await numRepos(), 0);
+  for (const name of ['a', 'b', 'c', 'd', 'e']) t.equal((await create(name)).status, 201);
+  t.equal((await create('a')).status, 409, 'a taken name is refused');
+  const key = { 'idempotency-key': 'count-once' };
+  t.equal((await create('f', key)).status, 201);
+  t.equal((await create('f', key)).status, 201, 'a repeat is answered as the first');
+  t.equal(await numRepos(), 6);
+  t.equal((await s.api('DELETE', '/acme/b')).status, 200);
+  t.equal((await s.api('DELETE', '/acme/b')).status, 404, 'a second delete finds nothing');
+  t.equal((await s.api('PATCH', '/acme/c', { body: { name: 'c2' } })).status, 200, 'a rename');
+  t.equal(await numRepos(), 5);
+
+  // Creates and deletes at once: the count still ends equal to the list.
+  const racing = await Promise.all([
+    ...Array.from({ length: 12 }, (_, i) => create(`race-${i}`)),
+    ...Array.from({ length: 6 }, () => create('race-same')),
+    s.api('DELETE', '/acme/d'),
+    s.api('DELETE', '/acme/e'),
+  ]);
+  t.equal(racing.filter((r) => r.status === 201).length, 13, 'one create of the same name wins');
+  t.equal(await numRepos(), 16);
+  t.equal(await numRepos(), await listed(), 'equal to the list');
+  t.equal(await storedCount(), 16, 'kept in storage');
+  await s.restart();
+  t.equal(await numRepos(), 16, 'and after a restart');
+});
+
+t.test('data without the count answers from the list, and gets the count at the next change', async (t) => {
+  const orgId = (await s.api('GET', '/acme')).json.id as string;
+  await s.stop();
+  const storage = openStorage(s.dataDir);
+  await storage.meta.remove(K.orgRepoCount(orgId));
+  await storage.close();
+  await s.restart();
+  t.equal(await numRepos(), 16, 'counted from the list');
+  t.equal((await create('after-upgrade')).status, 201);
+  t.equal(await numRepos(), 17);
+  t.equal(await storedCount(), 17, 'the count is kept from then on');
+  await s.restart();
+  t.equal((await s.api('DELETE', '/acme/after-upgrade')).status, 200);
+  t.equal(await numRepos(), 16);
+  t.equal(await numRepos(), await listed());
+});
