@@ -57,6 +57,8 @@ import { deliveryShard, eventShard, laneShard, orgShard, repoShard, type Deliver
  *   [s, 'importing']                     true     cluster mode: the shard is being cleared or copied from a
  *                                        peer; its data is not whole until the key goes (replica-position.ts)
  *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
+ *   [o, 'o', orgId, 'repo-count']        number   how many `repo` entries the org has, changed with
+ *                                        them (repo-saga-store.ts; layout 5 wrote the first ones)
  *   [o, 'o', orgId, 'name', lowerName]   repoId   case-insensitive name index; a NameClaim instead
  *                                        while a saga holds the name (repo-saga-store.ts)
  *   [o, 'o', orgId, 'saga', sagaId]      RepoSagaRecord  an unfinished create, rename or delete, in
@@ -110,7 +112,7 @@ export const K = {
   key: (keyId: string): Key => ['key', keyId],
   orgKey: (orgId: string, keyId: string): Key => ['o', orgId, 'key', keyId],
   orgRepo: (orgId: string, repoId: string): Key => inOrg(orgId, 'repo', repoId),
-  /** How many `orgRepo` entries there are; absent in data written before it was kept. */
+  /** How many `orgRepo` entries there are; absent for an org that never had a repository. */
   orgRepoCount: (orgId: string): Key => inOrg(orgId, 'repo-count'),
   // Read on nearly every request (read/record-cache.ts): spelled out, without the helpers' rest arrays.
   repoName: (orgId: string, name: string): Key => [orgShard(orgId), 'o', orgId, 'name', name.toLowerCase()],
@@ -259,7 +261,7 @@ export const Ranges = {
 };
 
 /** The layout `K` and `Ranges` describe, recorded under `K.layoutVersion()` (layout-migration.ts). */
-export const LAYOUT_VERSION = 4;
+export const LAYOUT_VERSION = 5;
 
 /**
  * Layout 1, from before shards: the same tuples without the shard number in front (and an

@@ -1,6 +1,7 @@
 import type { Database, Key } from 'lmdb';
 import type { Storage } from './database.js';
 import { K, LAYOUT_VERSION, Layout1, Layout2, Layout3, lastPart, Ranges, shardOfLane, type KeyRange } from './keys.js';
+import { orgsWithData } from './repo-store.js';
 import { orgShard, type DeliveryOwner } from './shards.js';
 
 /**
@@ -55,12 +56,27 @@ export function migrateLayout(storage: Storage, options: MigrationOptions = {}):
         db.putSync(to, value);
         db.removeSync(old);
       }
-      if (batch.length === 0) meta.putSync(K.layoutVersion(), LAYOUT_VERSION);
+      if (batch.length === 0) {
+        if (from === undefined || from < 5) countOrgRepos(meta);
+        meta.putSync(K.layoutVersion(), LAYOUT_VERSION);
+      }
       moved += batch.length;
       return batch.length === 0;
     });
     if (done) return { from, moved };
     options.onBatch?.(moved);
+  }
+}
+
+/**
+ * Layout 5: each org keeps the count of its repositories beside their list. Counted once, in the
+ * transaction that records the layout, so an older build, which would change the list without
+ * the count, refuses the directory from then on.
+ */
+function countOrgRepos(meta: Database<unknown, Key>): void {
+  for (const orgId of [...orgsWithData(meta)]) {
+    const count = meta.getKeysCount(Ranges.orgRepos(orgId));
+    if (count > 0) meta.putSync(K.orgRepoCount(orgId), count);
   }
 }
 

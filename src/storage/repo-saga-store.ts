@@ -94,8 +94,7 @@ export function undoSaga(meta: Meta, saga: RepoSagaRecord): void {
 
 /**
  * The org's list of repositories and its count change together, so that the org's record reads
- * the count instead of counting the list (148 ms at a million repositories). Data written before
- * the count was kept gets it at the list's first change.
+ * the count instead of counting the list (148 ms at a million repositories).
  */
 function listRepo(meta: Meta, orgId: string, repoId: string): void {
   if (isListed(meta, orgId, repoId)) return;

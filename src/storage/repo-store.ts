@@ -139,10 +139,16 @@ export function* orgRepoIds(meta: Meta, orgId: string, afterId?: string): Genera
 
 /**
  * Ids of every repository: shard by shard, org by org, each org's in creation order. The orgs are
- * found from their shard-owned data (one key read to step from one org to the next), not from the
- * org directory.
+ * found from their shard-owned data (`orgsWithData`), not from the org directory.
  */
 export function* allRepoIds(meta: Meta): Generator<string> {
+  for (const orgId of orgsWithData(meta)) {
+    for (const key of meta.getKeys(Ranges.orgRepos(orgId))) yield lastPart(key);
+  }
+}
+
+/** Ids of the orgs whose shards hold any of their data here: one key read to step from one org to the next. */
+export function* orgsWithData(meta: Meta): Generator<string> {
   for (let shard = 0; shard < SHARD_COUNT; shard++) {
     const orgs = Ranges.shardOrgData(shard);
     let start = orgs.start;
@@ -150,13 +156,13 @@ export function* allRepoIds(meta: Meta): Generator<string> {
       let orgId: string | undefined;
       for (const key of meta.getKeys({ start, end: orgs.end, limit: 1 })) orgId = (key as string[])[2];
       if (orgId === undefined) break;
-      for (const key of meta.getKeys(Ranges.orgRepos(orgId))) yield lastPart(key);
+      yield orgId;
       start = Ranges.orgData(orgId).end;
     }
   }
 }
 
-/** The org's listed repositories: one read of the count kept beside the list, or a count of the list where none is kept yet. */
+/** The org's listed repositories: the count kept beside the list (none before its first repository). */
 export function countOrgRepos(meta: Meta, orgId: string): number {
-  return (meta.get(K.orgRepoCount(orgId)) as number | undefined) ?? meta.getKeysCount(Ranges.orgRepos(orgId));
+  return (meta.get(K.orgRepoCount(orgId)) as number | undefined) ?? 0;
 }
