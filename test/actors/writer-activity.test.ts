@@ -109,3 +109,17 @@ t.test('a message on its way to an actor holds bulk work until it is answered', 
   t.equal(busyWriters(), 0, 'none once both are answered');
   t.ok(elapsed(() => yieldToWriters(10_000)) < 500, 'bulk work goes on at once');
 });
+
+t.test('bulk work waiting in another thread goes on as soon as the last message is answered', async (t) => {
+  writeDispatched();
+  const bulk = new Worker(fileURLToPath(new URL('./fixtures/bulk-thread.js', import.meta.url)), { workerData: writerActivityBuffer() });
+  t.teardown(() => bulk.terminate());
+  const done = new Promise<{ at: number }>((resolve) => bulk.on('message', (m: { type: string; at: number }) => m.type === 'done' && resolve(m)));
+  await once(bulk, 'message');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const answeredAt = now();
+  writeAnswered();
+  const { at } = await done;
+  t.ok(at >= answeredAt - 1, 'it waited for the answer');
+  t.ok(at - answeredAt < 5000, `and was woken by it (${(at - answeredAt).toFixed(0)} ms later), not by its 10 s bound`);
+});

@@ -55,6 +55,7 @@ async function pack(): Promise<{ bytes: Buffer; ms: number }> {
 attachWriterActivity(writerActivityBuffer());
 
 t.test('a pack waits while a batch is under way, and its bytes are the same', async (t) => {
+  await pack(); // the code and the pages warmed, so the timed pack is the pack alone
   const free = await pack();
   t.ok(free.bytes.length >= WAITS * 64 * 1024, `${free.bytes.length} bytes of pack`);
   t.ok(free.ms < WAITS * WAIT_MS, `with no batch under way it does not wait (${free.ms.toFixed(0)} ms)`);

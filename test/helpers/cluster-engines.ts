@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,12 +15,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * `count` distinct free TCP ports in [10000, 32000) on `host`, each checked by binding it once and
  * reserved until this process exits: a port is checked free and bound later by a child, so two
  * callers (etcd and NATS start together; tap runs two test files at once) could otherwise both
- * take it. The reservation is a file per port under the temporary directory, created exclusively;
- * one left by a process that died is taken over.
+ * take it. The reservation is a file per port under the temporary directory, created exclusively.
  */
 export async function freePorts(count: number, host = '127.0.0.1'): Promise<number[]> {
   const ports = new Set<number>();
-  while (ports.size < count) {
+  for (let tries = 0; ports.size < count; tries++) {
+    if (tries > 100_000) throw new Error(`no ${count} free ports to reserve in ${reservationDir}`);
     const port = 10000 + Math.floor(Math.random() * 22000);
     if (ports.has(port) || !reservePort(port)) continue;
     if (await canBind(port, host)) ports.add(port);
@@ -30,30 +30,38 @@ export async function freePorts(count: number, host = '127.0.0.1'): Promise<numb
 
 const reservationDir = join(tmpdir(), 'repohost-test-ports');
 const reserved: string[] = [];
+/** A reservation this old whose holder is dead was left by a killed process (no exit hook ran). */
+const STALE_MS = 10 * 60_000;
 
 function reservePort(port: number): boolean {
   mkdirSync(reservationDir, { recursive: true });
   const file = join(reservationDir, String(port));
   try {
     writeFileSync(file, String(process.pid), { flag: 'wx' });
-  } catch {
-    let holder: number;
-    try {
-      holder = Number(readFileSync(file, 'utf8'));
-    } catch {
-      return false; // released by its holder a moment ago: try another
-    }
-    if (holder === process.pid || isAlive(holder)) return false;
-    // The holder died without its exit hook (SIGKILL): take the port over.
-    writeFileSync(file, String(process.pid));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    dropIfStale(file);
+    return false;
   }
   if (reserved.length === 0) process.once('exit', () => reserved.forEach((f) => rmSync(f, { force: true })));
   reserved.push(file);
   return true;
 }
 
+/**
+ * Removes a reservation whose holder died long ago, so the port can be reserved again later (not
+ * now: another process may be doing the same). An empty file is one being written: held.
+ */
+function dropIfStale(file: string): void {
+  try {
+    const holder = Number(readFileSync(file, 'utf8'));
+    if (holder > 0 && !isAlive(holder) && Date.now() - statSync(file).mtimeMs > STALE_MS) rmSync(file, { force: true });
+  } catch {
+    // Released by its holder a moment ago.
+  }
+}
+
 function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;
