@@ -9,12 +9,12 @@ import { threadId } from 'node:worker_threads';
  *
  * A SharedArrayBuffer that the main thread makes and hands to the actor, read and pack workers in
  * their workerData. One count is what waiting threads sleep on; two kinds of work add to it. The
- * main thread counts each message it has sent an actor and not yet had answered, so a write
- * counts from the moment its actor thread is woken, before that thread has a core. Each actor
- * thread claims a slot (its thread id) and marks it busy from a batch's start until the batch is
- * on disk, which also covers batches no message of the main thread's started. The main thread
- * clears the slot of an actor thread that died, busy or not; the messages it had fail and are
- * answered.
+ * main thread counts each message it has sent an actor and not yet had answered (most are
+ * writes), so a write counts from its dispatch, queued or running, before its actor thread has a
+ * core. Each actor thread claims a slot (its thread id) and marks it busy from a batch's start
+ * until the batch is on disk, which also covers batches no message of the main thread's started.
+ * The main thread clears the slot of an actor thread that died, busy or not; the messages it had
+ * fail and are answered.
  */
 
 const SLOTS = 64;
