@@ -112,7 +112,7 @@ export const K = {
   key: (keyId: string): Key => ['key', keyId],
   orgKey: (orgId: string, keyId: string): Key => ['o', orgId, 'key', keyId],
   orgRepo: (orgId: string, repoId: string): Key => inOrg(orgId, 'repo', repoId),
-  /** How many `orgRepo` entries there are; absent for an org that never had a repository. */
+  /** How many `orgRepo` entries there are; absent (none) for an org without any since layout 5. */
   orgRepoCount: (orgId: string): Key => inOrg(orgId, 'repo-count'),
   // Read on nearly every request (read/record-cache.ts): spelled out, without the helpers' rest arrays.
   repoName: (orgId: string, name: string): Key => [orgShard(orgId), 'o', orgId, 'name', name.toLowerCase()],

@@ -57,7 +57,7 @@ export function migrateLayout(storage: Storage, options: MigrationOptions = {}):
         db.removeSync(old);
       }
       if (batch.length === 0) {
-        if (from === undefined || from < 5) countOrgRepos(meta);
+        if (from === undefined || from < 5) writeOrgRepoCounts(meta);
         meta.putSync(K.layoutVersion(), LAYOUT_VERSION);
       }
       moved += batch.length;
@@ -73,10 +73,11 @@ export function migrateLayout(storage: Storage, options: MigrationOptions = {}):
  * transaction that records the layout, so an older build, which would change the list without
  * the count, refuses the directory from then on.
  */
-function countOrgRepos(meta: Database<unknown, Key>): void {
+function writeOrgRepoCounts(meta: Database<unknown, Key>): void {
   for (const orgId of [...orgsWithData(meta)]) {
     const count = meta.getKeysCount(Ranges.orgRepos(orgId));
     if (count > 0) meta.putSync(K.orgRepoCount(orgId), count);
+    else meta.removeSync(K.orgRepoCount(orgId));
   }
 }
 

@@ -53,15 +53,26 @@ t.test('creates, deletes, refusals and repeats keep the count equal to the list'
   t.equal(await numRepos(), 16, 'and after a restart');
 });
 
-t.test('a data directory of layout 4 gets the count when it is opened', async (t) => {
-  const orgId = (await s.api('GET', '/acme')).json.id as string;
-  await s.stop();
-  const storage = openStorage(s.dataDir);
-  await storage.meta.remove(K.orgRepoCount(orgId));
-  await storage.meta.put(K.layoutVersion(), 4);
-  await storage.close();
-  await s.restart();
-  t.equal(await numRepos(), 16, 'counted from the list');
+for (const [what, stored] of [
+  ['no count', undefined],
+  ['a count an older build left stale', 5],
+] as const) {
+  t.test(`a data directory of layout 4 with ${what} is counted when it is opened`, async (t) => {
+    const orgId = (await s.api('GET', '/acme')).json.id as string;
+    await s.stop();
+    const storage = openStorage(s.dataDir);
+    if (stored === undefined) await storage.meta.remove(K.orgRepoCount(orgId));
+    else await storage.meta.put(K.orgRepoCount(orgId), stored);
+    await storage.meta.put(K.layoutVersion(), 4);
+    await storage.close();
+    await s.restart();
+    t.equal(await numRepos(), 16, 'counted from the list');
+    t.equal(await storedCount(), 16, 'and kept');
+    await s.restart();
+  });
+}
+
+t.test('the count follows the list after the migration', async (t) => {
   t.equal((await create('after-upgrade')).status, 201);
   t.equal(await numRepos(), 17);
   t.equal(await storedCount(), 17, 'kept from then on');
@@ -69,4 +80,19 @@ t.test('a data directory of layout 4 gets the count when it is opened', async (t
   t.equal((await s.api('DELETE', '/acme/after-upgrade')).status, 200);
   t.equal(await numRepos(), 16);
   t.equal(await numRepos(), await listed());
+});
+
+t.test('an org emptied before the upgrade, with a stale count, counts none after it', async (t) => {
+  s.createOrg('emptied');
+  const token = await s.token({ key: s.createKey({ scopes: ['admin'], org: 'emptied' }), issuer: 'emptied' });
+  t.equal((await s.api('POST', '/emptied/repos', { token, body: { name: 'gone' } })).status, 201);
+  t.equal((await s.api('DELETE', '/emptied/gone', { token })).status, 200);
+  const orgId = (await s.api('GET', '/emptied', { token })).json.id as string;
+  await s.stop();
+  const storage = openStorage(s.dataDir);
+  await storage.meta.put(K.orgRepoCount(orgId), 3);
+  await storage.meta.put(K.layoutVersion(), 4);
+  await storage.close();
+  await s.restart();
+  t.equal((await s.api('GET', '/emptied', { token })).json.num_repos, 0);
 });
