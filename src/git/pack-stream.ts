@@ -31,9 +31,9 @@ const BYTES_BETWEEN_WAITS = 256 * 1024;
 /**
  * Pack bytes produced between two looks at the writers, and the longest a pack then waits while
  * writes are under way (writer-activity.ts). Small pieces give a woken writer a core sooner; the
- * bound keeps a pack moving at about 12.5 MiB/s when writes never rest. A large file's chunk
- * (1 MiB) is one piece and may wait longer. A wait between two 256 KiB marks keeps the pack's
- * snapshot: 5 ms, against the 50 ms after which an object reader renews it anyway.
+ * bound keeps a pack of small objects moving at about 12.5 MiB/s at most when writes never rest.
+ * A large file's chunk (1 MiB) is one piece and waits up to 20 ms. A wait between two 256 KiB
+ * marks keeps the pack's snapshot: 5 ms, against the 50 ms after which a reader renews it anyway.
  */
 const BYTES_BETWEEN_YIELDS = 64 * 1024;
 const WRITER_YIELD_MS = 5;

@@ -55,8 +55,10 @@ async function pack(): Promise<{ bytes: Buffer; ms: number }> {
 attachWriterActivity(writerActivityBuffer());
 
 t.test('a pack waits while a batch is under way, and its bytes are the same', async (t) => {
-  await pack(); // the code and the pages warmed, so the timed pack is the pack alone
-  const free = await pack();
+  // The fastest of three after a warm-up: the pack alone, not a pause of the loaded machine.
+  await pack();
+  const runs = [await pack(), await pack(), await pack()];
+  const free = runs.reduce((a, b) => (b.ms < a.ms ? b : a));
   t.ok(free.bytes.length >= WAITS * 64 * 1024, `${free.bytes.length} bytes of pack`);
   t.ok(free.ms < WAITS * WAIT_MS, `with no batch under way it does not wait (${free.ms.toFixed(0)} ms)`);
 

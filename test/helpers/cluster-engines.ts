@@ -24,12 +24,14 @@ export async function freePorts(count: number, host = '127.0.0.1'): Promise<numb
     const port = 10000 + Math.floor(Math.random() * 22000);
     if (ports.has(port) || !reservePort(port)) continue;
     if (await canBind(port, host)) ports.add(port);
+    else releasePort(port);
   }
   return [...ports];
 }
 
 const reservationDir = join(tmpdir(), 'repohost-test-ports');
-const reserved: string[] = [];
+const reserved = new Set<string>();
+let releasedAtExit = false;
 /** A reservation this old whose holder is dead was left by a killed process (no exit hook ran). */
 const STALE_MS = 10 * 60_000;
 
@@ -43,9 +45,17 @@ function reservePort(port: number): boolean {
     dropIfStale(file);
     return false;
   }
-  if (reserved.length === 0) process.once('exit', () => reserved.forEach((f) => rmSync(f, { force: true })));
-  reserved.push(file);
+  if (!releasedAtExit) process.once('exit', () => reserved.forEach((f) => rmSync(f, { force: true })));
+  releasedAtExit = true;
+  reserved.add(file);
   return true;
+}
+
+/** A reserved port another process (not a test's) is bound to: given back. */
+function releasePort(port: number): void {
+  const file = join(reservationDir, String(port));
+  reserved.delete(file);
+  rmSync(file, { force: true });
 }
 
 /**
@@ -71,9 +81,10 @@ function isAlive(pid: number): boolean {
 }
 
 function canBind(port: number, host: string): Promise<boolean> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const server = createServer();
-    server.once('error', () => resolve(false));
+    // In use: another port is tried. Anything else (the host has no such address) is the caller's to see.
+    server.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve(false) : reject(err)));
     server.listen(port, host, () => server.close(() => resolve(true)));
   });
 }
