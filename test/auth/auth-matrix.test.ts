@@ -264,6 +264,7 @@ t.test('restrictions - repos / repo_ids: 403 outside (even for missing repositor
   const disjoint = await s.token({ key, scopes: ['write'], repo_ids: [otherId] });
   expect403(t, await s.api('GET', '/acme/allowed', { token: disjoint }));
   t.same((await whoami(disjoint)).json.repo_ids, [], 'key and token restrictions intersect');
+  t.equal((await s.api('GET', '/acme', { token: disjoint })).json.num_repos, 0, 'and GET /{org} counts the intersection');
 
   // Names resolve at each request: after a rename the old name no longer reaches the repository.
   const renameToken = await s.token({ repos: ['acme/rename-me'] });

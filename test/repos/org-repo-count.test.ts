@@ -96,3 +96,12 @@ t.test('an org emptied before the upgrade, with a stale count, counts none after
   await s.restart();
   t.equal((await s.api('GET', '/emptied', { token })).json.num_repos, 0);
 });
+
+t.test('a restricted token counts the listed repositories it reaches, not a deleted one', async (t) => {
+  const ids: string[] = [];
+  for (const name of ['kept-1', 'kept-2', 'dropped']) ids.push((await create(name)).json.id as string);
+  t.equal((await s.api('DELETE', '/acme/dropped')).status, 200);
+  const token = await s.token({ repo_ids: ids });
+  t.equal((await s.api('GET', '/acme', { token })).json.num_repos, 2);
+  t.equal(await numRepos(), await listed(), 'the unrestricted count still equals the list');
+});

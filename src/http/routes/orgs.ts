@@ -1,14 +1,18 @@
-import { orgRepoIds, countOrgRepos } from '../../storage/repo-store.js';
-import { isRestricted } from '../auth/principal.js';
+import { countOrgRepos } from '../../storage/repo-store.js';
+import { isListed } from '../../storage/repo-saga-store.js';
 import { reachableRepoIds } from '../auth/restriction-reads.js';
-import { allReachableRepos } from '../org-repos.js';
 import { scopeNamesFor } from '../auth/permissions.js';
 import type { RequestContext, RouteDef } from '../route.js';
 
+/**
+ * The org's count, or for a restricted token the repositories it reaches that the org lists: a
+ * restriction names a few, so they are looked up instead of the org's whole list walked.
+ */
 async function countVisible(ctx: RequestContext): Promise<number> {
   const meta = ctx.services.storage.meta;
-  if (!isRestricted(ctx.principal)) return countOrgRepos(meta, ctx.org.id);
-  return (await allReachableRepos(ctx, orgRepoIds(meta, ctx.org.id))).length;
+  const reachable = await reachableRepoIds(ctx.services, ctx.principal);
+  if (reachable === null) return countOrgRepos(meta, ctx.org.id);
+  return reachable.filter((id) => isListed(meta, ctx.org.id, id)).length;
 }
 
 export const orgRoutes: RouteDef[] = [
