@@ -169,9 +169,11 @@ t.test('the etcd leader killed: calls end within their deadline, the watch resum
   await etcd.kill(leader);
   // Writes during the election: each one either commits or fails UNAVAILABLE, none hangs.
   const written: string[] = [];
+  const attempted = new Set<string>();
   const started = performance.now();
   for (let i = 0; i < 20; i++) {
     const hook = target(org.id, `during-${i}`);
+    attempted.add(hook.id);
     const callStart = performance.now();
     try {
       a.putTarget(hook);
@@ -188,7 +190,13 @@ t.test('the etcd leader killed: calls end within their deadline, the watch resum
   // Whatever member each node's watch was on, both see every committed write, in order.
   const seenAll = await until(() => written.every((id) => b.target(org.id, id) !== undefined), 10_000);
   t.ok(seenAll < Infinity, `the other node saw every committed write (${seenAll.toFixed(0)} ms after the last)`);
-  t.equal(b.targets(org.id).length, written.length, 'and nothing that was not committed');
+  // A write answered UNAVAILABLE may still have committed (its reply lost with the leader), as a
+  // client retrying it finds; nothing else may appear.
+  const shown = b.targets(org.id).map((x) => x.id);
+  t.ok(
+    shown.every((id) => attempted.has(id)),
+    `and nothing that was not written (${shown.length - written.length} of the failed writes committed)`,
+  );
   await etcd.restart(leader);
 });
 
