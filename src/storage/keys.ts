@@ -56,7 +56,11 @@ import { deliveryShard, eventShard, laneShard, orgShard, repoShard, type Deliver
  *                                        here or on the owners it was copied from (replica-position.ts)
  *   [s, 'importing']                     true     cluster mode: the shard is being cleared or copied from a
  *                                        peer; its data is not whole until the key goes (replica-position.ts)
- *   [o, 'o', orgId, 'repo', repoId]      true     repositories of an org, in creation order (ULIDs)
+ *   [o, 'o', orgId, 'repo', repoId]      ListedRepo  repositories of an org, in creation order (ULIDs),
+ *                                        with the parts of their `by-name` and `by-created` keys
+ *   [o, 'o', orgId, 'by-name', lowerName, repoId]  true  the same repositories by name, then by
+ *   [o, 'o', orgId, 'by-created', createdAt, repoId]  true  creation time: `repos/list`'s orders,
+ *                                        paged by position (repo-saga-store.ts; layout 6 wrote the first)
  *   [o, 'o', orgId, 'repo-count']        number   how many `repo` entries the org has, changed with
  *                                        them (repo-saga-store.ts; layout 5 wrote the first ones)
  *   [o, 'o', orgId, 'name', lowerName]   repoId   case-insensitive name index; a NameClaim instead
@@ -114,6 +118,8 @@ export const K = {
   orgRepo: (orgId: string, repoId: string): Key => inOrg(orgId, 'repo', repoId),
   /** How many `orgRepo` entries there are; absent (none) for an org without any since layout 5. */
   orgRepoCount: (orgId: string): Key => inOrg(orgId, 'repo-count'),
+  orgRepoByName: (orgId: string, lowerName: string, repoId: string): Key => inOrg(orgId, 'by-name', lowerName, repoId),
+  orgRepoByCreated: (orgId: string, createdAt: string, repoId: string): Key => inOrg(orgId, 'by-created', createdAt, repoId),
   // Read on nearly every request (read/record-cache.ts): spelled out, without the helpers' rest arrays.
   repoName: (orgId: string, name: string): Key => [orgShard(orgId), 'o', orgId, 'name', name.toLowerCase()],
   repoSaga: (orgId: string, sagaId: string): Key => inOrg(orgId, 'saga', sagaId),
@@ -217,6 +223,8 @@ export const Ranges = {
   /** Every staged upload of a shard's repositories. */
   shardStaged: (shard: number): KeyRange => under([shard, 'staged']),
   orgRepos: (orgId: string): KeyRange => under(inOrg(orgId, 'repo')),
+  orgReposByName: (orgId: string): KeyRange => under(inOrg(orgId, 'by-name')),
+  orgReposByCreated: (orgId: string): KeyRange => under(inOrg(orgId, 'by-created')),
   /** Everything an org keeps on its shard. */
   orgData: (orgId: string): KeyRange => under(inOrg(orgId)),
   /** The shard-owned data of every org whose shard is `shard`. */
@@ -261,7 +269,7 @@ export const Ranges = {
 };
 
 /** The layout `K` and `Ranges` describe, recorded under `K.layoutVersion()` (layout-migration.ts). */
-export const LAYOUT_VERSION = 5;
+export const LAYOUT_VERSION = 6;
 
 /**
  * Layout 1, from before shards: the same tuples without the shard number in front (and an

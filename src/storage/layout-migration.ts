@@ -1,7 +1,8 @@
 import type { Database, Key } from 'lmdb';
 import type { Storage } from './database.js';
-import { K, LAYOUT_VERSION, Layout1, Layout2, Layout3, lastPart, Ranges, shardOfLane, type KeyRange } from './keys.js';
-import { orgsWithData } from './repo-store.js';
+import { K, keyInRange, LAYOUT_VERSION, Layout1, Layout2, Layout3, lastPart, Ranges, shardOfLane, type KeyRange } from './keys.js';
+import type { ListedRepo } from './repo-saga-store.js';
+import { getRepo, orgsWithData } from './repo-store.js';
 import { orgShard, type DeliveryOwner } from './shards.js';
 
 /**
@@ -49,6 +50,7 @@ export function migrateLayout(storage: Storage, options: MigrationOptions = {}):
     throw new Error(`the data directory has storage layout ${from}, newer than this build's ${LAYOUT_VERSION}: run a newer repohost`);
   }
   let moved = 0;
+  const orderLists = from === undefined || from < 6 ? listOrders(meta) : () => 0;
   for (;;) {
     const done = storage.root.transactionSync(() => {
       const batch = nextBatch(storage, limit);
@@ -56,12 +58,13 @@ export function migrateLayout(storage: Storage, options: MigrationOptions = {}):
         db.putSync(to, value);
         db.removeSync(old);
       }
-      if (batch.length === 0) {
+      const ordered = batch.length === 0 ? orderLists(limit) : 0;
+      if (batch.length + ordered === 0) {
         if (from === undefined || from < 5) writeOrgRepoCounts(meta);
         meta.putSync(K.layoutVersion(), LAYOUT_VERSION);
       }
-      moved += batch.length;
-      return batch.length === 0;
+      moved += batch.length + ordered;
+      return batch.length + ordered === 0;
     });
     if (done) return { from, moved };
     options.onBatch?.(moved);
@@ -79,6 +82,40 @@ function writeOrgRepoCounts(meta: Database<unknown, Key>): void {
     if (count > 0) meta.putSync(K.orgRepoCount(orgId), count);
     else meta.removeSync(K.orgRepoCount(orgId));
   }
+}
+
+/**
+ * Layout 6: each entry of an org's list holds the repository's lowercased name and `created_at`,
+ * and the org orders its list by both (repo-saga-store.ts), taken from the repositories' records.
+ * Returns a step that indexes up to `limit` entries inside the caller's transaction and says how
+ * many: it goes on after the last entry this process indexed (one that stopped part way starts
+ * over and passes the indexed ones, recognized by their value).
+ */
+function listOrders(meta: Database<unknown, Key>): (limit: number) => number {
+  let orgs: string[] | null = null;
+  let org = 0;
+  let after: string | null = null;
+  return (limit) => {
+    orgs ??= [...orgsWithData(meta)];
+    let indexed = 0;
+    for (; org < orgs.length; org++, after = null) {
+      const orgId = orgs[org]!;
+      const range = Ranges.orgRepos(orgId);
+      for (const { key, value } of meta.getRange({ start: after === null ? range.start : keyInRange(range, after), end: range.end })) {
+        const repoId = lastPart(key);
+        if (repoId === after || value !== true) continue;
+        if (indexed === limit) return indexed;
+        const repo = getRepo(meta, repoId);
+        const listed: ListedRepo = { name: repo?.name.toLowerCase() ?? '', created_at: repo?.created_at ?? '' };
+        meta.putSync(key, listed);
+        meta.putSync(K.orgRepoByName(orgId, listed.name, repoId), true);
+        meta.putSync(K.orgRepoByCreated(orgId, listed.created_at, repoId), true);
+        after = repoId;
+        indexed++;
+      }
+    }
+    return indexed;
+  };
 }
 
 /** The next entries of the old layout, read inside the caller's write transaction. */

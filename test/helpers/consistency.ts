@@ -3,7 +3,7 @@ import { openStorage } from '../../src/storage/database.js';
 import { K, lastPart, Ranges } from '../../src/storage/keys.js';
 import { LmdbOrgDirectory } from '../../src/storage/lmdb-org-directory.js';
 import type { BookmarkRecord, RepoRecord } from '../../src/storage/records.js';
-import type { NameClaim, RepoSagaRecord } from '../../src/storage/repo-saga-store.js';
+import type { ListedRepo, NameClaim, RepoSagaRecord } from '../../src/storage/repo-saga-store.js';
 
 /**
  * Opens a data directory's LMDB and checks that every repository of the org is whole: org list ↔
@@ -33,6 +33,12 @@ export async function checkRepositories(t: Test, dataDir: string, orgSlug: strin
       const saga = typeof entry === 'object' && entry.repo_id === id ? (storage.meta.get(K.repoSaga(org.id, entry.saga_id)) as RepoSagaRecord | undefined) : undefined;
       const reachable = entry === id || (saga?.kind === 'rename' && storage.meta.get(K.repoName(org.id, saga.from!)) === id);
       if (!reachable) problem(`${repo.name}: name index does not point at ${id}`);
+      // The list's orders: the name the index finds it by (the old one mid-rename), its creation time.
+      const kept = storage.meta.get(key) as ListedRepo;
+      const indexedName = entry === id ? repo.name.toLowerCase() : saga?.from?.toLowerCase();
+      if (kept.name !== indexedName || kept.created_at !== repo.created_at) problem(`${repo.name}: listed as ${JSON.stringify(kept)}`);
+      if (storage.meta.get(K.orgRepoByName(org.id, kept.name, id)) !== true) problem(`${repo.name}: not in the list's order by name`);
+      if (storage.meta.get(K.orgRepoByCreated(org.id, kept.created_at, id)) !== true) problem(`${repo.name}: not in the list's order by creation`);
       const bm = storage.meta.get(K.bookmark(id, repo.default_bookmark)) as BookmarkRecord | undefined;
       if (!bm) problem(`${repo.name}: default bookmark missing`);
       if (!repo.last_op_id || !storage.meta.get(K.operation(id, repo.last_op_id))) problem(`${repo.name}: its operation is missing`);
@@ -51,6 +57,10 @@ export async function checkRepositories(t: Test, dataDir: string, orgSlug: strin
     const counted = (storage.meta.get(K.orgRepoCount(org.id)) as number | undefined) ?? 0;
     const listed = storage.meta.getKeysCount(Ranges.orgRepos(org.id));
     if (counted !== listed) problem(`the org counts ${counted} repositories, its list holds ${listed}`);
+    for (const order of [Ranges.orgReposByName(org.id), Ranges.orgReposByCreated(org.id)]) {
+      const ordered = storage.meta.getKeysCount(order);
+      if (ordered !== listed) problem(`an order of the org's list holds ${ordered} repositories, the list ${listed}`);
+    }
     t.equal(problems, 0, `${repos.size} repositories, all whole`);
   } finally {
     await storage.close();

@@ -64,6 +64,8 @@ export interface SagaStarted {
   saga_id: string;
   repo_id: string;
   name: string;
+  /** When the org's step ran: a created repository's `created_at`, as its place in the org's list. */
+  at: string;
 }
 
 function generatedName(ctx: CommandContext, orgId: string): string {
@@ -101,7 +103,7 @@ function start(ctx: CommandContext, kind: RepoSagaKind, orgId: string, repoId: s
 
 /** Not the request's response: an Idempotency-Key records the confirm's (or this step's error). */
 function started(saga: RepoSagaRecord): CommandResult {
-  const body: SagaStarted = { saga_id: saga.id, repo_id: saga.repo_id, name: saga.name };
+  const body: SagaStarted = { saga_id: saga.id, repo_id: saga.repo_id, name: saga.name, at: saga.at };
   return { status: 200, body, schema: 'sagaStarted', partial: true };
 }
 

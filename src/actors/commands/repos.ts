@@ -28,6 +28,8 @@ export interface InitRepoInput extends CreateRepoInput {
   repo_id: string;
   name: string;
   saga_id: string;
+  /** The saga's time: the org's list orders the repository by it (repo-saga-store.ts). */
+  created_at: string;
 }
 
 export interface UpdateRepoInput {
@@ -87,7 +89,7 @@ export const initRepo = defineCommand<InitRepoInput>('repo.init', (input, ctx) =
     org_id: org.id,
     name: input.name,
     default_bookmark: input.default_bookmark,
-    created_at: now,
+    created_at: input.created_at,
     updated_at: now,
     tags: input.tags,
     upstream: input.upstream ? sealUpstream(ctx, input.upstream, null) : null,

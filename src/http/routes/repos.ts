@@ -1,7 +1,7 @@
 import { checkBookmarkName, checkRepoName, checkTagKeys } from '../../protocol/names.js';
 import { createRepoBody, patchRepoBody, type UpstreamInput } from '../../protocol/schemas/repos.js';
 import { repositoryJson, repositoryListItem, repositoryView } from '../../protocol/views/repository.js';
-import { getRepo, orgRepoIds } from '../../storage/repo-store.js';
+import { getRepo, type ListOrder } from '../../storage/repo-store.js';
 import { latestSyncKey, repositoryViewKeys } from '../../storage/read/gathered-keys.js';
 import type { RepoRecord } from '../../storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../actors/commands/repos.js';
@@ -9,7 +9,7 @@ import { checkUrlAddress, checkUrlForm } from '../../net/address-policy.js';
 import { ServiceError } from '../../errors.js';
 import { isRestricted } from '../auth/principal.js';
 import { mayRenameRepoTo } from '../auth/restriction-reads.js';
-import { allReachableRepos, reachableRepos } from '../org-repos.js';
+import { allReachableRepos, listedIds, listedIdsAfter, listedPage, reachableRepos } from '../org-repos.js';
 import { readerFor } from '../shard-reads.js';
 import { relay, stepCaller } from '../actor-call.js';
 import { createRepository, deleteRepository, updateRepository } from '../../actors/repo-saga.js';
@@ -22,6 +22,9 @@ import { withBody, type RequestContext, type RouteDef } from '../route.js';
  * listings gather the repositories' records from their shards' owners: shard-reads.ts); writes
  * run the sagas of actors/repo-saga.ts.
  */
+
+/** Records a filtered numbered list reads between turns of the event loop. */
+const FILTER_BATCH = 256;
 
 async function checkUpstream(ctx: RequestContext, upstream: UpstreamInput): Promise<void> {
   const url = checkUrlForm(upstream.url, 'upstream url');
@@ -73,7 +76,7 @@ export const repoRoutes: RouteDef[] = [
       const limit = ctx.query.limit as number;
       const page: RepoRecord[] = [];
       let hasMore = false;
-      for await (const repo of reachableRepos(ctx, orgRepoIds(ctx.services.storage.meta, ctx.org.id, cursor?.after), limit + 1)) {
+      for await (const repo of reachableRepos(ctx, await listedIdsAfter(ctx, cursor?.after), limit + 1)) {
         if (filter && !filter(repo.tags)) continue;
         if (page.length === limit) {
           hasMore = true;
@@ -109,26 +112,36 @@ export const repoRoutes: RouteDef[] = [
     },
     async handler(ctx) {
       const filter = parseTagFilter(ctx.query.metadata as string | undefined, 'metadata');
-      const all = (await allReachableRepos(ctx, orgRepoIds(ctx.services.storage.meta, ctx.org.id))).filter((r) => !filter || filter(r.tags));
-      const dir = ctx.query.sortOrder === 'asc' ? 1 : -1;
-      if (ctx.query.sortBy === 'name') {
-        all.sort((a, b) => dir * (a.name.toLowerCase().localeCompare(b.name.toLowerCase()) || a.id.localeCompare(b.id)));
-      } else {
-        all.sort((a, b) => dir * (a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id)));
-      }
+      const order: ListOrder = { by: ctx.query.sortBy as 'name' | 'created_at', desc: ctx.query.sortOrder === 'desc' };
       const page = ctx.query.page as number;
       const size = ctx.query.pageSize as number;
-      const shown = all.slice((page - 1) * size, page * size);
+      const skip = (page - 1) * size;
+      let shown: RepoRecord[];
+      let total: number;
+      if (!filter) {
+        const listed = await listedPage(ctx, order, skip, size);
+        shown = await allReachableRepos(ctx, listed.ids);
+        total = listed.total;
+      } else {
+        // The total counts every match: a filter reads each listed record, in batches between other requests.
+        shown = [];
+        total = 0;
+        for await (const repo of reachableRepos(ctx, await listedIds(ctx, order), FILTER_BATCH)) {
+          if (!filter(repo.tags)) continue;
+          if (total >= skip && shown.length < size) shown.push(repo);
+          total++;
+        }
+      }
       const reader = await readerFor(ctx.services, () => shown.map((r) => latestSyncKey(r.id)));
       return {
         status: 200,
         schema: 'repositoryNumberedPage',
         value: {
           repos: shown.map((r) => repositoryListItem(reader, r)),
-          total: all.length,
+          total,
           page,
           page_size: size,
-          total_pages: Math.ceil(all.length / size),
+          total_pages: Math.ceil(total / size),
         },
       };
     },
