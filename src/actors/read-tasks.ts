@@ -1,6 +1,6 @@
 /**
- * The CPU-heavy reads (API §7–8, §14) that run on the read pool's threads: materializing a
- * conflicted commit, large content JSON and deep listings, diffs, and git's upload-pack. Each works on a fresh LMDB read of the
+ * The CPU-heavy reads (API §5.1, §7–8, §14) that run on the read pool's threads: materializing a
+ * conflicted commit, large content JSON and deep listings, diffs, a change's files, and git's upload-pack. Each works on a fresh LMDB read of the
  * commits the front end resolved (`ChangeRef`), so a change that evolves meanwhile cannot mix
  * two states into one answer.
  */
@@ -17,6 +17,7 @@ import type { MemoryObjectStore } from '../vcs/memory-object-store.js';
 import { serialize } from '../protocol/serializers.js';
 import type { Storage } from '../storage/database.js';
 import { materializeCommit, openChangeView, shipView, type ChangeRef, type ChangeView, type ShippedView } from '../storage/read/change-view.js';
+import { changeDetail } from '../storage/read/change-detail.js';
 import { contentJson, type ContentRequest } from '../storage/read/content.js';
 import { LayeredObjectStore } from '../storage/read/layered-object-store.js';
 import { ReadObjectStore } from '../storage/read/repo-objects.js';
@@ -26,7 +27,8 @@ export type DiffFormat = 'json' | 'text';
 export type ReadTask =
   | { kind: 'materialize'; repoId: string; commitOid: string }
   | { kind: 'content'; repoId: string; ref: ChangeRef; request: ContentRequest }
-  | { kind: 'diff'; repoId: string; base: ChangeRef; head: ChangeRef; conflicts: ConflictsMode; format: DiffFormat };
+  | { kind: 'diff'; repoId: string; base: ChangeRef; head: ChangeRef; conflicts: ConflictsMode; format: DiffFormat }
+  | { kind: 'change-detail'; repoId: string; changeId: string };
 
 /** A task whose answer streams back through `port` (read-stream.ts). */
 export type StreamTask = { kind: 'upload-pack'; request: UploadPackRequest };
@@ -69,6 +71,8 @@ export function runReadTask(storage: Storage, task: ReadTask): ReadOutcome {
         return contentBody(storage, task);
       case 'diff':
         return diffBody(storage, task);
+      case 'change-detail':
+        return Buffer.from(serialize('changeDetail', changeDetail(storage, task.repoId, task.changeId)));
     }
   } catch (err) {
     const known = asServiceError(err);

@@ -70,12 +70,30 @@ function pairByName(left: TreeEntry[], right: TreeEntry[]): Pair[] {
   return [...new Set([...l.keys(), ...r.keys()])].map((name): Pair => [l.get(name) ?? null, r.get(name) ?? null]);
 }
 
+/** Thrown inside a walk that has read more tree bytes than it was allowed (caught below). */
+const OVER_BUDGET = new Error('the tree walk read more than it was allowed');
+
 /**
  * Non-directory paths whose entry differs (content or mode), in path order. A file replaced by
  * a directory (or the reverse) is the file deleted and the directory's files added.
  */
 export function diffTrees(store: ObjectStore, beforeTreeOid: string, afterTreeOid: string): TreeChange[] {
+  return diffTreesWithin(store, beforeTreeOid, afterTreeOid, Infinity)!;
+}
+
+/** The same, or null once the walk has read more than `maxTreeBytes` of trees (it stops there). */
+export function diffTreesWithin(store: ObjectStore, beforeTreeOid: string, afterTreeOid: string, maxTreeBytes: number): TreeChange[] | null {
+  try {
+    return walkTrees(store, beforeTreeOid, afterTreeOid, maxTreeBytes);
+  } catch (err) {
+    if (err === OVER_BUDGET) return null;
+    throw err;
+  }
+}
+
+function walkTrees(store: ObjectStore, beforeTreeOid: string, afterTreeOid: string, maxTreeBytes: number): TreeChange[] {
   const changes: TreeChange[] = [];
+  let budget = maxTreeBytes;
   const differ = ([l, r]: Pair, prefix: string): void => {
     if (l && r && l.mode === r.mode && l.oid === r.oid) return;
     const path = joinPath(prefix, (l ?? r)!.name);
@@ -92,6 +110,8 @@ export function diffTrees(store: ObjectStore, beforeTreeOid: string, afterTreeOi
     if (before === after) return;
     const left = readTreeBytes(store, before ?? EMPTY_TREE_OID);
     const right = readTreeBytes(store, after ?? EMPTY_TREE_OID);
+    budget -= left.length + right.length;
+    if (budget < 0) throw OVER_BUDGET;
     const pairs = pairInOrder(left, right) ?? pairByName(parseTree(left), parseTree(right));
     for (const pair of pairs) differ(pair, prefix);
   };

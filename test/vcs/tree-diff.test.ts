@@ -1,8 +1,8 @@
 import t from 'tap';
 import { VcsError } from '../../src/vcs/errors.js';
-import { EMPTY_TREE_OID, writeBlob } from '../../src/vcs/git-object.js';
+import { EMPTY_TREE_OID, parseTree, writeBlob } from '../../src/vcs/git-object.js';
 import { MemoryObjectStore } from '../../src/vcs/memory-object-store.js';
-import { diffTrees } from '../../src/vcs/tree-diff.js';
+import { diffTrees, diffTreesWithin } from '../../src/vcs/tree-diff.js';
 import { makeTree } from './vcs-helpers.js';
 
 // Which files differ between two trees: the entries of a directory are walked in git's order on
@@ -50,6 +50,21 @@ t.test('tree diff - one file changed in a directory of 2,000 entries', async (t)
   const before = makeTree(store, files);
   const after = makeTree(store, { ...files, 'f-1234.txt': 'changed', 'f-new.txt': 'new' });
   t.same(summary(store, before, after), ['modified f-1234.txt', 'added f-new.txt']);
+});
+
+t.test('tree diff - within a budget of tree bytes: the same answer, or none once the walk reads more', async (t) => {
+  const store = new MemoryObjectStore();
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 2000; i++) files[`d${i % 10}/f-${i}.txt`] = `${i}`;
+  const before = makeTree(store, files);
+  const after = makeTree(store, { ...files, 'd3/f-3.txt': 'changed' });
+  const bytes = (oid: string): number => store.read(oid)!.content.length;
+  const d3 = (root: string): string => parseTree(Buffer.from(store.read(root)!.content)).find((e) => e.name === 'd3')!.oid;
+  const oneDir = bytes(before) + bytes(after) + bytes(d3(before)) + bytes(d3(after));
+  t.same(diffTreesWithin(store, before, after, oneDir)?.map((c) => c.path), ['d3/f-3.txt'], 'a small change fits: the two roots and one directory on each side');
+  t.equal(diffTreesWithin(store, before, after, oneDir - 1), null, 'one byte less does not');
+  t.equal(diffTreesWithin(store, EMPTY_TREE_OID, after, 64 * 1024), null, 'every directory against the empty tree does not fit');
+  t.equal(diffTreesWithin(store, EMPTY_TREE_OID, after, Infinity)?.length, 2000);
 });
 
 t.test('tree diff - a tree out of git order, as a pull may bring one, is still compared by name', async (t) => {

@@ -1,26 +1,27 @@
 import { BinaryHeap } from '../../binary-heap.js';
+import { readPool } from '../../actors/read-pool.js';
 import { invalid, notFound } from '../../errors.js';
 import { readChangeCommit } from '../../vcs/commit.js';
-import { materializeTreeSet } from '../../vcs/conflict.js';
-import { EMPTY_TREE_OID } from '../../vcs/git-object.js';
 import { ROOT_CHANGE_ID, isChangeId } from '../../vcs/ids.js';
-import { diffTrees } from '../../vcs/tree-diff.js';
-import { listTreeSetConflicts } from '../../vcs/tree-merge.js';
 import { createChangeBody, patchChangeBody } from '../../protocol/schemas/changes.js';
-import { changeView, type ChangeDetailView, type ChangeView, type EvolutionView } from '../../protocol/views/change.js';
+import { changeView, type ChangeView, type EvolutionView } from '../../protocol/views/change.js';
 import { evolutionOf, getChange, objectStore } from '../../storage/change-store.js';
 import type { ChangeRecord } from '../../storage/records.js';
 import { getBookmark } from '../../storage/repo-store.js';
 import { compileBodyCheck } from '../body-validator.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
 import type { RequestContext, RouteDef } from '../route.js';
+import { changeDetailWithin } from '../../storage/read/change-detail.js';
 import { WRITE_ROUTE, fileInputs, handleWrite, writeFields } from './apply-ops.js';
 
 /**
- * Change routes (API §5): reads from an LMDB snapshot on this thread, writes through the
- * repository's actor with the apply-ops body handling (`files` may carry 512 MiB contents).
+ * Change routes (API §5): reads from an LMDB snapshot on this thread (a large change's files on the
+ * read pool: storage/read/change-detail.ts), writes through the repository's actor with the apply-ops
+ * body handling (`files` may carry 512 MiB contents).
  */
 const checkCreate = compileBodyCheck(createChangeBody);
+/** Trees a change's walk may read on this thread (about 3,000 entries, a millisecond or two) before the read pool takes it. */
+const INLINE_TREE_BYTES = 128 * 1024;
 const checkPatch = compileBodyCheck(patchChangeBody);
 
 function changeParam(ctx: RequestContext): ChangeRecord {
@@ -33,22 +34,6 @@ function changeParam(ctx: RequestContext): ChangeRecord {
 
 function view(ctx: RequestContext, record: ChangeRecord): ChangeView {
   return changeView(record, readChangeCommit(objectStore(ctx.services.storage, ctx.repo!.id), record.commit_oid));
-}
-
-/** The change with `files` (changed vs its first parent, materialized view) and `conflicts`. */
-function detail(ctx: RequestContext, record: ChangeRecord): ChangeDetailView {
-  const meta = ctx.services.storage.meta;
-  // Scratch store: materializing a conflict writes marker files, which must not be persisted here.
-  const store = objectStore(ctx.services.storage, ctx.repo!.id, { scratch: true });
-  const commit = readChangeCommit(store, record.commit_oid);
-  const parent = record.parents[0] === undefined || record.parents[0] === ROOT_CHANGE_ID ? undefined : getChange(meta, ctx.repo!.id, record.parents[0]);
-  const before = parent ? materializeTreeSet(store, readChangeCommit(store, parent.commit_oid).trees) : EMPTY_TREE_OID;
-  const after = materializeTreeSet(store, commit.trees);
-  return {
-    ...changeView(record, commit),
-    files: diffTrees(store, before, after).map((c) => c.path),
-    conflicts: commit.isConflicted ? listTreeSetConflicts(store, commit.trees).map((c) => c.path) : [],
-  };
 }
 
 // ---- topological listing (API §5.5) -----------------------------------------------------
@@ -160,7 +145,13 @@ export const changeRoutes: RouteDef[] = [
     method: 'GET',
     path: '/{org}/{repo}/changes/{change_id}',
     permission: 'git:read',
-    handler: (ctx) => ({ status: 200, schema: 'changeDetail', value: detail(ctx, changeParam(ctx)) }),
+    async handler(ctx) {
+      const record = changeParam(ctx);
+      const here = changeDetailWithin(ctx.services.storage, ctx.repo!.id, record, INLINE_TREE_BYTES);
+      if (here) return { status: 200, schema: 'changeDetail', value: here };
+      const body = (await readPool(ctx.services.config.dataDir).run({ kind: 'change-detail', repoId: ctx.repo!.id, changeId: record.id })) as Uint8Array;
+      return { status: 200, json: body };
+    },
   },
   {
     method: 'PATCH',
