@@ -12,6 +12,7 @@ import type { EnqueueSyncInput } from '../../actors/commands/syncs.js';
 import { wakeSyncActor } from '../../actors/system/sync/index.js';
 import { normalizeRefGlobs } from '../../actors/system/sync/ref-filter.js';
 import { canAccessRepo } from '../auth/principal.js';
+import { reachableRepoIds } from '../auth/restriction-reads.js';
 import { callActor } from '../actor-call.js';
 import { repoActor } from '../../actors/actor-names.js';
 import { cursorPage, decodeCursor, hasString } from '../cursor.js';
@@ -61,9 +62,13 @@ async function* orgSyncRuns(ctx: RequestContext, before: string | undefined, cou
 
 /**
  * Up to `count` sync records of the org's repositories this token may see, newest first. In a
- * cluster each run's records are gathered from the repositories' shards.
+ * cluster each run's records are gathered from the repositories' shards. A restricted token's
+ * come from its repositories' own lists, not from the org's filtered (which could hold
+ * thousands of other repositories' syncs before one of its own).
  */
 async function orgSyncs(ctx: RequestContext, before: string | undefined, count: number): Promise<SyncRecord[]> {
+  const reachable = await reachableRepoIds(ctx.services, ctx.principal);
+  if (reachable !== null) return (await newestOf(ctx.services, reachable.map(repoSyncList), count, before)).map(syncOfEntry);
   const visible = new Map<string, boolean>();
   const found: SyncRecord[] = [];
   for await (const run of orgSyncRuns(ctx, before, count)) {
