@@ -14,6 +14,8 @@ export interface RefGlob {
   test: (name: string) => boolean;
   /** The literal text before the first wildcard: every match starts with it (narrows range scans). */
   prefix: string;
+  /** The automaton's states: a test costs at most this many steps per code point of the name. */
+  states: number;
 }
 
 export const MAX_GLOB_LENGTH = 256;
@@ -84,5 +86,5 @@ export function compileRefGlob(glob: string): RefGlob {
     for (let k = 0; k < size; k++) if (current[k] === accept) return true;
     return false;
   };
-  return { test, prefix: prefix ?? glob };
+  return { test, prefix: prefix ?? glob, states: accept + 1 };
 }

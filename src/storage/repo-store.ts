@@ -91,11 +91,11 @@ export function* bookmarksOf(meta: Meta, repoId: string): Generator<BookmarkReco
   for (const { value } of meta.getRange(Ranges.bookmarks(repoId))) yield value as BookmarkRecord;
 }
 
-/** The repository's bookmarks by name (names sort as UTF-8 bytes), from the name `from` on (inclusive). */
-export function* bookmarksFrom(meta: Meta, repoId: string, from: string | null): Generator<BookmarkRecord> {
+/** The names of the repository's bookmarks (they sort as UTF-8 bytes), from the name `from` on (inclusive). */
+export function bookmarkNamesFrom(meta: Meta, repoId: string, from: string | null): Iterable<string> {
   const range = Ranges.bookmarks(repoId);
   const start = from === null ? range.start : K.bookmark(repoId, from);
-  for (const { value } of meta.getRange({ start, end: range.end })) yield value as BookmarkRecord;
+  return meta.getKeys({ start, end: range.end }).map(lastPart);
 }
 
 /** Every tag of the repository, by name. */
