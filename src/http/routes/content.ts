@@ -6,7 +6,7 @@ import { adoptView, openChangeView, resolveChange, type ChangeRef, type ChangeVi
 import { contentPath, dirJson, fileJson, locate, type ContentRequest } from '../../storage/read/content.js';
 import { openBlobStream } from '../../storage/read/repo-objects.js';
 import { LruCache } from '../../storage/read/lru-cache.js';
-import { cachedTree } from '../../storage/read/tree-index.js';
+import { treeEntryCount } from '../../storage/read/tree-index.js';
 import { negotiateOrRefuse } from '../negotiation.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
 import { HeaderBlock } from '../wire-bytes.js';
@@ -115,7 +115,7 @@ function answer(ctx: RequestContext, ref: ChangeRef, request: ContentRequest, fo
   const value = locate(view, path);
   if (value.mode === TREE_MODE) {
     if (format === RAW_TYPE) throw new ServiceError('NOT_ACCEPTABLE', `${JSON.stringify(path)} is a directory: it has no raw bytes; ask for ${JSON_TYPE}`, { path });
-    if (request.depth <= 1 && cachedTree(view.store, repo.id, value.oid).length <= FRONT_END_LISTING_ENTRIES) {
+    if (request.depth <= 1 && treeEntryCount(view.store, repo.id, value.oid) <= FRONT_END_LISTING_ENTRIES) {
       return { status: 200, schema: 'contentDir', value: dirJson(storage, repo.id, view, path, value, request) };
     }
     return pooled(ctx, ref, request);

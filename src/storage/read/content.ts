@@ -11,7 +11,7 @@ import type { Storage } from '../database.js';
 import { K, lastPart } from '../keys.js';
 import type { FileMetadataRecord } from '../records.js';
 import type { ChangeView } from './change-view.js';
-import { cachedLookup, cachedTree, cachedWalk } from './tree-index.js';
+import { cachedLookup, cachedWalk, treeEntryCount } from './tree-index.js';
 import type { RecordReader } from './record-cache.js';
 
 export const CONTENT_ROW_LIMIT = 10_000;
@@ -127,7 +127,7 @@ export function fileJson(storage: Storage, repoId: string, view: ChangeView, pat
 }
 
 export function dirJson(storage: Storage, repoId: string, view: ChangeView, path: string, value: TreeValue, request: ContentRequest): ContentDirJson {
-  const childCount = cachedTree(view.store, repoId, value.oid).length;
+  const childCount = treeEntryCount(view.store, repoId, value.oid);
   const json: ContentDirJson = { type: 'dir', name: nameOf(path), path, sha: value.oid, child_count: childCount, entries: [], truncated: false };
   const metaByPath = request.depth > 0 ? metadataUnder(storage.meta, repoId, path) : null;
   const metadataOf = (p: string): FileMetadataRecord | undefined => {
