@@ -247,4 +247,20 @@ t.test('content', async (t) => {
     const reader = await f.s.token({ scopes: ['git:read'] });
     t.equal((await f.s.api('GET', `${f.base}/content?path=README.md`, { token: reader })).status, 200);
   });
+
+  t.test('a listing shows metadata alike whether it scans the subtree\'s records or looks each entry up', async (t) => {
+    // 300 records under many/: more than a one-level listing of the root scans (256 or twice its entries).
+    const ops = [];
+    for (let i = 0; i < 300; i++) ops.push(writeOp(`many/f-${i}.txt`, `${i}\n`), { op: 'set_metadata', path: `many/f-${i}.txt`, metadata: { n: String(i) } });
+    const made = await applyOps(f, { base_change_id: changeId, ops });
+    t.equal(made.status, 201, made.text);
+    const at = made.json.change.id as string;
+    const root = (await get(`?change_id=${at}&depth=1`)).json;
+    const row = (path: string) => root.entries.find((e: { path: string }) => e.path === path);
+    t.same(row('README.md').metadata, { lang: 'en' }, 'looked up');
+    t.same(row('deep').metadata, undefined);
+    const many = (await get(`?change_id=${at}&path=many&depth=1`)).json;
+    t.equal(many.entries.length, 300);
+    t.ok(many.entries.every((e: { path: string; metadata?: { n: string } }) => e.metadata?.n === e.path.slice('many/f-'.length, -'.txt'.length)), 'scanned');
+  });
 });

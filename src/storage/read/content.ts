@@ -93,14 +93,15 @@ const METADATA_SCAN_LIMIT = 20_000;
 
 /**
  * Metadata of every path under `dir`, by path: one range scan (metadata is sparse, so this is
- * usually a handful of records). Null when there are too many to be worth scanning.
+ * usually a handful of records). Null when there are more than `limit`, too many to be worth
+ * scanning (the scan covers the whole subtree, whatever the listing's depth).
  */
-function metadataUnder(meta: Meta, repoId: string, dir: string): Map<string, FileMetadataRecord> | null {
+function metadataUnder(meta: Meta, repoId: string, dir: string, limit: number): Map<string, FileMetadataRecord> | null {
   const prefix = dir === '' ? '' : `${dir}/`;
   const found = new Map<string, FileMetadataRecord>();
   const range = meta.getRange({ start: K.fileMeta(repoId, prefix), end: K.fileMeta(repoId, `${prefix}\u{10ffff}`) });
   for (const { key, value } of range) {
-    if (found.size >= METADATA_SCAN_LIMIT) return null;
+    if (found.size >= limit) return null;
     found.set(lastPart(key), value as FileMetadataRecord);
   }
   return found;
@@ -129,7 +130,9 @@ export function fileJson(storage: Storage, repoId: string, view: ChangeView, pat
 export function dirJson(storage: Storage, repoId: string, view: ChangeView, path: string, value: TreeValue, request: ContentRequest): ContentDirJson {
   const childCount = treeEntryCount(view.store, repoId, value.oid);
   const json: ContentDirJson = { type: 'dir', name: nameOf(path), path, sha: value.oid, child_count: childCount, entries: [], truncated: false };
-  const metaByPath = request.depth > 0 ? metadataUnder(storage.meta, repoId, path) : null;
+  // A one-level listing (often on the front end) scans no more records than it would look up.
+  const scanLimit = request.depth === 1 ? Math.max(256, 2 * childCount) : METADATA_SCAN_LIMIT;
+  const metaByPath = request.depth > 0 ? metadataUnder(storage.meta, repoId, path, scanLimit) : null;
   const metadataOf = (p: string): FileMetadataRecord | undefined => {
     const record = metaByPath ? metaByPath.get(p) : fileMetadata(storage.meta, repoId, p);
     return record && Object.keys(record).length > 0 ? record : undefined;
