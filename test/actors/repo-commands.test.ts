@@ -74,10 +74,12 @@ const createInput = (name: string | null, extra: Partial<CreateRepoInput> = {}):
 const events = (repoId: string): EventEnvelope[] => outboxEvents(storage.meta).filter((e) => e.repository?.id === repoId);
 const ops = (repoId: string): OperationRecord[] => [...storage.meta.getRange(Ranges.operations(repoId))].map(({ value }) => value as OperationRecord);
 
-/** Record ↔ name index ↔ org list ↔ default bookmark, all present. */
+/** Record ↔ name index ↔ org list and its orders ↔ default bookmark, all present. */
 function consistent(t: Test, repo: RepoRecord): void {
   t.equal(storage.meta.get(K.repoName(org.id, repo.name)), repo.id, `${repo.name}: name index`);
-  t.equal(storage.meta.get(K.orgRepo(org.id, repo.id)), true, `${repo.name}: org list`);
+  t.same(storage.meta.get(K.orgRepo(org.id, repo.id)), { name: repo.name.toLowerCase(), created_at: repo.created_at }, `${repo.name}: org list`);
+  t.equal(storage.meta.get(K.orgRepoByName(org.id, repo.name.toLowerCase(), repo.id)), true, `${repo.name}: listed by name`);
+  t.equal(storage.meta.get(K.orgRepoByCreated(org.id, repo.created_at, repo.id)), true, `${repo.name}: listed by creation time`);
   const bm = storage.meta.get(K.bookmark(repo.id, repo.default_bookmark)) as BookmarkRecord | undefined;
   t.equal(bm?.change_id, ROOT, `${repo.name}: default bookmark at the virtual root`);
 }
@@ -151,12 +153,15 @@ t.test('repo.update and repo.delete - operation chain and events with before/aft
   t.equal(storage.meta.get(K.repoName(org.id, 'three')), undefined, 'gives its claimed name back');
   t.equal(ops(id).length, 2, 'and writes no operation');
 
+  const createdAt = (storage.meta.get(K.repo(id)) as RepoRecord).created_at;
   const del = await remove(id, 'Two2');
   t.equal(del.status, 200);
   t.same(del.json, { success: true });
   t.equal(storage.meta.get(K.repo(id)), undefined);
   t.equal(storage.meta.get(K.repoName(org.id, 'two2')), undefined);
   t.equal(storage.meta.get(K.orgRepo(org.id, id)), undefined);
+  t.equal(storage.meta.get(K.orgRepoByName(org.id, 'two2', id)), undefined, 'out of the order by name');
+  t.equal(storage.meta.get(K.orgRepoByCreated(org.id, createdAt, id)), undefined, 'and by creation time');
   t.equal(storage.meta.get(K.bookmark(id, 'main')), undefined);
   const left = ops(id);
   t.same(left.map((o) => o.kind), ['repo.delete']);
@@ -189,15 +194,15 @@ t.test('settling - a create whose init never ran is undone for good; one whose i
   const saga = sagaOf(lost.saga_id);
   t.equal(await settleSaga(call, saga), 'undone');
   t.equal(await settleSaga(call, saga), 'undone', 'settling twice changes nothing');
-  const late = await outcome((c) => c(`repo:${lost.repo_id}`, 'repo.init', { ...createInput('Lost'), repo_id: lost.repo_id, saga_id: lost.saga_id }), org);
+  const late = await outcome((c) => c(`repo:${lost.repo_id}`, 'repo.init', { ...createInput('Lost'), repo_id: lost.repo_id, saga_id: lost.saga_id, created_at: lost.at }), org);
   t.equal(late.code, 'UNAVAILABLE', 'an init arriving after the saga was settled is refused');
   t.equal(storage.meta.get(K.repo(lost.repo_id)), undefined, 'and writes nothing');
   t.equal(storage.meta.get(K.repoName(org.id, 'lost')), undefined, 'the name is free');
 
   const half = await json(call(`org:${org.id}`, 'repo.reserve', { org_id: org.id, name: 'Half' }));
-  await call(`repo:${half.repo_id}`, 'repo.init', { ...createInput('Half'), repo_id: half.repo_id, saga_id: half.saga_id });
+  await call(`repo:${half.repo_id}`, 'repo.init', { ...createInput('Half'), repo_id: half.repo_id, saga_id: half.saga_id, created_at: half.at });
   t.equal(storage.meta.get(K.orgRepo(org.id, half.repo_id)), undefined, 'initialised, not yet listed');
-  const again = await json(call(`repo:${half.repo_id}`, 'repo.init', { ...createInput('Half'), repo_id: half.repo_id, saga_id: half.saga_id }));
+  const again = await json(call(`repo:${half.repo_id}`, 'repo.init', { ...createInput('Half'), repo_id: half.repo_id, saga_id: half.saga_id, created_at: half.at }));
   t.equal(again.id, half.repo_id, 'a repeated init answers the same repository');
   t.equal(ops(half.repo_id).length, 1, 'and writes no second operation');
   t.equal(events(half.repo_id).length, 2, 'nor emits its events again');

@@ -129,7 +129,7 @@ export function seedRepo(storage: Storage, repoId: string, headOid: string | nul
   const orgId = 'org_analytics_test';
   const changeId = headOid ? `chg_${headOid}` : 'z'.repeat(32);
   storage.meta.transactionSync(() => {
-    storage.meta.putSync(K.orgRepo(orgId, repoId), true);
+    storage.meta.putSync(K.orgRepo(orgId, repoId), { name: repoId.toLowerCase(), created_at: T0.toISOString() });
     const previous = storage.meta.get(K.repo(repoId)) as RepoRecord | undefined;
     const repo: RepoRecord = {
       id: repoId,
