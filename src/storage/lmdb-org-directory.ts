@@ -94,6 +94,13 @@ export class LmdbOrgDirectory implements OrgDirectory {
     return [...this.storage.meta.getRange(Ranges.webhookTargets(orgId))].map(({ value }) => value as WebhookTargetRecord);
   }
 
+  targetsNewestFirst(orgId: string, before?: string): Iterable<WebhookTargetRecord> {
+    const range = Ranges.webhookTargets(orgId);
+    const start = before === undefined ? range.end : K.webhookTarget(orgId, before);
+    // `before` itself, when it still exists, is the first key reached: left out.
+    return this.storage.meta.getRange({ start, end: range.start, reverse: true }).filter(({ key }) => lastPart(key) !== before).map(({ value }) => value as WebhookTargetRecord);
+  }
+
   /** Exact, as a write's transaction sees the data directory; a key lookup: no record is decoded. */
   mayHaveTargets(orgId: string): boolean {
     for (const _ of this.storage.meta.getKeys({ ...Ranges.webhookTargets(orgId), limit: 1 })) return true;

@@ -51,6 +51,8 @@ export interface OrgDirectory {
   target(orgId: string, targetId: string): WebhookTargetRecord | undefined;
   /** The org's webhook targets in creation order (their ids sort by creation time). */
   targets(orgId: string): WebhookTargetRecord[];
+  /** The same newest first, strictly before the id `before` when given, read as they are reached (a page of the list). */
+  targetsNewestFirst(orgId: string, before?: string): Iterable<WebhookTargetRecord>;
   /**
    * Whether the org's events must be kept for the webhook fan-out (asked by every write that emits
    * one): the org has a target, or may have one this view has not seen yet.

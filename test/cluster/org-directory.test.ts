@@ -264,4 +264,7 @@ t.test('a watch that must resume from a compacted revision loads the directory a
   }
   t.equal(written.length, 9, 'every write committed');
   t.equal(b.targets(org.id).length, 9, 'and the other node holds exactly those');
+  const ids = b.targets(org.id).map((x) => x.id);
+  t.same([...b.targetsNewestFirst(org.id)].map((x) => x.id), [...ids].reverse(), 'newest first');
+  t.same([...b.targetsNewestFirst(org.id, ids[4])].map((x) => x.id), ids.slice(0, 4).reverse(), 'strictly before a cursor');
 });

@@ -198,6 +198,17 @@ export class EtcdOrgDirectory implements OrgDirectory {
     return [...held.keys()].sort().map((id) => structuredClone(held.get(id)!.record));
   }
 
+  *targetsNewestFirst(orgId: string, before?: string): Generator<WebhookTargetRecord> {
+    const held = this.view.targets.get(orgId);
+    if (!held) return;
+    // Only the ids are sorted; a record is copied when the page reaches it.
+    const ids = [...held.keys()].filter((id) => before === undefined || id < before).sort();
+    for (let i = ids.length - 1; i >= 0; i--) {
+      const record = held.get(ids[i]!)?.record;
+      if (record) yield structuredClone(record);
+    }
+  }
+
   /**
    * Always: a target created through another node reaches this view within the watch latency,
    * and a write made right after its 201 may be here first. The fan-out asks `caughtUp()` before

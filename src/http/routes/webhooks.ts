@@ -38,11 +38,6 @@ async function targetInput(ctx: RequestContext): Promise<TargetInput> {
   return { ...(await restriction(ctx)), target_id: ctx.params.id! };
 }
 
-/** Targets newest first (their ids sort by creation time), strictly before `before` when given. */
-function* targetsNewestFirst(targets: readonly WebhookTargetRecord[], before?: string): Generator<WebhookTargetRecord> {
-  for (let i = targets.length - 1; i >= 0; i--) if (before === undefined || targets[i]!.id < before) yield targets[i]!;
-}
-
 async function reachableTarget(ctx: RequestContext): Promise<WebhookTargetRecord> {
   const target = ctx.services.directory.target(ctx.org.id, ctx.params.id!);
   if (!target || !targetVisible(target, await reachableRepoIds(ctx.services, ctx.principal), repoExists(ctx.services.storage.meta, ctx.org.id))) {
@@ -94,7 +89,7 @@ export const webhookRoutes: RouteDef[] = [
       const cursor = decodeCursor(ctx.query.cursor, hasString('before'));
       const allowed = await reachableRepoIds(ctx.services, ctx.principal);
       const exists = repoExists(ctx.services.storage.meta, ctx.org.id);
-      const page = cursorPage(targetsNewestFirst(ctx.services.directory.targets(ctx.org.id), cursor?.before), ctx.query.limit as number, webhookTargetView, (t) => targetVisible(t, allowed, exists));
+      const page = cursorPage(ctx.services.directory.targetsNewestFirst(ctx.org.id, cursor?.before), ctx.query.limit as number, webhookTargetView, (t) => targetVisible(t, allowed, exists));
       return { status: 200, schema: 'webhookTargetPage', value: { webhook_targets: page.items, next_cursor: page.next_cursor, has_more: page.has_more } };
     },
   },
