@@ -23,8 +23,10 @@ import { withBody, type RequestContext, type RouteDef } from '../route.js';
  * run the sagas of actors/repo-saga.ts.
  */
 
-/** Records a filtered numbered list reads between turns of the event loop. */
+/** Records a filtered list reads between turns of the event loop. */
 const FILTER_BATCH = 256;
+/** Records a filtered cursor page reads per item it may show, before it ends short with a cursor. */
+const SCAN_PER_ITEM = 100;
 
 async function checkUpstream(ctx: RequestContext, upstream: UpstreamInput): Promise<void> {
   const url = checkUrlForm(upstream.url, 'upstream url');
@@ -76,22 +78,33 @@ export const repoRoutes: RouteDef[] = [
       const limit = ctx.query.limit as number;
       const page: RepoRecord[] = [];
       let hasMore = false;
-      for await (const repo of reachableRepos(ctx, await listedIdsAfter(ctx, cursor?.after), limit + 1)) {
-        if (filter && !filter(repo.tags)) continue;
+      // The last repository this page is done with: where the next one starts. A filter that
+      // matches few reads many records: a page reads at most SCAN_PER_ITEM per item it may show.
+      let passed: string | undefined;
+      let read = 0;
+      for await (const repo of reachableRepos(ctx, await listedIdsAfter(ctx, cursor?.after), filter ? FILTER_BATCH : limit + 1)) {
+        if (filter && ++read > limit * SCAN_PER_ITEM && passed !== undefined) {
+          hasMore = true;
+          break;
+        }
+        if (filter && !filter(repo.tags)) {
+          passed = repo.id;
+          continue;
+        }
         if (page.length === limit) {
           hasMore = true;
           break;
         }
         page.push(repo);
+        passed = repo.id;
       }
       const reader = await readerFor(ctx.services, () => page.flatMap(repositoryViewKeys));
-      const last = page.at(-1)?.id;
       return {
         status: 200,
         schema: 'repositoryPage',
         value: {
           repos: page.map((repo) => repositoryView(reader, repo, ctx.org, ctx.services.config.publicUrl)),
-          next_cursor: hasMore && last ? encodeCursor({ after: last }) : null,
+          next_cursor: hasMore && passed ? encodeCursor({ after: passed }) : null,
           has_more: hasMore,
         },
       };
