@@ -31,7 +31,7 @@ interface WideTree {
 const WIDE_TREE_BYTES = 512 * 1024;
 
 const trees = new LruCache<ParsedTree>(20_000, 24 * 1024 * 1024, (tree) => 64 + tree.entries.length * 160);
-const wideTrees = new LruCache<WideTree>(64, 96 * 1024 * 1024, (tree) => 64 + tree.bytes.length + tree.starts.byteLength);
+const wideTrees = new LruCache<WideTree>(64, 64 * 1024 * 1024, (tree) => 64 + tree.bytes.length + tree.starts.byteLength);
 
 function indexed(store: ObjectStore, scope: string, oid: string): ParsedTree | WideTree {
   const hit = trees.get(oid, scope) ?? wideTrees.get(oid, scope);
