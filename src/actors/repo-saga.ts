@@ -83,7 +83,7 @@ export async function createRepository(call: StepCall, input: CreateRepoInput): 
   if (reserved.replayed) return reserved;
   const started = parse<SagaStarted>(reserved);
   faultPoint('repo.create:after-reserve');
-  const init: InitRepoInput = { ...input, repo_id: started.repo_id, name: started.name, saga_id: started.saga_id, created_at: started.at };
+  const init: InitRepoInput = { ...input, repo_id: started.repo_id, name: started.name, saga_id: started.saga_id };
   const made = await repositoryStep(call, sagaRecord('create', input.org_id, started, null), 'repo.init', init);
   if (made.replayed) return made;
   faultPoint('repo.create:after-init');

@@ -1,5 +1,5 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
-import { countOrgRepos, getRepo, orgRepoIds, orgRepoIdsBy, sortListed, type ListOrder } from '../storage/repo-store.js';
+import { countOrgRepos, getRepo, orgRepoIds } from '../storage/repo-store.js';
+import { orgRepoIdsBy, sortListed, type ListOrder } from '../storage/repo-saga-store.js';
 import { repoRecordKey } from '../storage/read/gathered-keys.js';
 import type { RepoRecord } from '../storage/records.js';
 import { canAccessRepo } from './auth/principal.js';
@@ -29,8 +29,9 @@ export function* runs<T>(items: Iterable<T>, size: number): Generator<T[]> {
 export async function* reachableRepos(ctx: RequestContext, ids: Iterable<string>, batch: number): AsyncGenerator<RepoRecord> {
   let first = true;
   for (const run of runs(ids, batch)) {
-    // A walk through many repositories (a filter that matches few) lets other requests run between its batches.
-    if (!first) await nextTurn();
+    // A walk through many repositories (a filter that matches few) lets other requests run between
+    // its batches, and stops if its client has gone.
+    if (!first) await ctx.connection.connectionSettled();
     first = false;
     const reader = await readerFor(ctx.services, () => run.map(repoRecordKey));
     for (const id of run) {
@@ -69,7 +70,7 @@ export async function listedIdsAfter(ctx: RequestContext, after?: string): Promi
   const meta = ctx.services.storage.meta;
   const reachable = await reachableRepoIds(ctx.services, ctx.principal);
   if (reachable === null) return orgRepoIds(meta, ctx.org.id, after);
-  const newestFirst = sortListed(meta, ctx.org.id, reachable, { by: 'id', desc: true });
+  const newestFirst = sortListed(meta, ctx.org.id, reachable, 'newest-first');
   return after === undefined ? newestFirst : newestFirst.filter((id) => id < after);
 }
 

@@ -1,8 +1,8 @@
 import type { Database, Key } from 'lmdb';
 import type { Storage } from './database.js';
 import { K, keyInRange, LAYOUT_VERSION, Layout1, Layout2, Layout3, lastPart, Ranges, shardOfLane, type KeyRange } from './keys.js';
-import type { ListedRepo } from './repo-saga-store.js';
-import { getRepo, orgsWithData } from './repo-store.js';
+import { repoCreatedAt, type ListedRepo } from './repo-saga-store.js';
+import { orgsWithData } from './repo-store.js';
 import { orgShard, type DeliveryOwner } from './shards.js';
 
 /**
@@ -85,37 +85,53 @@ function writeOrgRepoCounts(meta: Database<unknown, Key>): void {
 }
 
 /**
- * Layout 6: each entry of an org's list holds the repository's lowercased name and `created_at`,
- * and the org orders its list by both (repo-saga-store.ts), taken from the repositories' records.
- * Returns a step that indexes up to `limit` entries inside the caller's transaction and says how
- * many: it goes on after the last entry this process indexed (one that stopped part way starts
- * over and passes the indexed ones, recognized by their value).
+ * Layout 6: each entry of an org's list holds the repository's lowercased name and creation time,
+ * and the org orders its list by both (repo-saga-store.ts). Only the org's shard is read — the name
+ * from its name index, the time from the repository's id (a repository made by an older build
+ * shows a `created_at` a few milliseconds later: when its step ran) — so every node of a cluster,
+ * holding the org's shard but not necessarily the repositories', writes the same keys. Returns a step that indexes up to
+ * `limit` entries inside the caller's transaction and says how many: it goes on after the last
+ * entry this process indexed (one that stopped part way starts over and passes the indexed ones,
+ * recognized by their value).
  */
 function listOrders(meta: Database<unknown, Key>): (limit: number) => number {
   let orgs: string[] | null = null;
   let org = 0;
+  let names: Map<string, string> | null = null;
   let after: string | null = null;
   return (limit) => {
     orgs ??= [...orgsWithData(meta)];
     let indexed = 0;
-    for (; org < orgs.length; org++, after = null) {
+    for (; org < orgs.length; org++, after = null, names = null) {
       const orgId = orgs[org]!;
+      names ??= namesById(meta, orgId);
       const range = Ranges.orgRepos(orgId);
+      const todo: string[] = [];
       for (const { key, value } of meta.getRange({ start: after === null ? range.start : keyInRange(range, after), end: range.end })) {
         const repoId = lastPart(key);
         if (repoId === after || value !== true) continue;
-        if (indexed === limit) return indexed;
-        const repo = getRepo(meta, repoId);
-        const listed: ListedRepo = { name: repo?.name.toLowerCase() ?? '', created_at: repo?.created_at ?? '' };
-        meta.putSync(key, listed);
+        if (indexed + todo.length === limit) break;
+        todo.push(repoId);
+      }
+      for (const repoId of todo) {
+        const listed: ListedRepo = { name: names.get(repoId) ?? '', created_at: repoCreatedAt(repoId) };
+        meta.putSync(K.orgRepo(orgId, repoId), listed);
         meta.putSync(K.orgRepoByName(orgId, listed.name, repoId), true);
         meta.putSync(K.orgRepoByCreated(orgId, listed.created_at, repoId), true);
         after = repoId;
         indexed++;
       }
+      if (indexed === limit) return indexed;
     }
     return indexed;
   };
+}
+
+/** The org's repositories' lowercased names, from its name index (a claim is not a repository's). */
+function namesById(meta: Database<unknown, Key>, orgId: string): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const { key, value } of meta.getRange(Ranges.orgNames(orgId))) if (typeof value === 'string') names.set(value, lastPart(key));
+  return names;
 }
 
 /** The next entries of the old layout, read inside the caller's write transaction. */

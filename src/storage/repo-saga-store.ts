@@ -1,5 +1,6 @@
 import type { Database, Key } from 'lmdb';
-import { K, Ranges } from './keys.js';
+import { K, lastPart, Ranges } from './keys.js';
+import { idTime } from './ids.js';
 import { countOrgRepos } from './repo-store.js';
 import type { RecordReader } from './read/record-cache.js';
 
@@ -77,12 +78,11 @@ function dropName(meta: Meta, saga: RepoSagaRecord, name: string): void {
  * The org's side of a saga whose repository step has run: a create's name becomes the
  * repository's and it is listed; a rename's new name replaces the old; a delete's name is freed.
  */
-export function finishSaga(meta: Meta, saga: RepoSagaRecord): void {
+export function finishSaga(meta: Meta, saga: RepoSagaRecord, createdAt?: string): void {
   const claim = nameEntry(meta, saga.org_id, saga.name);
   if (saga.kind === 'delete') dropName(meta, saga, saga.name);
   else if (typeof claim === 'object' && claim.saga_id === saga.id) meta.putSync(K.repoName(saga.org_id, saga.name), saga.repo_id);
-  // A create's repository takes the saga's time as its `created_at` (actors/repo-saga.ts).
-  if (saga.kind === 'create') listRepo(meta, saga.org_id, saga.repo_id, { name: saga.name.toLowerCase(), created_at: saga.at });
+  if (saga.kind === 'create') listRepo(meta, saga.org_id, saga.repo_id, { name: saga.name.toLowerCase(), created_at: createdAt ?? repoCreatedAt(saga.repo_id) });
   if (saga.kind === 'rename' && !casingOnly(saga)) {
     dropName(meta, saga, saga.from!);
     relistUnderName(meta, saga.org_id, saga.repo_id, saga.name.toLowerCase());
@@ -94,6 +94,14 @@ export function finishSaga(meta: Meta, saga: RepoSagaRecord): void {
 export function undoSaga(meta: Meta, saga: RepoSagaRecord): void {
   if (!casingOnly(saga)) dropName(meta, saga, saga.name);
   meta.removeSync(K.repoSaga(saga.org_id, saga.id));
+}
+
+/**
+ * A repository's `created_at`: the time in its id, when the org reserved it. The org's shard
+ * orders its list by it without reading the repository's record, which may be on another node.
+ */
+export function repoCreatedAt(repoId: string): string {
+  return new Date(idTime(repoId)).toISOString();
 }
 
 /** What the org's list keeps of a repository: the parts of its keys in the list's other orders. */
@@ -139,6 +147,37 @@ function relistUnderName(meta: Meta, orgId: string, repoId: string, name: string
 
 function listedRepo(meta: RecordReader, orgId: string, repoId: string): ListedRepo | undefined {
   return meta.get(K.orgRepo(orgId, repoId)) as ListedRepo | undefined;
+}
+
+/** An order of `repos/list`: by lowercased name or by creation time, ties by id. */
+export interface ListOrder {
+  by: 'name' | 'created_at';
+  desc: boolean;
+}
+
+/**
+ * The org's listed repositories in `order`, from position `offset`, at most `limit`: the orders
+ * are kept as keys, so LMDB skips to the position without reading records.
+ */
+export function orgRepoIdsBy(meta: Meta, orgId: string, order: ListOrder, offset = 0, limit?: number): Iterable<string> {
+  const range = order.by === 'name' ? Ranges.orgReposByName(orgId) : Ranges.orgReposByCreated(orgId);
+  const keys = meta.getKeys(order.desc ? { start: range.end, end: range.start, reverse: true, offset, limit } : { ...range, offset, limit });
+  return keys.map(lastPart);
+}
+
+/**
+ * Those of `ids` the org lists, in `order` or newest first (by id): a restricted token's few
+ * repositories, ordered as the org's list.
+ */
+export function sortListed(meta: RecordReader, orgId: string, ids: readonly string[], order: ListOrder | 'newest-first'): string[] {
+  const listed: Array<{ id: string; at: string }> = [];
+  for (const id of ids) {
+    const entry = listedRepo(meta, orgId, id);
+    if (entry) listed.push({ id, at: order === 'newest-first' ? '' : order.by === 'name' ? entry.name : entry.created_at });
+  }
+  const sign = order === 'newest-first' || order.desc ? -1 : 1;
+  listed.sort((a, b) => sign * (a.at < b.at ? -1 : a.at > b.at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return listed.map((entry) => entry.id);
 }
 
 /** Whether the repository is in its org's list (created and confirmed, not being deleted). */

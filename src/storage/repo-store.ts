@@ -4,7 +4,6 @@ import { K, lastPart, Ranges } from './keys.js';
 import { removeRange } from './write-recorder.js';
 import type { Storage } from './database.js';
 import type { RecordReader } from './read/record-cache.js';
-import type { ListedRepo } from './repo-saga-store.js';
 import type { BookmarkRecord, RepoRecord, TagRecord } from './records.js';
 
 /**
@@ -136,34 +135,6 @@ export function* orgRepoIds(meta: Meta, orgId: string, afterId?: string): Genera
     const id = lastPart(key);
     if (id !== afterId) yield id;
   }
-}
-
-/** An order of the org's list: by id (creation order), by lowercased name or by `created_at`, ties by id. */
-export interface ListOrder {
-  by: 'id' | 'name' | 'created_at';
-  desc: boolean;
-}
-
-/**
- * The org's listed repositories in `order`, from position `offset`, at most `limit`: the orders
- * are kept as keys (repo-saga-store.ts), so LMDB skips to the position without reading records.
- */
-export function orgRepoIdsBy(meta: Meta, orgId: string, order: ListOrder, offset = 0, limit?: number): Iterable<string> {
-  const range = order.by === 'name' ? Ranges.orgReposByName(orgId) : order.by === 'created_at' ? Ranges.orgReposByCreated(orgId) : Ranges.orgRepos(orgId);
-  const keys = meta.getKeys(order.desc ? { start: range.end, end: range.start, reverse: true, offset, limit } : { ...range, offset, limit });
-  return keys.map(lastPart);
-}
-
-/** Those of `ids` the org lists, in `order`: a restricted token's few repositories, ordered as the org's list. */
-export function sortListed(meta: Meta, orgId: string, ids: readonly string[], order: ListOrder): string[] {
-  const listed: Array<{ id: string; at: string }> = [];
-  for (const id of ids) {
-    const entry = meta.get(K.orgRepo(orgId, id)) as ListedRepo | undefined;
-    if (entry) listed.push({ id, at: order.by === 'name' ? entry.name : order.by === 'created_at' ? entry.created_at : '' });
-  }
-  const sign = order.desc ? -1 : 1;
-  listed.sort((a, b) => sign * (a.at < b.at ? -1 : a.at > b.at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return listed.map((entry) => entry.id);
 }
 
 /**

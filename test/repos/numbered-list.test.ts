@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { openStorage } from '../../src/storage/database.js';
 import { K, Ranges } from '../../src/storage/keys.js';
@@ -77,7 +80,8 @@ t.test('a rename moves the repository in the order by name; a delete takes it ou
 t.test('a restricted token pages through only its repositories, in the same orders', async (t) => {
   const whole = await list('pageSize=100&sortBy=created_at&sortOrder=asc');
   const mine = whole.repos.filter((r) => ['b-2', 'a.3', 'x-ray', 'Alpha'].includes(r.name));
-  const token = await s.token({ repo_ids: mine.map((r) => r.id) });
+  // The first id twice: a repository claimed twice is still one.
+  const token = await s.token({ repo_ids: [...mine.map((r) => r.id), mine[0]!.id] });
   const names = mine.map((r) => r.name);
   const asc = await allPages('sortBy=name&sortOrder=asc', 3, token);
   t.same(asc.names, [...names].sort(byName));
@@ -116,6 +120,15 @@ t.test('a data directory of layout 5 gets the orders when it is opened', async (
     storage.meta.putSync(K.layoutVersion(), 5);
   });
   await storage.close();
+  // Killed after its first transaction of five entries (it pauses there), then resumed by the server.
+  const child = spawn(process.execPath, [fileURLToPath(new URL('../storage/fixtures/slow-migration.js', import.meta.url)), s.dataDir, '2000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  for await (const line of createInterface({ input: child.stdout })) {
+    t.equal(line, 'moved 5', 'one transaction of the migration');
+    child.kill('SIGKILL');
+    break;
+  }
+  await exited;
   await s.restart();
   const after = await Promise.all(['sortBy=name&sortOrder=asc', 'sortBy=created_at&sortOrder=desc'].map((q) => list(`pageSize=100&${q}`)));
   t.same(after, before, 'the same pages as before');
@@ -131,6 +144,7 @@ t.test('a filtered list reading thousands of records lets another request throug
     if (made.some((r) => r.status !== 201)) throw new Error(`create: ${made.find((r) => r.status !== 201)!.status}`);
   }
   const token = await s.token();
+  t.equal((await s.api('GET', '/acme/bulk-7', { token })).status, 200, 'the token is known to the server');
   const finished: string[] = [];
   const filter = encodeURIComponent('{"none":"such"}');
   const listed = s.api('GET', `/acme/repos/list?metadata=${filter}`, { token }).then((res) => {

@@ -64,8 +64,6 @@ export interface SagaStarted {
   saga_id: string;
   repo_id: string;
   name: string;
-  /** When the org's step ran: a created repository's `created_at`, as its place in the org's list. */
-  at: string;
 }
 
 function generatedName(ctx: CommandContext, orgId: string): string {
@@ -103,7 +101,7 @@ function start(ctx: CommandContext, kind: RepoSagaKind, orgId: string, repoId: s
 
 /** Not the request's response: an Idempotency-Key records the confirm's (or this step's error). */
 function started(saga: RepoSagaRecord): CommandResult {
-  const body: SagaStarted = { saga_id: saga.id, repo_id: saga.repo_id, name: saga.name, at: saga.at };
+  const body: SagaStarted = { saga_id: saga.id, repo_id: saga.repo_id, name: saga.name };
   return { status: 200, body, schema: 'sagaStarted', partial: true };
 }
 
@@ -161,7 +159,8 @@ export const retireRepo = defineCommand<RetireRepoInput>('repo.retire', (input, 
 export const confirmRepoSaga = defineCommand<SettleSagaInput>('repo.confirm', (input, ctx) => {
   const saga = getSaga(ctx.storage.meta, input.org_id, input.saga_id);
   // Absent: the sweeper confirmed it first (it finds sagas older than its bound).
-  if (saga) finishSaga(ctx.storage.meta, saga);
+  // The repository's own `created_at` where the reply has it (one made by an older build's step differs from its id's time).
+  if (saga) finishSaga(ctx.storage.meta, saga, typeof input.reply?.view.created_at === 'string' ? input.reply.view.created_at : undefined);
   if (!input.reply) return { status: 200, body: { success: true }, schema: 'success' };
   // Settled without the request (the sweeper, or the request itself after a failed step): the
   // response is recorded here, as the request's own confirm has the mailbox record it.

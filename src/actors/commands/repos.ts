@@ -4,7 +4,7 @@ import { releaseRepository } from '../../storage/quota.js';
 import type { BookmarkRecord, RepoRecord, UpstreamRecord } from '../../storage/records.js';
 import { LmdbRepoStore } from '../../storage/lmdb-repo-store.js';
 import { clearRepository, getBookmark, getRepo, putRepo, removeRepo, ROOT_CHANGE_ID } from '../../storage/repo-store.js';
-import { sagaFence, setSagaFence } from '../../storage/repo-saga-store.js';
+import { repoCreatedAt, sagaFence, setSagaFence } from '../../storage/repo-saga-store.js';
 import { repoEventView, repositoryView } from '../../protocol/views/repository.js';
 import { defineCommand, type CommandContext } from '../command.js';
 import { orgOf } from './org-of.js';
@@ -28,8 +28,6 @@ export interface InitRepoInput extends CreateRepoInput {
   repo_id: string;
   name: string;
   saga_id: string;
-  /** The saga's time: the org's list orders the repository by it (repo-saga-store.ts). */
-  created_at: string;
 }
 
 export interface UpdateRepoInput {
@@ -89,7 +87,8 @@ export const initRepo = defineCommand<InitRepoInput>('repo.init', (input, ctx) =
     org_id: org.id,
     name: input.name,
     default_bookmark: input.default_bookmark,
-    created_at: input.created_at,
+    // The time in its id, which the org's list orders it by (repo-saga-store.ts).
+    created_at: repoCreatedAt(input.repo_id),
     updated_at: now,
     tags: input.tags,
     upstream: input.upstream ? sealUpstream(ctx, input.upstream, null) : null,

@@ -86,7 +86,8 @@ export function allowedRepoIds(meta: RecordReader, p: Principal): string[] | nul
     }
     narrow(resolved);
   }
-  return (ids ?? []).filter((id) => {
+  // Each once: a name and an id (or two spellings of a name) may claim the same repository.
+  return [...new Set<string>(ids ?? [])].filter((id) => {
     const repo = getRepo(meta, id);
     return repo !== undefined && repo.org_id === p.org.id;
   });

@@ -1,7 +1,8 @@
 import { checkBookmarkName, checkRepoName, checkTagKeys } from '../../protocol/names.js';
 import { createRepoBody, patchRepoBody, type UpstreamInput } from '../../protocol/schemas/repos.js';
 import { repositoryJson, repositoryListItem, repositoryView } from '../../protocol/views/repository.js';
-import { getRepo, type ListOrder } from '../../storage/repo-store.js';
+import { getRepo } from '../../storage/repo-store.js';
+import type { ListOrder } from '../../storage/repo-saga-store.js';
 import { latestSyncKey, repositoryViewKeys } from '../../storage/read/gathered-keys.js';
 import type { RepoRecord } from '../../storage/records.js';
 import type { CreateRepoInput, UpdateRepoInput } from '../../actors/commands/repos.js';
@@ -82,7 +83,7 @@ export const repoRoutes: RouteDef[] = [
       // matches few reads many records: a page reads at most SCAN_PER_ITEM per item it may show.
       let passed: string | undefined;
       let read = 0;
-      for await (const repo of reachableRepos(ctx, await listedIdsAfter(ctx, cursor?.after), filter ? FILTER_BATCH : limit + 1)) {
+      for await (const repo of reachableRepos(ctx, await listedIdsAfter(ctx, cursor?.after), filter ? Math.min(FILTER_BATCH, limit * SCAN_PER_ITEM + 1) : limit + 1)) {
         if (filter && ++read > limit * SCAN_PER_ITEM && passed !== undefined) {
           hasMore = true;
           break;

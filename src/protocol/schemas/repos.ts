@@ -45,7 +45,7 @@ export const whoami: JsonSchema = obj({
 });
 
 /** Internal replies of the repository sagas' steps (actors/repo-saga.ts), never sent to a client. */
-export const sagaStarted: JsonSchema = obj({ saga_id: str(), repo_id: str(), name: str(), at: str() });
+export const sagaStarted: JsonSchema = obj({ saga_id: str(), repo_id: str(), name: str() });
 export const sagaStepRan: JsonSchema = obj({ ran: { type: 'boolean' }, view: repository }, ['ran']);
 
 export const responses = { repository, repositoryPage, repositoryNumberedPage, organization, whoami, sagaStarted, sagaStepRan };
