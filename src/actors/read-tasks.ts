@@ -1,8 +1,9 @@
 /**
  * The CPU-heavy reads (API §5.1, §7–8, §14) that run on the read pool's threads: materializing a
- * conflicted commit, large content JSON and deep listings, diffs, a change's files, and git's upload-pack. Each works on a fresh LMDB read of the
- * commits the front end resolved (`ChangeRef`), so a change that evolves meanwhile cannot mix
- * two states into one answer.
+ * conflicted commit, large content JSON and deep listings, diffs, a change's files, and git's
+ * upload-pack. Each works on a fresh LMDB read of the commits the front end resolved
+ * (`ChangeRef`), so a change that evolves meanwhile cannot mix two states into one answer; a
+ * change's files are read from one snapshot, the change looked up again there.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { asServiceError, ServiceError, type ServiceErrorData } from '../errors.js';

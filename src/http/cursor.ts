@@ -9,11 +9,11 @@ export function encodeCursor(position: Record<string, unknown>): string {
 }
 
 /**
- * Positions are names and ids, none longer than this: a longer one was not made here, and as the
- * start of a key range it would not fit LMDB's keys.
+ * Positions are names and ids, none longer than this in UTF-8: a longer one was not made here,
+ * and as the start of a key range it would not fit LMDB's keys (1,978 bytes).
  */
-const MAX_POSITION_CHARS = 1024;
-const fits = (v: unknown): boolean => (typeof v === 'string' ? v.length <= MAX_POSITION_CHARS : !Array.isArray(v) || v.every(fits));
+const MAX_POSITION_BYTES = 1024;
+const fits = (v: unknown): boolean => (typeof v === 'string' ? Buffer.byteLength(v) <= MAX_POSITION_BYTES : !Array.isArray(v) || v.every(fits));
 
 export function decodeCursor<T extends Record<string, unknown>>(raw: string | number | undefined, check: (value: Record<string, unknown>) => value is T): T | null {
   if (raw === undefined || raw === '') return null;

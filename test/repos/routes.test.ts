@@ -349,7 +349,11 @@ t.test('cursors - a position longer than any name or id is a malformed cursor on
   ]) {
     expectError(t, await s.api('GET', path), 400, 'INVALID_REQUEST', /cursor/);
   }
-  t.equal((await s.api('GET', `/acme/sync-runs?cursor=${cursor({ before: 'a'.repeat(1024) })}`)).status, 200, 'a position of 1024 characters is still one');
+  t.equal((await s.api('GET', `/acme/sync-runs?cursor=${cursor({ before: 'a'.repeat(1024) })}`)).status, 200, 'a position of 1024 bytes is still one');
+  for (const path of ['/acme/webhook-targets', '/acme/sync-runs', '/acme/long-cursors/bookmarks']) {
+    // 400 characters, 1,200 bytes: counted as LMDB counts a key.
+    expectError(t, await s.api('GET', `${path}?cursor=${cursor({ before: '€'.repeat(400), after: '€'.repeat(400) })}`), 400, 'INVALID_REQUEST', /cursor/);
+  }
   t.equal((await s.api('DELETE', `/acme/webhook-targets/${target.json.id}`)).status, 200);
 });
 

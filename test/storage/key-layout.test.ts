@@ -57,11 +57,16 @@ t.test('every key of a repository sorts inside its shard, org-shard keys inside 
     t.notOk(holds(storage.meta, Ranges.repoOwned(repoId), K.repo(repoId)), 'the record is not part of the owned range');
   }
   const orgId = 'org_01M8EV44EE22VXE4B7E6B1SDC7';
-  for (const key of [K.orgRepo(orgId, REPOS[0]!), K.orgRepoCount(orgId), K.repoName(orgId, 'Name'), K.repoSaga(orgId, 'saga_1'), K.releasedName(orgId, 'Name', REPOS[0]!), K.quotaGrant(orgId, 3)]) {
+  const byName = K.orgRepoByName(orgId, 'name', REPOS[0]!);
+  const byCreated = K.orgRepoByCreated(orgId, '2026-11-29T00:00:00.000Z', REPOS[0]!);
+  for (const key of [K.orgRepo(orgId, REPOS[0]!), K.orgRepoCount(orgId), byName, byCreated, K.repoName(orgId, 'Name'), K.repoSaga(orgId, 'saga_1'), K.releasedName(orgId, 'Name', REPOS[0]!), K.quotaGrant(orgId, 3)]) {
     storage.meta.putSync(key, true);
     t.ok(holds(storage.meta, Ranges.shard(orgShard(orgId)), key), `${JSON.stringify(key)} in the org's shard`);
   }
   t.notOk(holds(storage.meta, Ranges.orgRepos(orgId), K.orgRepoCount(orgId)), 'the count of the org\'s repositories is not in the list it counts');
+  for (const key of [byName, byCreated]) t.notOk(holds(storage.meta, Ranges.orgRepos(orgId), key), `${JSON.stringify(key)} is not in the list it orders`);
+  t.ok(holds(storage.meta, Ranges.orgReposByName(orgId), byName) && holds(storage.meta, Ranges.orgReposByCreated(orgId), byCreated), 'each order holds its keys');
+  t.notOk(holds(storage.meta, Ranges.orgReposByName(orgId), byCreated), 'and not the other\'s');
   const global = [K.keyVersion(), K.layoutVersion(), K.org(orgId), K.orgSlug('acme'), K.key('key_1'), K.orgKey(orgId, 'key_1'), K.webhookTarget(orgId, 'wht_1'), K.legacyOrgBytes(orgId), K.legacyIdempotency('key_1', 'k')];
   for (const key of global) {
     storage.meta.putSync(key, true);

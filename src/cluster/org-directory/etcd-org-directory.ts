@@ -201,7 +201,7 @@ export class EtcdOrgDirectory implements OrgDirectory {
   *targetsNewestFirst(orgId: string, before?: string): Generator<WebhookTargetRecord> {
     const held = this.view.targets.get(orgId);
     if (!held) return;
-    // Only the ids are sorted; a record is copied when the page reaches it.
+    // The ids are sorted on every page (the view holds them in a map); a record is copied only when the page reaches it.
     const ids = [...held.keys()].filter((id) => before === undefined || id < before).sort();
     for (let i = ids.length - 1; i >= 0; i--) {
       const record = held.get(ids[i]!)?.record;

@@ -9,7 +9,7 @@ import type { MergeBookmarksInput } from '../../actors/commands/merge.js';
 import { callActor } from '../actor-call.js';
 import { repoActor } from '../../actors/actor-names.js';
 import { decodeCursor, encodeCursor, hasString } from '../cursor.js';
-import { withBody, type RouteDef } from '../route.js';
+import { withBody, type Reply, type RequestContext, type RouteDef } from '../route.js';
 
 /**
  * Bookmark routes (API §6). Reads are served here from an LMDB snapshot; every write goes to the
@@ -26,62 +26,71 @@ const BOOKMARK = '/{org}/{repo}/bookmarks/{bookmark}';
 const GLOB_TURN_WORK = 1_000_000;
 const GLOB_PAGE_WORK = 15_000_000;
 
+/** A page of the repository's bookmarks; yields where the walk wants other requests to run first. */
+function* bookmarkPage(ctx: RequestContext): Generator<'turn', Reply> {
+  const repo = ctx.repo!;
+  const meta = ctx.services.storage.meta;
+  const glob = ctx.query.glob === undefined || ctx.query.glob === '' ? null : compileRefGlob(String(ctx.query.glob));
+  const cursor = decodeCursor(ctx.query.cursor, hasString('after'));
+  const limit = ctx.query.limit as number;
+  // Names sort as keys, so the glob's literal prefix bounds the scan and the cursor is a name.
+  let from: string | null = glob?.prefix ? glob.prefix : null;
+  // Keys compare as UTF-8 bytes, so the later of the two starting points is chosen the same way.
+  if (cursor && (glob === null || Buffer.compare(Buffer.from(cursor.after), Buffer.from(glob.prefix)) >= 0)) from = cursor.after;
+  const bookmarks: BookmarkView[] = [];
+  let hasMore = false;
+  // The last name this page is done with: where the next one starts.
+  let passed: string | null = null;
+  // A glob that matches few of many names tests them all, each in O(name × glob): other
+  // requests run between turns, and a page that has tested its share ends where it got to.
+  let work = 0;
+  let turn = GLOB_TURN_WORK;
+  for (const name of bookmarkNamesFrom(meta, repo.id, from)) {
+    if (cursor && name === cursor.after) continue;
+    if (glob) {
+      if (!name.startsWith(glob.prefix)) break;
+      work += name.length * glob.states;
+      if (work > GLOB_PAGE_WORK && passed !== null) {
+        hasMore = true;
+        break;
+      }
+      if (work > turn) {
+        turn = work + GLOB_TURN_WORK;
+        yield 'turn';
+      }
+      if (!glob.test(name)) {
+        passed = name;
+        continue;
+      }
+    }
+    if (bookmarks.length === limit) {
+      hasMore = true;
+      break;
+    }
+    const record = getBookmark(meta, repo.id, name);
+    if (record) bookmarks.push(bookmarkView(repo, record));
+    passed = name;
+  }
+  return {
+    status: 200,
+    schema: 'bookmarkPage',
+    value: { bookmarks, next_cursor: hasMore && passed !== null ? encodeCursor({ after: passed }) : null, has_more: hasMore },
+  };
+}
+
+/** Runs `walk` on this turn of the event loop until it asks for another: a walk that never asks answers at once. */
+function drive(ctx: RequestContext, walk: Generator<'turn', Reply>): Reply | Promise<Reply> {
+  const step = walk.next();
+  return step.done ? step.value : ctx.connection.connectionSettled().then(() => drive(ctx, walk));
+}
+
 export const bookmarkRoutes: RouteDef[] = [
   {
     method: 'GET',
     path: BOOKMARKS,
     permission: 'git:read',
     query: { keys: { cursor: { type: 'string' }, limit: { type: 'int', min: 1, max: 200, default: 50 }, glob: { type: 'string' } } },
-    async handler(ctx) {
-      const repo = ctx.repo!;
-      const meta = ctx.services.storage.meta;
-      const glob = ctx.query.glob === undefined || ctx.query.glob === '' ? null : compileRefGlob(String(ctx.query.glob));
-      const cursor = decodeCursor(ctx.query.cursor, hasString('after'));
-      const limit = ctx.query.limit as number;
-      // Names sort as keys, so the glob's literal prefix bounds the scan and the cursor is a name.
-      let from: string | null = glob?.prefix ? glob.prefix : null;
-      // Keys compare as UTF-8 bytes, so the later of the two starting points is chosen the same way.
-      if (cursor && (glob === null || Buffer.compare(Buffer.from(cursor.after), Buffer.from(glob.prefix)) >= 0)) from = cursor.after;
-      const bookmarks: BookmarkView[] = [];
-      let hasMore = false;
-      // The last name this page is done with: where the next one starts.
-      let passed: string | null = null;
-      // A glob that matches few of many names tests them all, each in O(name × glob): other
-      // requests run between turns, and a page that has tested its share ends where it got to.
-      let work = 0;
-      let turn = GLOB_TURN_WORK;
-      for (const name of bookmarkNamesFrom(meta, repo.id, from)) {
-        if (cursor && name === cursor.after) continue;
-        if (glob) {
-          if (!name.startsWith(glob.prefix)) break;
-          work += name.length * glob.states;
-          if (work > GLOB_PAGE_WORK && passed !== null) {
-            hasMore = true;
-            break;
-          }
-          if (work > turn) {
-            turn = work + GLOB_TURN_WORK;
-            await ctx.connection.connectionSettled();
-          }
-          if (!glob.test(name)) {
-            passed = name;
-            continue;
-          }
-        }
-        if (bookmarks.length === limit) {
-          hasMore = true;
-          break;
-        }
-        const record = getBookmark(meta, repo.id, name);
-        if (record) bookmarks.push(bookmarkView(repo, record));
-        passed = name;
-      }
-      return {
-        status: 200,
-        schema: 'bookmarkPage',
-        value: { bookmarks, next_cursor: hasMore && passed !== null ? encodeCursor({ after: passed }) : null, has_more: hasMore },
-      };
-    },
+    handler: (ctx) => drive(ctx, bookmarkPage(ctx)),
   },
   withBody(createBookmarkBody, {
     method: 'POST',

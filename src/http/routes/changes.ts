@@ -145,12 +145,12 @@ export const changeRoutes: RouteDef[] = [
     method: 'GET',
     path: '/{org}/{repo}/changes/{change_id}',
     permission: 'git:read',
-    async handler(ctx) {
+    handler(ctx) {
       const record = changeParam(ctx);
       const here = changeDetailWithin(ctx.services.storage, ctx.repo!.id, record, INLINE_TREE_BYTES);
       if (here) return { status: 200, schema: 'changeDetail', value: here };
-      const body = (await readPool(ctx.services.config.dataDir).run({ kind: 'change-detail', repoId: ctx.repo!.id, changeId: record.id })) as Uint8Array;
-      return { status: 200, json: body };
+      const task = readPool(ctx.services.config.dataDir).run({ kind: 'change-detail', repoId: ctx.repo!.id, changeId: record.id });
+      return task.then((body) => ({ status: 200, json: body as Uint8Array }));
     },
   },
   {

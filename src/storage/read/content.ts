@@ -131,7 +131,7 @@ export function dirJson(storage: Storage, repoId: string, view: ChangeView, path
   const childCount = treeEntryCount(view.store, repoId, value.oid);
   const json: ContentDirJson = { type: 'dir', name: nameOf(path), path, sha: value.oid, child_count: childCount, entries: [], truncated: false };
   // A one-level listing (often on the front end) scans no more records than it would look up.
-  const scanLimit = request.depth === 1 ? Math.max(256, 2 * childCount) : METADATA_SCAN_LIMIT;
+  const scanLimit = request.depth === 1 ? Math.min(METADATA_SCAN_LIMIT, Math.max(256, 2 * childCount)) : METADATA_SCAN_LIMIT;
   const metaByPath = request.depth > 0 ? metadataUnder(storage.meta, repoId, path, scanLimit) : null;
   const metadataOf = (p: string): FileMetadataRecord | undefined => {
     const record = metaByPath ? metaByPath.get(p) : fileMetadata(storage.meta, repoId, p);

@@ -20,7 +20,7 @@ interface ParsedTree {
 /**
  * A tree too wide to parse for a lookup (a flat directory of 100,000 files took 80-95 ms a
  * request, parsed and mapped each time because too large to cache): its bytes and where each
- * entry starts, searched in git's order. About a sixth of its parsed form's memory.
+ * entry starts, searched in git's order. About a quarter of its parsed form's memory.
  */
 interface WideTree {
   bytes: Buffer;
