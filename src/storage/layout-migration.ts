@@ -42,7 +42,7 @@ export interface MigrationResult {
 }
 
 export function migrateLayout(storage: Storage, options: MigrationOptions = {}): MigrationResult {
-  const limit = options.batchEntries ?? BATCH_ENTRIES;
+  const limit = Math.max(1, options.batchEntries ?? BATCH_ENTRIES);
   const { meta } = storage;
   const from = meta.get(K.layoutVersion()) as number | undefined;
   if (from === LAYOUT_VERSION) return { from, moved: 0 };

@@ -78,10 +78,21 @@ function* bookmarkPage(ctx: RequestContext): Generator<'turn', Reply> {
   };
 }
 
-/** Runs `walk` on this turn of the event loop until it asks for another: a walk that never asks answers at once. */
+/**
+ * Runs `walk` on this turn of the event loop until it asks for another: a walk that never asks
+ * answers at once. One whose client has gone is closed at once, and its LMDB cursor with it,
+ * rather than left to the collector.
+ */
 function drive(ctx: RequestContext, walk: Generator<'turn', Reply>): Reply | Promise<Reply> {
   const step = walk.next();
-  return step.done ? step.value : ctx.connection.connectionSettled().then(() => drive(ctx, walk));
+  if (step.done) return step.value;
+  return ctx.connection.connectionSettled().then(
+    () => drive(ctx, walk),
+    (err: unknown) => {
+      walk.return(undefined as never);
+      throw err;
+    },
+  );
 }
 
 export const bookmarkRoutes: RouteDef[] = [
