@@ -88,11 +88,11 @@ function writeOrgRepoCounts(meta: Database<unknown, Key>): void {
  * Layout 6: each entry of an org's list holds the repository's lowercased name and creation time,
  * and the org orders its list by both (repo-saga-store.ts). Only the org's shard is read — the name
  * from its name index, the time from the repository's id (a repository made by an older build
- * shows a `created_at` a few milliseconds later: when its step ran) — so every node of a cluster,
- * holding the org's shard but not necessarily the repositories', writes the same keys. Returns a step that indexes up to
- * `limit` entries inside the caller's transaction and says how many: it goes on after the last
- * entry this process indexed (one that stopped part way starts over and passes the indexed ones,
- * recognized by their value).
+ * shows a later `created_at`: when its step ran) — so every node of a cluster, holding the org's
+ * shard but not necessarily the repositories', writes the same keys. Returns a step that indexes
+ * up to `limit` entries inside the caller's transaction and says how many: it goes on after the
+ * last entry this process indexed (one that stopped part way starts over and passes the indexed
+ * ones, recognized by their value).
  */
 function listOrders(meta: Database<unknown, Key>): (limit: number) => number {
   let orgs: string[] | null = null;

@@ -182,7 +182,7 @@ export function sortListed(meta: RecordReader, orgId: string, ids: readonly stri
 
 /** Whether the repository is in its org's list (created and confirmed, not being deleted). */
 export function isListed(meta: RecordReader, orgId: string, repoId: string): boolean {
-  return meta.get(K.orgRepo(orgId, repoId)) !== undefined;
+  return listedRepo(meta, orgId, repoId) !== undefined;
 }
 
 /** The org's unfinished saga started by the request under `keyId`'s `key`, if any (an org has few at a time). */

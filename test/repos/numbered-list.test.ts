@@ -5,6 +5,7 @@ import t from 'tap';
 import { openStorage } from '../../src/storage/database.js';
 import { K, Ranges } from '../../src/storage/keys.js';
 import { checkRepositories } from '../helpers/consistency.js';
+import { answerOrder } from '../helpers/answer-order.js';
 import { startTestServer } from '../helpers/server.js';
 
 /**
@@ -145,19 +146,10 @@ t.test('a filtered list reading thousands of records lets another request throug
   }
   const token = await s.token();
   t.equal((await s.api('GET', '/acme/bulk-7', { token })).status, 200, 'the token is known to the server');
-  const finished: string[] = [];
   const filter = encodeURIComponent('{"none":"such"}');
-  const listed = s.api('GET', `/acme/repos/list?metadata=${filter}`, { token }).then((res) => {
-    finished.push('list');
-    return res;
-  });
-  const read = s.api('GET', '/acme/bulk-7', { token }).then((res) => {
-    finished.push('read');
-    return res;
-  });
-  const [l, r] = await Promise.all([listed, read]);
+  const { slow: l, quick: r, quickFirst } = await answerOrder(s.api('GET', `/acme/repos/list?metadata=${filter}`, { token }), s.api('GET', '/acme/bulk-7', { token }));
   t.same({ list: l.status, total: l.json.total, read: r.status }, { list: 200, total: 0, read: 200 });
-  t.same(finished, ['read', 'list'], `the read was answered while the list read ${N} records`);
+  t.ok(quickFirst, `the read was answered while the list read ${N} records`);
 });
 
 t.test('a filtered cursor page reads at most 100 records per item it may show, and paging finds every match', async (t) => {
