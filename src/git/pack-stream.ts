@@ -16,7 +16,7 @@ import { once } from 'node:events';
 import { constants, createDeflate, deflateSync, inflateRawSync } from 'node:zlib';
 import { ServiceError } from '../errors.js';
 import { PackWriter } from '../actors/system/sync/pack-writer.js';
-import { yieldToWriters } from '../actors/writer-activity.js';
+import { busyWriters, yieldToWriters } from '../actors/writer-activity.js';
 import { CHUNKED_BLOB, DEFLATED_BLOB, ZLIB_BLOB, decodeChunkedHeader, storedObjectType } from '../storage/git-object-store.js';
 import { vanished, type ObjectReader } from '../storage/read/object-reader.js';
 import type { PackObjects } from './reachable-sets.js';
@@ -31,13 +31,14 @@ const BYTES_BETWEEN_WAITS = 256 * 1024;
 /**
  * Pack bytes produced between two looks at the writers, and the longest a pack then waits while
  * writes are under way (writer-activity.ts). Small pieces give a woken writer a core sooner; the
- * bound keeps a pack of small objects moving at about 12.5 MiB/s at most when writes never rest.
- * A large file's chunk (1 MiB) is one piece and waits up to 20 ms. A wait between two 256 KiB
- * marks keeps the pack's snapshot: 5 ms, against the 50 ms after which a reader renews it anyway.
+ * wait is what the writes' tail beside clones follows (5 ms per piece: their p99 within 1.5× of
+ * theirs alone in 6 runs of 10; 20 ms: 12 of 17, docs/measurements/2026-11-29-pack-pauses.md). It
+ * bounds a pack of small objects to about 3 MiB/s when writes never rest. A large file's chunk
+ * (1 MiB) is one piece and waits up to 20 ms too. A pack lets go of its snapshot before it waits,
+ * so pages the writers free meanwhile are not kept for it.
  */
 const BYTES_BETWEEN_YIELDS = 64 * 1024;
-const WRITER_YIELD_MS = 5;
-const CHUNK_YIELD_MS = 20;
+const PIECE_YIELD_MS = 20;
 
 export interface PackStats {
   objects: number;
@@ -71,7 +72,10 @@ export async function streamPack(objects: ObjectReader, pack: PackObjects, chann
     }
     if (produced - yieldedAt >= BYTES_BETWEEN_YIELDS) {
       yieldedAt = produced;
-      yieldToWriters(WRITER_YIELD_MS);
+      if (busyWriters() > 0) {
+        objects.release();
+        yieldToWriters(PIECE_YIELD_MS);
+      }
     }
   }
   if (written !== pack.count) throw new ServiceError('INTERNAL_ERROR', `a pack of ${pack.count} objects listed ${written}`);
@@ -122,7 +126,7 @@ async function streamChunkedBlob(objects: ObjectReader, value: Buffer, writer: P
       objects.release();
       if (!hasRoom) await Promise.race([once(deflate, 'drain'), ended]);
       await sink.ready();
-      yieldToWriters(CHUNK_YIELD_MS);
+      yieldToWriters(PIECE_YIELD_MS);
     }
     deflate.end();
     await ended;

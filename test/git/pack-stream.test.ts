@@ -18,7 +18,7 @@ import type { WriterThreadData } from '../actors/fixtures/writer-thread.js';
 
 /**
  * A clone's pack steps aside for the writers: while an actor thread has a batch under way, the
- * pack waits (at most 5 ms) after each 64 KiB it produces, and sends the same bytes either way.
+ * pack waits (at most 20 ms) after each 64 KiB it produces, and sends the same bytes either way.
  */
 const dir = mkdtempSync(join(tmpdir(), 'repohost-pack-stream-'));
 const storage = openStorage(dir);
@@ -37,7 +37,7 @@ const oids = Array.from({ length: 24 }, () => {
   return oid;
 });
 const WAITS = 12;
-const WAIT_MS = 5;
+const WAIT_MS = 20;
 
 async function pack(): Promise<{ bytes: Buffer; ms: number }> {
   const parts: Buffer[] = [];
