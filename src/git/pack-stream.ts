@@ -31,11 +31,11 @@ const BYTES_BETWEEN_WAITS = 256 * 1024;
 /**
  * Pack bytes produced between two looks at the writers, and the longest a pack then waits while
  * writes are under way (writer-activity.ts). Small pieces give a woken writer a core sooner; the
- * wait is what the writes' tail beside clones follows (5 ms per piece: their p99 within 1.5× of
- * theirs alone in 6 runs of 10; 20 ms: 12 of 17, docs/measurements/2026-11-29-pack-pauses.md). It
- * bounds a pack of small objects to about 3 MiB/s when writes never rest. A large file's chunk
- * (1 MiB) is one piece and waits up to 20 ms too. A pack lets go of its snapshot before it waits,
- * so pages the writers free meanwhile are not kept for it.
+ * writes' p99 beside 8 clone loops follows the wait (at most 5 ms a piece: 41–124 ms, median 65;
+ * 20 ms: 34–72 ms, median 55; docs/measurements/2026-11-29-pack-pauses.md). 20 ms bounds a pack
+ * of small objects to about 3 MiB/s when writes never rest. A large file's chunk (1 MiB) is one
+ * piece and waits up to 20 ms too. A pack ends its snapshot before it waits, so pages the writers
+ * free meanwhile are not kept for it.
  */
 const BYTES_BETWEEN_YIELDS = 64 * 1024;
 const PIECE_YIELD_MS = 20;

@@ -47,6 +47,17 @@ t.test('an object reader renews its snapshot as it goes on reading', async (t) =
   t.equal(oldestReaderLag(storage.root), 0, 'released, it holds none');
 });
 
+t.test('a released reader holds no snapshot before its thread returns to the event loop', async (t) => {
+  // A reader slot shows its snapshot's transaction id while one is open, `-` once it ended.
+  const open = (): number => storage.root.readerList().split('\n').filter((line) => /^\s*\d+\s+\S+\s+\d+\s*$/.test(line)).length;
+  const reader = new ObjectReader(storage, REPO);
+  t.ok(reader.has(OID), 'the object is there');
+  t.equal(open(), 1, 'reading, it holds a snapshot');
+  // No await in between: a pack that steps aside blocks its thread right after releasing.
+  reader.release();
+  t.equal(open(), 0, 'released, none is open');
+});
+
 t.test('an object the walk reached that is gone is retryable; one of the wrong type is corruption', async (t) => {
   const graph = new ObjectGraph(new ObjectReader(storage, REPO));
   t.teardown(() => graph.objects.release());

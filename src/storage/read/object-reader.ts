@@ -95,8 +95,12 @@ export class ObjectReader {
 
   /** Lets LMDB reuse what the snapshot holds; the next read takes a new one. Views read so far end. */
   release(): void {
-    this.txn?.done();
+    if (!this.txn) return;
+    this.txn.done();
     this.txn = null;
+    // lmdb-js ends the thread's snapshot on a timer, which a thread blocked in a wait (a pack
+    // stepping aside for the writers) does not reach: end it now.
+    this.storage.root.resetReadTxn();
   }
 
   private key(oid: string): Key {
