@@ -60,8 +60,11 @@ export async function streamPack(objects: ObjectReader, pack: PackObjects, chann
   for (const oid of pack.oids) {
     const view = objects.view(oid);
     if (!view) throw vanished('object', oid);
-    if (view[0] === CHUNKED_BLOB) await streamChunkedBlob(objects, view, writer, sink);
-    else if (writeInline(writer, oid, view)) reused++;
+    if (view[0] === CHUNKED_BLOB) {
+      await streamChunkedBlob(objects, view, writer, sink);
+      // It stepped aside after each of its chunks already.
+      yieldedAt = produced;
+    } else if (writeInline(writer, oid, view)) reused++;
     written++;
     if (produced - waitedAt >= BYTES_BETWEEN_WAITS) {
       waitedAt = produced;

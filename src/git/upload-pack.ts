@@ -278,8 +278,13 @@ async function runToEnd<T>(walk: Generator<number, T>, session: Session): Promis
   return step.value;
 }
 
-/** Yields to the thread's event loop (cancellation, other reads) and stops if the client left. */
+/**
+ * Yields to the thread's event loop (cancellation, other reads) and stops if the client left. The
+ * walk's snapshot ends first: another task of this thread may block meanwhile while it steps aside
+ * for the writers (pack-stream.ts), and would keep the snapshot open through its wait.
+ */
 async function breathe(session: Session): Promise<void> {
+  session.objects.release();
   await new Promise((resolve) => setImmediate(resolve));
   if (session.sink.isCancelled) await session.sink.ready();
 }

@@ -10,10 +10,11 @@ import { K } from '../keys.js';
  * A repository's objects for readers that run long: git's upload-pack walks and sends for as
  * long as the client takes to read. Objects never change once stored, so they need not come from
  * the snapshot the caller read its refs from: reads go through an LMDB read transaction renewed
- * every SNAPSHOT_MS, and released while the caller waits for its client (`release`). They leave
- * with their repository, with the blob collector (never referenced ones), or with this node's copy
- * of their shard (rebuilt after it diverged, or replaced by a new copy): a reader then meets an
- * object the refs reach but the store no longer holds, `vanished`, and its client tries again.
+ * every SNAPSHOT_MS, and ended while the caller waits for its client or for the writers
+ * (`release`). They leave with their repository, with the blob collector (never referenced ones),
+ * or with this node's copy of their shard (rebuilt after it diverged, or replaced by a new copy):
+ * a reader then meets an object the refs reach but the store no longer holds, `vanished`, and its
+ * client tries again.
  * A snapshot held for a whole clone kept LMDB from reusing the pages that writes free meanwhile,
  * for as long as the client took: the file grows instead, and beside 8 readers holding snapshots
  * of 1.2 s each commit waited 1.8–2.3× as long for the disk
