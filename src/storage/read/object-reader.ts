@@ -85,10 +85,8 @@ export class ObjectReader {
   private snapshot(): Transaction {
     const now = this.now();
     if (this.txn && now - this.takenAt < SNAPSHOT_MS) return this.txn;
+    // Also resets the thread's read transaction, so that the next one is a new snapshot.
     this.release();
-    // lmdb-js hands out the thread's current read transaction until a timer resets it, and this
-    // thread may not have yielded since: reset it here so that the next one is a new snapshot.
-    this.storage.root.resetReadTxn();
     this.txn = this.storage.root.useReadTransaction();
     this.takenAt = now;
     return this.txn;
@@ -96,11 +94,11 @@ export class ObjectReader {
 
   /** Lets LMDB reuse what the snapshot holds; the next read takes a new one. Views read so far end. */
   release(): void {
-    if (!this.txn) return;
-    this.txn.done();
+    this.txn?.done();
     this.txn = null;
-    // lmdb-js ends the thread's snapshot on a timer, which a thread blocked in a wait (a pack
-    // stepping aside for the writers) does not reach: end it now.
+    // lmdb-js hands out the thread's read transaction until a timer resets it, which a thread
+    // blocked in a wait (a pack stepping aside for the writers) does not reach: reset it now, this
+    // reader's or one another read of the thread left open (another reader keeps its own).
     this.storage.root.resetReadTxn();
   }
 
