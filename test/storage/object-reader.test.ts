@@ -47,15 +47,25 @@ t.test('an object reader renews its snapshot as it goes on reading', async (t) =
   t.equal(oldestReaderLag(storage.root), 0, 'released, it holds none');
 });
 
+/** Snapshots open now: a reader slot shows its transaction id while one is, `-` once it ended. */
+const open = (): number => storage.root.readerList().split('\n').filter((line) => /^\s*\d+\s+\S+\s+\d+\s*$/.test(line)).length;
+
 t.test('a released reader holds no snapshot before its thread returns to the event loop', async (t) => {
-  // A reader slot shows its snapshot's transaction id while one is open, `-` once it ended.
-  const open = (): number => storage.root.readerList().split('\n').filter((line) => /^\s*\d+\s+\S+\s+\d+\s*$/.test(line)).length;
   const reader = new ObjectReader(storage, REPO);
   t.ok(reader.has(OID), 'the object is there');
   t.equal(open(), 1, 'reading, it holds a snapshot');
   // No await in between: a pack that steps aside blocks its thread right after releasing.
   reader.release();
   t.equal(open(), 0, 'released, none is open');
+});
+
+t.test('releasing a reader also ends a snapshot another read of its thread left open', async (t) => {
+  const other = storage.root.useReadTransaction();
+  t.ok(storage.objects.get(K.object(REPO, OID)), 'another read');
+  other.done();
+  t.equal(open(), 1, 'it left its snapshot open until the event loop');
+  new ObjectReader(storage, REPO).release();
+  t.equal(open(), 0, 'a reader that read nothing ends it when released');
 });
 
 t.test('an object the walk reached that is gone is retryable; one of the wrong type is corruption', async (t) => {
