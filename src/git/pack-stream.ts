@@ -40,6 +40,13 @@ const BYTES_BETWEEN_WAITS = 256 * 1024;
 const BYTES_BETWEEN_YIELDS = 64 * 1024;
 const PIECE_YIELD_MS = 20;
 
+/** Waits while writes are under way, holding no snapshot meanwhile (not even another read's of this thread). */
+function stepAside(objects: ObjectReader): void {
+  if (busyWriters() === 0) return;
+  objects.release();
+  yieldToWriters(PIECE_YIELD_MS);
+}
+
 export interface PackStats {
   objects: number;
   /** Objects sent with their stored compression. */
@@ -75,10 +82,7 @@ export async function streamPack(objects: ObjectReader, pack: PackObjects, chann
     }
     if (produced - yieldedAt >= BYTES_BETWEEN_YIELDS) {
       yieldedAt = produced;
-      if (busyWriters() > 0) {
-        objects.release();
-        yieldToWriters(PIECE_YIELD_MS);
-      }
+      stepAside(objects);
     }
   }
   if (written !== pack.count) throw new ServiceError('INTERNAL_ERROR', `a pack of ${pack.count} objects listed ${written}`);
@@ -129,7 +133,7 @@ async function streamChunkedBlob(objects: ObjectReader, value: Buffer, writer: P
       objects.release();
       if (!hasRoom) await Promise.race([once(deflate, 'drain'), ended]);
       await sink.ready();
-      yieldToWriters(PIECE_YIELD_MS);
+      stepAside(objects);
     }
     deflate.end();
     await ended;
