@@ -1,5 +1,5 @@
 import { asBinary, type Database, type Key } from 'lmdb';
-import type { Storage } from './database.js';
+import { NESTABLE_COMMIT_THEN_SYNC, type Storage } from './database.js';
 import { encodeKey } from './keys.js';
 import type { WriteDb, WriteSet } from './write-set.js';
 
@@ -22,7 +22,7 @@ export function applyWriteSet(storage: Storage, set: WriteSet): void {
       // The same keys as on the owner: the range holds here what it held there.
       else for (const key of [...db.getKeys({ start: op.key, end: op.end! })]) db.removeSync(key);
     }
-  });
+  }, NESTABLE_COMMIT_THEN_SYNC);
 }
 
 /** The encoded start of every key of `shard`: its number, then the separator between key parts. */

@@ -27,11 +27,14 @@ import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPat
 export const COMMIT_THEN_SYNC = (0x10000 | 2) as TransactionFlags;
 
 /**
- * ABORTABLE without SYNCHRONOUS_COMMIT: the commit returns once written, and the disk catches up
- * in the background (the next synced commit covers it). For writes another copy already makes
- * durable: cluster mode's log positions and the entries a follower applies from its shard log.
+ * COMMIT_THEN_SYNC for a transaction that may also be opened inside another, where it is a child
+ * transaction (rolled back alone if its callback throws), as with lmdb-js's default flags. An
+ * environment with overlapping sync has no commit that skips the sync: without NO_SYNC_FLUSH (the
+ * default flags among them) a commit syncs before writing its meta page, with the write lock held
+ * (two threads committing 20 puts each in a loop: 1,787–1,831 commits a second that way, 2,006–2,235
+ * with these flags).
  */
-export const COMMIT_NO_SYNC = 1 as TransactionFlags;
+export const NESTABLE_COMMIT_THEN_SYNC = (0x10000 | 2 | 1) as TransactionFlags;
 
 export interface Storage {
   root: RootDatabase;

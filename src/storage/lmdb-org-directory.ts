@@ -1,5 +1,5 @@
 import { ServiceError } from '../errors.js';
-import type { Storage } from './database.js';
+import { NESTABLE_COMMIT_THEN_SYNC, type Storage } from './database.js';
 import { K, lastPart, Ranges } from './keys.js';
 import type { OrgDirectory } from './org-directory.js';
 import type { OrgRecord, SigningKeyRecord } from './records.js';
@@ -136,6 +136,6 @@ export class LmdbOrgDirectory implements OrgDirectory {
       const result = fn();
       this.storage.meta.putSync(K.keyVersion(), this.version() + 1);
       return result;
-    });
+    }, NESTABLE_COMMIT_THEN_SYNC);
   }
 }

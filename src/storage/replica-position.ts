@@ -1,5 +1,5 @@
 import type { Transaction } from 'lmdb';
-import { COMMIT_NO_SYNC, COMMIT_THEN_SYNC, type Storage } from './database.js';
+import { COMMIT_THEN_SYNC, NESTABLE_COMMIT_THEN_SYNC, type Storage } from './database.js';
 import { K } from './keys.js';
 import { clearShard, importShardSteps } from './shard-stream.js';
 
@@ -52,22 +52,22 @@ export function sealCommit(storage: Storage, shard: number): number {
 }
 
 /**
- * After a log acknowledgement. Its own transaction (a child one inside a batch), committed without
- * waiting for the disk: losing it in a crash leaves an older position, which only costs a
- * rebuild. Never moves the position back: a mark written late (batched) must not undo a newer one.
+ * After a log acknowledgement. Its own transaction (a child one inside a batch). Were it lost in a
+ * crash, an older position would only cost a rebuild. Never moves the position back: a mark
+ * written late (batched) must not undo a newer one.
  */
 export function markAcknowledged(storage: Storage, shard: number, position: ReplicaPosition): void {
   storage.root.transactionSync(() => {
     const current = storage.meta.get(K.appliedPosition(shard)) as ReplicaPosition | undefined;
     if (current === undefined || current.seq < position.seq) storage.meta.putSync(K.appliedPosition(shard), position);
-  }, COMMIT_NO_SYNC);
+  }, NESTABLE_COMMIT_THEN_SYNC);
 }
 
 /**
  * A follower's step: applies log entries' write sets in order and records the position, in one
- * transaction (not waited for on disk: the log holds the truth, and a position that rolls back
- * with its data is read from the log again). The position is written here only, once per step,
- * not per set. The sets carry the owner's commit count.
+ * transaction (the log holds the truth: a position that rolled back with its data would be read
+ * from the log again). The position is written here only, once per step, not per set. The sets
+ * carry the owner's commit count.
  */
 export function applyLogEntries(
   storage: Storage,
@@ -80,7 +80,7 @@ export function applyLogEntries(
   storage.root.transactionSync(() => {
     for (const entry of entries) for (const ws of entry.writeSets) apply(storage, ws);
     storage.meta.putSync(K.appliedPosition(shard), { seq: last.seq, epoch: last.epoch, commit: commitCount(storage, shard) } satisfies ReplicaPosition);
-  }, COMMIT_NO_SYNC);
+  }, NESTABLE_COMMIT_THEN_SYNC);
 }
 
 /** Keys deleted per transaction when a shard is cleared. */
@@ -92,14 +92,14 @@ const pause = (): Promise<void> => new Promise((r) => setImmediate(r));
 /** Marks the shard as importing, then deletes the rest of what it holds here, a step at a time. */
 async function clearShardStepped(storage: Storage, shard: number): Promise<void> {
   const marker = K.shardImporting(shard);
-  storage.root.transactionSync(() => storage.meta.putSync(marker, true), COMMIT_NO_SYNC);
-  while (storage.root.transactionSync(() => clearShard(storage, shard, { limit: CLEAR_STEP_KEYS, keep: marker }), COMMIT_NO_SYNC) > 0) await pause();
+  storage.root.transactionSync(() => storage.meta.putSync(marker, true), NESTABLE_COMMIT_THEN_SYNC);
+  while (storage.root.transactionSync(() => clearShard(storage, shard, { limit: CLEAR_STEP_KEYS, keep: marker }), NESTABLE_COMMIT_THEN_SYNC) > 0) await pause();
 }
 
 /** Drops everything the shard holds here (position and count included), to rebuild it from the log. */
 export async function dropShardData(storage: Storage, shard: number): Promise<void> {
   await clearShardStepped(storage, shard);
-  storage.root.transactionSync(() => storage.meta.removeSync(K.shardImporting(shard)), COMMIT_NO_SYNC);
+  storage.root.transactionSync(() => storage.meta.removeSync(K.shardImporting(shard)), NESTABLE_COMMIT_THEN_SYNC);
 }
 
 /**
@@ -125,8 +125,8 @@ export async function importShardCopy(storage: Storage, shard: number, file: str
 
 /**
  * Flushes every commit made so far to disk, off the thread (LMDB's environment sync in lmdb-js's
- * worker pool): after it, the positions a follower applied without waiting for the disk are
- * durable, and the owner may trim its log up to them.
+ * worker pool): after it, the positions a follower applied are durable, and the owner may trim its
+ * log up to them. Each commit syncs on its own too (database.ts), so this mostly finds them synced.
  */
 export function syncToDisk(storage: Storage): Promise<void> {
   const root = storage.root as unknown as { sync(done: (err?: Error) => void): void };

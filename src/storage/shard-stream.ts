@@ -3,7 +3,7 @@ import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, writeS
 import type { Database, Key, Transaction } from 'lmdb';
 import { invalid } from '../errors.js';
 import { SHARD_COUNT } from '../actors/shard-map.js';
-import { COMMIT_NO_SYNC, type Storage } from './database.js';
+import { NESTABLE_COMMIT_THEN_SYNC, type Storage } from './database.js';
 import { K, LAYOUT_VERSION, Ranges, type KeyRange } from './keys.js';
 
 /**
@@ -353,7 +353,7 @@ export function* importShardSteps(storage: Storage, file: string, shard: number)
       bytes = 0;
       storage.root.transactionSync(() => {
         for (const { db, key, value } of puts) db.putSync(key, value);
-      }, COMMIT_NO_SYNC);
+      }, NESTABLE_COMMIT_THEN_SYNC);
     };
     for (const record of readRecords(input, parts(storage, shard), shard)) {
       batch.push(record);

@@ -1,5 +1,5 @@
 import { ABORT, asBinary, type Database, type Key, type TransactionFlags } from 'lmdb';
-import type { Storage } from './database.js';
+import { COMMIT_THEN_SYNC, type Storage } from './database.js';
 import { encodeKey, shardOfKey, type KeyRange } from './keys.js';
 import type { CommittedWrites, ShardWrites, WriteDb, WriteOp, WriteSink } from './write-set.js';
 
@@ -13,9 +13,6 @@ const GLOBAL = -1;
 
 /** A sealed transaction's commit number per shard it wrote; null when the recorder does not seal. */
 type Commits = Map<number, number> | null;
-
-/** lmdb-js's flags for a write outside any transaction (what its own `putSync` uses). */
-const STANDALONE = (0x10000 | 2) as TransactionFlags;
 
 /**
  * Records what one thread writes through a recording `Storage` (`recordingStorage`): the ops of
@@ -239,7 +236,7 @@ function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorde
     if (extra > 0) throw new Error('conditional writes are not recorded');
   };
   /** Runs a write in the open transaction, or in one of its own (lmdb-js does the same). */
-  const inTransaction = <T>(write: () => T): T => (recorder.open ? write() : view.transactionSync(write, STANDALONE));
+  const inTransaction = <T>(write: () => T): T => (recorder.open ? write() : view.transactionSync(write, COMMIT_THEN_SYNC));
   const putBytes = (key: Key, bytes: Uint8Array): unknown => {
     recorder.record(name, 'put', key, bytes);
     return raw.putSync(key, asBinary(bytes));
@@ -297,7 +294,7 @@ export function removeRange(storage: Storage, name: WriteDb, range: KeyRange): v
   if (keys.length === 0) return;
   if (!recorder.open) {
     // In a transaction of its own, as a write outside one is.
-    storage.root.transactionSync(() => removeRange(storage, name, range), STANDALONE);
+    storage.root.transactionSync(() => removeRange(storage, name, range), COMMIT_THEN_SYNC);
     return;
   }
   recorder.record(name, 'delRange', range.start, undefined, range.end);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { ApplyBatch } from '../../src/cluster/replica/apply-batch.js';
-import { COMMIT_NO_SYNC, openStorage } from '../../src/storage/database.js';
+import { NESTABLE_COMMIT_THEN_SYNC, openStorage } from '../../src/storage/database.js';
 import { K } from '../../src/storage/keys.js';
 import { markAcknowledged, readReplicaPosition } from '../../src/storage/replica-position.js';
 
@@ -17,7 +17,7 @@ t.teardown(() => rmSync(work, { recursive: true, force: true }));
 const storage = openStorage(work);
 t.teardown(() => storage.close());
 
-const put = (key: string, value: string) => () => storage.root.transactionSync(() => storage.meta.putSync([0, 'test', key], value), COMMIT_NO_SYNC);
+const put = (key: string, value: string) => () => storage.root.transactionSync(() => storage.meta.putSync([0, 'test', key], value), NESTABLE_COMMIT_THEN_SYNC);
 
 t.test('works of one turn commit together; one that throws rolls back alone', async (t) => {
   const batch = new ApplyBatch(storage);
@@ -27,7 +27,7 @@ t.test('works of one turn commit together; one that throws rolls back alone', as
       storage.root.transactionSync(() => {
         storage.meta.putSync([0, 'test', 'b'], '2');
         throw new Error('broken write set');
-      }, COMMIT_NO_SYNC),
+      }, NESTABLE_COMMIT_THEN_SYNC),
     ),
     batch.run(put('c', '3')),
     batch.run(put('a', 'later')),

@@ -1,4 +1,4 @@
-import { COMMIT_NO_SYNC, type Storage } from '../../storage/database.js';
+import { NESTABLE_COMMIT_THEN_SYNC, type Storage } from '../../storage/database.js';
 
 interface Queued {
   work: () => void;
@@ -14,7 +14,7 @@ interface Queued {
  * workers) and then for its commit: under writes spread over many shards, the per-shard
  * transactions took 43 % of a node's main thread (docs/measurements/2026-11-28-cluster-writes.md).
  * Each work runs as a child transaction: one that throws rolls back alone and rejects its own
- * promise; the others commit. Not waited for on disk, as before (the log holds the truth).
+ * promise; the others commit. The commit syncs after releasing the write lock (database.ts).
  */
 export class ApplyBatch {
   private queued: Queued[] = [];
@@ -47,7 +47,7 @@ export class ApplyBatch {
             failures.set(q, err);
           }
         }
-      }, COMMIT_NO_SYNC);
+      }, NESTABLE_COMMIT_THEN_SYNC);
     } catch (err) {
       for (const q of queued) q.reject(err);
       return;
