@@ -235,7 +235,7 @@ export class Mailboxes {
           seq: p.seq,
           now,
           batch,
-          mutation: new Mutation(this.storage, this.directory, this.settings.publicUrl, principal.keyId || null, now),
+          mutation: new Mutation(this.storage, this.directory, batch, this.settings.publicUrl, principal.keyId || null, now),
         };
         const result = command.handle(input.value, ctx, input.prepared);
         stallPoint('in-transaction', req.command);
@@ -247,6 +247,8 @@ export class Mailboxes {
       });
     } catch (err) {
       if (err instanceof ThreadExit) throw err;
+      // Rolled back: what the batch knew of webhook targets may have been read inside it.
+      batch.forgetTargets();
       const error = commandError(err, req);
       if (idem && replayable(error.status, error.code)) {
         // Outside the rolled-back child transaction, inside the batch: recorded iff the batch commits.

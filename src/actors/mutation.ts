@@ -6,6 +6,7 @@ import { newId } from '../storage/ids.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { EventEnvelope, OperationRecord, OrgRecord, RepoRecord } from '../storage/records.js';
 import { noteOutboxEvent } from './system/webhooks/outbox-signal.js';
+import type { Batch } from './batch.js';
 
 /**
  * The bookkeeping every mutation writes in its own transaction: one operation-log entry per
@@ -14,12 +15,11 @@ import { noteOutboxEvent } from './system/webhooks/outbox-signal.js';
  */
 export class Mutation {
   readonly events: EventEnvelope[] = [];
-  /** Per org: whether its events are kept for the fan-out, asked once per command inside its transaction. */
-  private readonly keeps = new Map<string, boolean>();
 
   constructor(
     private readonly storage: Storage,
     private readonly directory: OrgDirectory,
+    private readonly batch: Batch,
     private readonly publicUrl: string,
     private readonly keyId: string | null,
     private readonly now: Date,
@@ -59,17 +59,11 @@ export class Mutation {
     // node cannot tell (a target just created elsewhere may not have reached it) and keeps all.
     // It goes to the outbox of its repository's shard (the org's for an org event): the shard of
     // the actor running this command, since only a repository's actor emits its events.
-    if (this.keepsEvents(org.id)) {
+    if (this.batch.mayHaveTargets(org.id, () => this.directory.mayHaveTargets(org.id))) {
       putOutboxEvent(this.storage.meta, event);
       noteOutboxEvent(eventShard(event));
     }
     this.events.push(event);
     return event;
-  }
-
-  private keepsEvents(orgId: string): boolean {
-    let keep = this.keeps.get(orgId);
-    if (keep === undefined) this.keeps.set(orgId, (keep = this.directory.mayHaveTargets(orgId)));
-    return keep;
   }
 }

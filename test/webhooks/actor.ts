@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTarget } from '../../src/actors/commands/webhooks.js';
 import type { CommandContext } from '../../src/actors/command.js';
+import { Batch } from '../../src/actors/batch.js';
 import { Mutation } from '../../src/actors/mutation.js';
 import { WebhookDispatcher } from '../../src/actors/system/webhooks/dispatcher.js';
 import type { ShardOwnership } from '../../src/actors/system/shard-ownership.js';
@@ -76,7 +77,8 @@ export async function startActor(
   const rx = await startWebhookReceiver({ now: () => clock.now() });
   const directory: OrgDirectory = new LmdbOrgDirectory(storage);
   const org: OrgRecord = createOrg(directory, 'acme');
-  const ctx = { storage, directory, secrets, now: new Date(clock.now()) } as CommandContext;
+  const now = new Date(clock.now());
+  const ctx = { storage, directory, secrets, now, batch: new Batch(now) } as CommandContext;
   const created = storage.root.transactionSync(() =>
     createTarget.handle({ org_id: org.id, allowed_repo_ids: null, url: rx.url(PATH), name: 'hook', events: ['repo.updated'], repo_ids: null }, ctx),
   ).body as { id: string; secret: string };
@@ -97,7 +99,8 @@ export async function startActor(
     storage,
     dispatcher: start(),
     emit(...events) {
-      const mutation = new Mutation(storage, directory, 'https://repohost.test', null, new Date(clock.now()));
+      const at = new Date(clock.now());
+      const mutation = new Mutation(storage, directory, new Batch(at), 'https://repohost.test', null, at);
       storage.root.transactionSync(() => events.forEach(([repo, n, type]) => mutation.emit(type ?? 'repo.updated', org, { id: repo, name: repo }, { n })));
       actor.dispatcher.wake();
     },

@@ -83,6 +83,12 @@ function reachableTarget(ctx: CommandContext, input: TargetInput): WebhookTarget
   return target;
 }
 
+/** Stores the target; the batch's answers about the org's targets no longer hold (batch.ts). */
+function saveTarget(ctx: CommandContext, target: WebhookTargetRecord): void {
+  ctx.directory.putTarget(target);
+  ctx.batch.forgetTargets();
+}
+
 export const createTarget = defineCommand<CreateTargetInput>('webhook.target.create', (input, ctx) => {
   const now = ctx.now.toISOString();
   const secret = newSecret();
@@ -97,7 +103,7 @@ export const createTarget = defineCommand<CreateTargetInput>('webhook.target.cre
     created_at: now,
     updated_at: now,
   };
-  ctx.directory.putTarget(target);
+  saveTarget(ctx, target);
   return { status: 201, body: { ...webhookTargetView(target), secret }, schema: 'webhookTargetCreated' };
 });
 
@@ -108,7 +114,7 @@ export const updateTarget = defineCommand<UpdateTargetInput>('webhook.target.upd
   if (input.events !== undefined) target.events = [...new Set(input.events)];
   if (input.repo_ids !== undefined) target.repo_ids = checkRepoIds(ctx, input, input.repo_ids, target.repo_ids ?? []);
   target.updated_at = ctx.now.toISOString();
-  ctx.directory.putTarget(target);
+  saveTarget(ctx, target);
   return { status: 200, body: webhookTargetView(target), schema: 'webhookTarget' };
 });
 
@@ -119,6 +125,7 @@ export const updateTarget = defineCommand<UpdateTargetInput>('webhook.target.upd
 export const deleteTarget = defineCommand<TargetInput>('webhook.target.delete', (input, ctx) => {
   const target = reachableTarget(ctx, input);
   ctx.directory.removeTarget(target.org_id, target.id);
+  ctx.batch.forgetTargets();
   return { status: 200, body: { success: true }, schema: 'success' };
 });
 
@@ -129,7 +136,7 @@ export const rotateTargetSecret = defineCommand<TargetInput>('webhook.target.rot
   const secret = newSecret();
   target.sealed_secret = ctx.secrets.seal(secret);
   target.updated_at = ctx.now.toISOString();
-  ctx.directory.putTarget(target);
+  saveTarget(ctx, target);
   return { status: 200, body: { secret }, schema: 'webhookSecret' };
 });
 
