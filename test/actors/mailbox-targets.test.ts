@@ -43,6 +43,16 @@ const emit = defineCommand<EmitInput>('test.emit', (input, ctx) => {
   return { status: 201, body: { success: true }, schema: 'success' };
 });
 
+/** The directory, counting how often a batch asks it whether an org has targets. */
+class CountingDirectory extends LmdbOrgDirectory {
+  asked = 0;
+
+  override mayHaveTargets(orgId: string): boolean {
+    this.asked++;
+    return super.mayHaveTargets(orgId);
+  }
+}
+
 function setup() {
   const dir = join(work, String(Math.random()).slice(2));
   const storage = openStorage(dir);
@@ -52,16 +62,27 @@ function setup() {
     [emit.name, emit],
     [createTarget.name, createTarget],
   ]);
-  const mailboxes = new Mailboxes(storage, new LmdbOrgDirectory(storage), SecretBox.forDataDir(dir), settings, commands);
+  const directory = new CountingDirectory(storage);
+  const mailboxes = new Mailboxes(storage, directory, SecretBox.forDataDir(dir), settings, commands);
   const send = (command: string, input: object): Promise<ActorReplyMsg> => {
     const req = { actor: ACTOR, command, payload: Buffer.from(JSON.stringify(input)), principal: { orgId: org.id, keyId: '' }, traceId: 't' } as unknown as ActorRequestMsg;
     return mailboxes.deliver(req);
   };
   const kept = (): number[] => outboxEvents(storage.meta).map((e) => (e.data as { n: number }).n);
-  return { send, kept };
+  return { send, kept, directory };
 }
 
 const targetInput = { org_id: org.id, allowed_repo_ids: null, url: 'https://hooks.example/x', name: 'x', events: ['*'], repo_ids: null };
+
+t.test('a batch asks the directory once per org, and again after a target is written', async (t) => {
+  const { send, directory } = setup();
+  const replies = await Promise.all([send(emit.name, { n: 1 }), send(emit.name, { n: 2 }), send(emit.name, { n: 3 })]);
+  t.equal(replies[0].batchSize, 3, 'one batch');
+  t.equal(directory.asked, 1, 'three events, one question');
+  directory.asked = 0;
+  await Promise.all([send(emit.name, { n: 4 }), send(createTarget.name, targetInput), send(emit.name, { n: 5 }), send(emit.name, { n: 6 })]);
+  t.equal(directory.asked, 2, 'asked again after the target was created, then no more');
+});
 
 t.test('a target created in a batch hears the events of the commands after it', async (t) => {
   const { send, kept } = setup();
