@@ -36,7 +36,7 @@ Load:
   --webhook-targets N  webhook targets (default 10)
   --sync-commits N     commits in the upstream repository for sync and git-clone (default 2000)
   --clone-rounds N     git-clone: rounds, each timing every operation on both servers (default 5)
-  --isolation-rounds N clone-isolation: rounds of writes alone, then beside the clones (default 2)
+  --isolation-rounds N clone-isolation: rounds of writes alone, then beside the clones (default 6)
   --push-clients N     git-push: git clients pushing at once, each to its own branch (default 50)
   --smoke              tiny and short: 1 s phases, 4 agents, 8 connections (the tests use it)
 
@@ -140,7 +140,7 @@ export function parseOptions(argv: string[]): BenchOptions {
   // The smoke preset exists so the bench cannot rot: every code path, about a second each.
   const d = smoke
     ? { duration: 1, warmup: 0.2, connections: 8, agents: 4, targets: 2, syncCommits: 50, drainMs: 10_000, hookDrainMs: 30_000, syncTimeoutMs: 60_000, cloneRounds: 1, isolationRounds: 1, pushClients: 2 }
-    : { duration: 10, warmup: 2, connections: 64, agents: 200, targets: 10, syncCommits: 2000, drainMs: 15_000, hookDrainMs: 120_000, syncTimeoutMs: 600_000, cloneRounds: 5, isolationRounds: 2, pushClients: 50 };
+    : { duration: 10, warmup: 2, connections: 64, agents: 200, targets: 10, syncCommits: 2000, drainMs: 15_000, hookDrainMs: 120_000, syncTimeoutMs: 600_000, cloneRounds: 5, isolationRounds: 6, pushClients: 50 };
 
   const openFraction = positiveNumber('open-fraction', values['open-fraction'], 0.8, false);
   if (openFraction <= 0 || openFraction > 1) throw new Error('--open-fraction must be in (0, 1]');
