@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { ServiceError, asServiceError, keyReused, storageUnavailable } from '../errors.js';
-import { COMMIT_THEN_SYNC, type Storage } from '../storage/database.js';
+import { COMMIT_THEN_SYNC } from '../storage/commit-flags.js';
+import type { Storage } from '../storage/database.js';
 import { commitWrites } from '../storage/write-recorder.js';
 import { threadReplication } from '../storage/server-storage.js';
 import type { WriteSink } from '../storage/write-set.js';

@@ -1,5 +1,6 @@
 import { asBinary, type Database, type Key } from 'lmdb';
-import { NESTABLE_COMMIT_THEN_SYNC, type Storage } from './database.js';
+import { NESTABLE_COMMIT_THEN_SYNC } from './commit-flags.js';
+import type { Storage } from './database.js';
 import { encodeKey } from './keys.js';
 import type { WriteDb, WriteSet } from './write-set.js';
 

@@ -1,5 +1,6 @@
 import type { Database, Key } from 'lmdb';
 import type { Storage } from './database.js';
+import { NESTABLE_COMMIT_THEN_SYNC } from './commit-flags.js';
 import { removeUploadSync } from './blob-store.js';
 import { decodeObjectValue } from './git-object-store.js';
 import { idTime } from './ids.js';
@@ -116,5 +117,5 @@ export function discardFetched(storage: Storage, repoId: string, syncId: string,
     }
     const repo = meta.get(K.repo(repoId)) as RepoRecord | undefined;
     if (repo) addBytes(meta, repo.org_id, repoId, -bytes);
-  });
+  }, NESTABLE_COMMIT_THEN_SYNC);
 }

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrateLayout, type MigrationOptions } from './layout-migration.js';
 import type { WriteRecorder } from './write-recorder.js';
-import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath, type Key, type TransactionFlags } from 'lmdb';
+import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPath, type Key } from 'lmdb';
 
 /**
  * The LMDB environment of a data directory. One environment, shared by the front end, every actor
@@ -17,25 +17,6 @@ import { open, type Database, type RootDatabase, type RootDatabaseOptionsWithPat
  *
  * Opening brings a directory of an older key layout to the current one (layout-migration.ts).
  */
-/**
- * Flags for `transactionSync` (lmdb-js's `TransactionFlags` enum is a type only): NO_SYNC_FLUSH |
- * SYNCHRONOUS_COMMIT, the flags its own `putSync` uses. In an environment opened with overlapping
- * sync (as `openStorage` requires), such a commit releases LMDB's write lock and then flushes to
- * disk before `transactionSync` returns (`mdb_txn_commit`): durable on return, and other writers
- * are not kept waiting for this one's sync.
- */
-export const COMMIT_THEN_SYNC = (0x10000 | 2) as TransactionFlags;
-
-/**
- * COMMIT_THEN_SYNC for a transaction that may also be opened inside another, where it is a child
- * transaction (rolled back alone if its callback throws), as with lmdb-js's default flags. An
- * environment with overlapping sync has no commit that skips the sync: without NO_SYNC_FLUSH (the
- * default flags among them) a commit syncs before writing its meta page, with the write lock held
- * (two threads committing 20 puts each in a loop: 1,787–1,831 commits a second that way, 2,006–2,235
- * with these flags).
- */
-export const NESTABLE_COMMIT_THEN_SYNC = (0x10000 | 2 | 1) as TransactionFlags;
-
 export interface Storage {
   root: RootDatabase;
   meta: Database<unknown, Key>;

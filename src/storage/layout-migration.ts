@@ -1,5 +1,6 @@
 import type { Database, Key } from 'lmdb';
 import type { Storage } from './database.js';
+import { NESTABLE_COMMIT_THEN_SYNC } from './commit-flags.js';
 import { K, keyInRange, LAYOUT_VERSION, Layout1, Layout2, Layout3, lastPart, Ranges, shardOfLane, type KeyRange } from './keys.js';
 import { repoCreatedAt, type ListedRepo } from './repo-saga-store.js';
 import { orgsWithData } from './repo-store.js';
@@ -65,7 +66,7 @@ export function migrateLayout(storage: Storage, options: MigrationOptions = {}):
       }
       moved += batch.length + ordered;
       return batch.length + ordered === 0;
-    });
+    }, NESTABLE_COMMIT_THEN_SYNC);
     if (done) return { from, moved };
     options.onBatch?.(moved);
   }

@@ -1,5 +1,6 @@
 import { ServiceError } from '../errors.js';
-import { NESTABLE_COMMIT_THEN_SYNC, type Storage } from './database.js';
+import { NESTABLE_COMMIT_THEN_SYNC } from './commit-flags.js';
+import type { Storage } from './database.js';
 import { K, lastPart, Ranges } from './keys.js';
 import type { OrgDirectory } from './org-directory.js';
 import type { OrgRecord, SigningKeyRecord } from './records.js';

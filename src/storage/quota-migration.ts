@@ -1,6 +1,7 @@
 import type { Key } from 'lmdb';
 import { repoActor } from '../actors/actor-names.js';
-import { COMMIT_THEN_SYNC, type Storage } from './database.js';
+import { COMMIT_THEN_SYNC } from './commit-flags.js';
+import type { Storage } from './database.js';
 import { K } from './keys.js';
 import type { GrantLedgerEntry } from './quota-ledger.js';
 import { repoBytesUsed, shardAllowance } from './quota.js';

@@ -1,5 +1,6 @@
 import type { Transaction } from 'lmdb';
-import { COMMIT_THEN_SYNC, NESTABLE_COMMIT_THEN_SYNC, type Storage } from './database.js';
+import { COMMIT_THEN_SYNC, NESTABLE_COMMIT_THEN_SYNC } from './commit-flags.js';
+import type { Storage } from './database.js';
 import { K } from './keys.js';
 import { clearShard, importShardSteps } from './shard-stream.js';
 
@@ -126,7 +127,7 @@ export async function importShardCopy(storage: Storage, shard: number, file: str
 /**
  * Flushes every commit made so far to disk, off the thread (LMDB's environment sync in lmdb-js's
  * worker pool): after it, the positions a follower applied are durable, and the owner may trim its
- * log up to them. Each commit syncs on its own too (database.ts), so this mostly finds them synced.
+ * log up to them. Each commit syncs on its own too (commit-flags.ts), so this mostly finds them synced.
  */
 export function syncToDisk(storage: Storage): Promise<void> {
   const root = storage.root as unknown as { sync(done: (err?: Error) => void): void };

@@ -3,7 +3,8 @@ import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, writeS
 import type { Database, Key, Transaction } from 'lmdb';
 import { invalid } from '../errors.js';
 import { SHARD_COUNT } from '../actors/shard-map.js';
-import { NESTABLE_COMMIT_THEN_SYNC, type Storage } from './database.js';
+import { NESTABLE_COMMIT_THEN_SYNC } from './commit-flags.js';
+import type { Storage } from './database.js';
 import { K, LAYOUT_VERSION, Ranges, type KeyRange } from './keys.js';
 
 /**
@@ -323,7 +324,7 @@ export function importShard(storage: Storage, file: string, options: { replace: 
         records++;
       }
       return { shard: header.shard, records };
-    });
+    }, NESTABLE_COMMIT_THEN_SYNC);
   } finally {
     closeSync(fd);
   }

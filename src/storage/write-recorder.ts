@@ -1,5 +1,6 @@
 import { ABORT, asBinary, type Database, type Key, type TransactionFlags } from 'lmdb';
-import { COMMIT_THEN_SYNC, type Storage } from './database.js';
+import { COMMIT_THEN_SYNC } from './commit-flags.js';
+import type { Storage } from './database.js';
 import { encodeKey, shardOfKey, type KeyRange } from './keys.js';
 import type { CommittedWrites, ShardWrites, WriteDb, WriteOp, WriteSink } from './write-set.js';
 

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { ApplyBatch } from '../../src/cluster/replica/apply-batch.js';
-import { NESTABLE_COMMIT_THEN_SYNC, openStorage } from '../../src/storage/database.js';
+import { NESTABLE_COMMIT_THEN_SYNC } from '../../src/storage/commit-flags.js';
+import { openStorage } from '../../src/storage/database.js';
 import { K } from '../../src/storage/keys.js';
 import { markAcknowledged, readReplicaPosition } from '../../src/storage/replica-position.js';
 

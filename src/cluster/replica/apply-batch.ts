@@ -1,4 +1,5 @@
-import { NESTABLE_COMMIT_THEN_SYNC, type Storage } from '../../storage/database.js';
+import { NESTABLE_COMMIT_THEN_SYNC } from '../../storage/commit-flags.js';
+import type { Storage } from '../../storage/database.js';
 
 interface Queued {
   work: () => void;
@@ -14,7 +15,7 @@ interface Queued {
  * workers) and then for its commit: under writes spread over many shards, the per-shard
  * transactions took 43 % of a node's main thread (docs/measurements/2026-11-28-cluster-writes.md).
  * Each work runs as a child transaction: one that throws rolls back alone and rejects its own
- * promise; the others commit. The commit syncs after releasing the write lock (database.ts).
+ * promise; the others commit. The commit syncs after releasing the write lock (commit-flags.ts).
  */
 export class ApplyBatch {
   private queued: Queued[] = [];

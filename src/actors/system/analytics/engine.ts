@@ -19,7 +19,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { log } from '../../../log.js';
-import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
+import { COMMIT_THEN_SYNC } from '../../../storage/commit-flags.js';
+import type { Storage } from '../../../storage/database.js';
 import {
   getAnalyticsState,
   getKeptCommit,

@@ -20,7 +20,8 @@
  * Failures are `PackError`s in words the receiver can show as they are (a pull prefixes them
  * with its upstream; a push sends them to git), or the ServiceError of the quota.
  */
-import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
+import { COMMIT_THEN_SYNC } from '../../../storage/commit-flags.js';
+import type { Storage } from '../../../storage/database.js';
 import { isServiceError, notFound } from '../../../errors.js';
 import { BlobStager, commitStagedBlob, discardUpload, forgetStaging, type StagedBlob } from '../../../storage/blob-store.js';
 import { discardFetched } from '../../../storage/blob-collect.js';

@@ -1,4 +1,5 @@
-import { COMMIT_THEN_SYNC, type Storage } from '../../../storage/database.js';
+import { COMMIT_THEN_SYNC } from '../../../storage/commit-flags.js';
+import type { Storage } from '../../../storage/database.js';
 import type { OrgDirectory } from '../../../storage/org-directory.js';
 import { lastOutboxEvent, peekOutboxEvents, takeOutboxEvents } from '../../../storage/outbox.js';
 import { newId } from '../../../storage/ids.js';
