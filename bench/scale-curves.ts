@@ -78,10 +78,12 @@ export function targetMetrics(curves: readonly Curve[]): Record<string, number> 
   return out;
 }
 
-/** The middle value (the lower of the two middle ones for an even count); 0 for none. */
+/** The middle value (the mean of the two middle ones for an even count); 0 for none. */
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)] ?? 0;
+  if (sorted.length === 0) return 0;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** Sizes as people say them: 1k, 100k, 1M. */

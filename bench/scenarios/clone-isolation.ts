@@ -143,13 +143,15 @@ export const cloneIsolation: Scenario = {
       const aloneP99 = mergedP99(alone);
       const besideP99 = mergedP99(beside);
       const ratio = aloneP99 > 0 ? besideP99 / aloneP99 : 0;
-      const roundRatios = alone.map((quiet, i) => (quiet.latency.p99 > 0 ? beside[i]!.latency.p99 / quiet.latency.p99 : 0));
+      // A round without a p99 on either side measured nothing: no ratio, and a problem below.
+      const roundRatios = alone.map((quiet, i) => (quiet.latency.p99 > 0 && beside[i]!.latency.p99 > 0 ? beside[i]!.latency.p99 / quiet.latency.p99 : null));
+      const measured = roundRatios.filter((r) => r !== null);
       // A stall in one round of the writes alone (seen now and then, clones or not) makes the pooled
-      // ratio meaningless; the median of the rounds' ratios is not moved by one such round.
-      const medianRatio = median(roundRatios);
+      // ratio meaningless; it moves the median of the rounds' ratios by one rank only.
+      const medianRatio = median(measured);
       const clonesPerSec = stats.seconds > 0 ? stats.clones / stats.seconds : 0;
       ctx.progress.log(
-        `clone-isolation: write p99 ${aloneP99} ms alone, ${besideP99} ms beside ${stats.clones} clones (${round(clonesPerSec, 2)}/s): ×${round(ratio, 2)}, median of ${roundRatios.length} rounds ×${round(medianRatio, 2)} (target ≤ ${TARGET_P99_RATIO})`,
+        `clone-isolation: write p99 ${aloneP99} ms alone, ${besideP99} ms beside ${stats.clones} clones (${round(clonesPerSec, 2)}/s): ×${round(ratio, 2)}, median of ${measured.length} rounds ×${round(medianRatio, 2)} (target ≤ ${TARGET_P99_RATIO})`,
       );
       const clonePhase: PhaseResult = {
         phase: 'closed',
@@ -170,7 +172,10 @@ export const cloneIsolation: Scenario = {
         histogram: encodeHistogram(stats.histogram),
       };
       const verification = await verifyAgents(ctx, agents);
-      const problems = stats.clones === 0 ? ['no clone completed beside the writes'] : [];
+      const problems = [
+        ...(stats.clones === 0 ? ['no clone completed beside the writes'] : []),
+        ...(measured.length < roundRatios.length ? [`${roundRatios.length - measured.length} round(s) measured no p99 alone or beside`] : []),
+      ];
       return finishResult(
         base,
         [closed.phase, ...alone, ...beside, clonePhase],
@@ -182,7 +187,7 @@ export const cloneIsolation: Scenario = {
           besideClonesP99Ms: besideP99,
           p99Ratio: round(ratio, 2),
           p99RatioMedianOfRounds: round(medianRatio, 2),
-          ...Object.fromEntries(roundRatios.map((r, i) => [`p99RatioRound${i + 1}`, round(r, 2)])),
+          ...Object.fromEntries(roundRatios.flatMap((r, i) => (r === null ? [] : [[`p99RatioRound${i + 1}`, round(r, 2)]]))),
           ...perCommit('Alone', commitsAlone),
           ...perCommit('Beside', commitsBeside),
           clones: stats.clones,
