@@ -27,18 +27,23 @@ t.teardown(() => rmSync(work, { recursive: true, force: true }));
 compileResponses();
 
 const org: OrgRecord = { id: 'org_targets', slug: 'acme', name: 'Acme' } as OrgRecord;
+const other: OrgRecord = { id: 'org_other', slug: 'other', name: 'Other' } as OrgRecord;
 const ACTOR = `org:${org.id}`;
 
-/** Emits an org event numbered `n`; `removeTarget` first deletes that target, `fail` then throws. */
+/**
+ * Emits an event numbered `n` of the org (or of `other`); `removeTarget` first deletes that target,
+ * `fail` then throws.
+ */
 interface EmitInput {
   n: number;
+  other?: boolean;
   removeTarget?: string;
   fail?: boolean;
 }
 
 const emit = defineCommand<EmitInput>('test.emit', (input, ctx) => {
   if (input.removeTarget) ctx.directory.removeTarget(org.id, input.removeTarget);
-  ctx.mutation.emit('repo.updated', org, null, { n: input.n });
+  ctx.mutation.emit('repo.updated', input.other ? other : org, null, { n: input.n });
   if (input.fail) throw new ServiceError('BRANCH_EXISTS', 'refused after emitting');
   return { status: 201, body: { success: true }, schema: 'success' };
 });
@@ -76,11 +81,12 @@ const targetInput = { org_id: org.id, allowed_repo_ids: null, url: 'https://hook
 
 t.test('a batch asks the directory once per org, and again after a target is written', async (t) => {
   const { send, directory } = setup();
-  const replies = await Promise.all([send(emit.name, { n: 1 }), send(emit.name, { n: 2 }), send(emit.name, { n: 3 })]);
-  t.equal(replies[0].batchSize, 3, 'one batch');
-  t.equal(directory.asked, 1, 'three events, one question');
+  const replies = await Promise.all([send(emit.name, { n: 1 }), send(emit.name, { n: 2, other: true }), send(emit.name, { n: 3 }), send(emit.name, { n: 4, other: true })]);
+  t.equal(replies[0].batchSize, 4, 'one batch');
+  t.equal(directory.asked, 2, 'four events of two orgs, one question each');
   directory.asked = 0;
-  await Promise.all([send(emit.name, { n: 4 }), send(createTarget.name, targetInput), send(emit.name, { n: 5 }), send(emit.name, { n: 6 })]);
+  const next = await Promise.all([send(emit.name, { n: 5 }), send(createTarget.name, targetInput), send(emit.name, { n: 6 }), send(emit.name, { n: 7 })]);
+  t.equal(next[0].batchSize, 4, 'one batch');
   t.equal(directory.asked, 2, 'asked again after the target was created, then no more');
 });
 
