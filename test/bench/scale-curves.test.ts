@@ -43,7 +43,7 @@ t.test('scale curves - sizes read as people say them', async (t) => {
 });
 
 t.test('scale curves - a point measured in rounds is the median of its rounds', async (t) => {
-  t.same([median([3, 1, 2]), median([4, 1, 3, 2]), median([])], [2, 2, 0], 'odd, even (lower middle), none');
+  t.same([median([3, 1, 2]), median([4, 1, 3, 2]), median([])], [2, 2.5, 0], 'odd, even (mean of the two middle values), none');
   const round = (p50: number, p99: number) => ({ latency: { p50, p99 } }) as PhaseResult;
   const b = new CurveBuilder('c', 'title', 'changes', 'ms');
   b.addLatency(null, 100, [round(2, 20), round(9, 90), round(3, 30)]);
