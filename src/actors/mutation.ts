@@ -59,7 +59,7 @@ export class Mutation {
     // node cannot tell (a target just created elsewhere may not have reached it) and keeps all.
     // It goes to the outbox of its repository's shard (the org's for an org event): the shard of
     // the actor running this command, since only a repository's actor emits its events.
-    if (this.batch.mayHaveTargets(org.id, () => this.directory.mayHaveTargets(org.id))) {
+    if (this.batch.mayHaveTargets(this.directory, org.id)) {
       putOutboxEvent(this.storage.meta, event);
       noteOutboxEvent(eventShard(event));
     }
