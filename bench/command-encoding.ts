@@ -76,7 +76,7 @@ const principal: PrincipalMsg = {
 };
 
 const envelope = (payload: Uint8Array): Uint8Array =>
-  encodeRequest({ actor: `repo:${input.repo_id}`, command: 'apply-ops', payload, principal, traceId: '0123456789abcdef0123456789abcdef' });
+  encodeRequest({ actor: `repo:${input.repo_id}`, command: 'apply-ops', payload, principal, traceId: '0123456789abcdef0123456789abcdef', blobs: [] });
 
 function viaJson(): number {
   const bytes = envelope(Buffer.from(JSON.stringify(input)));

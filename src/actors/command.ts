@@ -53,13 +53,14 @@ export interface Command<I = unknown, P = unknown> {
   /**
    * Work that needs no database, done on the decoded input before its batch takes LMDB's write
    * lock (hashing and encoding contents): every writer of the environment waits while a batch
-   * holds that lock, so what can run outside it should. Its result is handed to `handle`.
+   * holds that lock, so what can run outside it should. `blobs` are the request's objects the
+   * front end prepared (ActorRequest.blobs). Its result is handed to `handle`.
    */
-  prepare?(input: I): P;
+  prepare?(input: I, blobs: readonly Uint8Array[]): P;
 }
 
 export function defineCommand<I>(name: string, handle: (input: I, ctx: CommandContext) => CommandResult): Command<I, void>;
-export function defineCommand<I, P>(name: string, handle: (input: I, ctx: CommandContext, prepared: P) => CommandResult, prepare: (input: I) => P): Command<I, P>;
-export function defineCommand<I, P>(name: string, handle: (input: I, ctx: CommandContext, prepared: P) => CommandResult, prepare?: (input: I) => P): Command<I, P> {
+export function defineCommand<I, P>(name: string, handle: (input: I, ctx: CommandContext, prepared: P) => CommandResult, prepare: (input: I, blobs: readonly Uint8Array[]) => P): Command<I, P>;
+export function defineCommand<I, P>(name: string, handle: (input: I, ctx: CommandContext, prepared: P) => CommandResult, prepare?: (input: I, blobs: readonly Uint8Array[]) => P): Command<I, P> {
   return prepare ? { name, handle, prepare } : { name, handle };
 }

@@ -295,7 +295,7 @@ interface Decoded {
 function decodeInput(req: ActorRequestMsg, command: Command | undefined): Decoded | { error: ServiceError } {
   try {
     const value: unknown = req.payload.length ? JSON.parse(Buffer.from(req.payload).toString('utf8')) : {};
-    return { value, prepared: command?.prepare?.(value) };
+    return { value, prepared: command?.prepare?.(value, req.blobs) };
   } catch (err) {
     return { error: commandError(err, req) };
   }

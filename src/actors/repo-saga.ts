@@ -20,7 +20,7 @@ import type { ActorResponse } from './runtime.js';
  * attempt of the same request finished since the front end looked for its record (it ran on
  * another node, or the sweeper confirmed it). That outcome is then the request's answer.
  */
-export type StepCall = (actor: string, command: string, input: unknown, keyed?: boolean) => Promise<ActorResponse>;
+export type StepCall = (actor: string, command: string, input: unknown, keyed?: boolean, blobs?: Uint8Array[]) => Promise<ActorResponse>;
 
 const parse = <T>(reply: ActorResponse): T => JSON.parse(Buffer.from(reply.body).toString('utf8')) as T;
 

@@ -15,6 +15,8 @@ export interface ActorCall {
   principal: PrincipalMsg;
   traceId: string;
   idempotency?: IdempotencyMsg;
+  /** ActorRequest.blobs: objects the input's ops name by index (none for most commands). */
+  blobs?: Uint8Array[];
 }
 
 export interface ActorResponse {
@@ -42,6 +44,7 @@ export function encodeCall(call: ActorCall): Uint8Array {
     principal: call.principal,
     traceId: call.traceId,
     idempotency: call.idempotency,
+    blobs: call.blobs ?? [],
   });
 }
 

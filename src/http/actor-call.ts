@@ -22,12 +22,12 @@ async function restrictedMsg(ctx: RequestContext): Promise<PrincipalMsg> {
  * the request's connection has settled: a pipelined request read with this one closes it, and
  * a command already sent would be applied without its response. A repository's write its
  * shard's quota allowance refused is sent again once the org granted the shard more
- * (quota-refill.ts).
+ * (quota-refill.ts). `blobs`: the objects the input's ops name by index (ActorRequest.blobs).
  */
-export async function callActor(ctx: RequestContext, actor: string, command: string, input: unknown): Promise<Reply> {
+export async function callActor(ctx: RequestContext, actor: string, command: string, input: unknown, blobs?: Uint8Array[]): Promise<Reply> {
   // A repeat looks for the key's record on the declared actor's shard only (RouteDef.actor).
   if (ctx.idempotency && ctx.idempotency.actor !== actor) throw new Error(`${command} goes to ${actor}, not to the declared ${ctx.idempotency.actor}`);
-  const reply = await stepCaller(ctx)(actor, command, input);
+  const reply = await stepCaller(ctx)(actor, command, input, true, blobs);
   // A webhook target written on another thread or node: this node's view shows it before the 2xx.
   if (reply.directoryRevision) await ctx.services.directory.reached(reply.directoryRevision);
   return relay(reply);
@@ -37,7 +37,7 @@ export const relay = (reply: ActorResponse): Reply => ({ status: reply.status, j
 
 /** The steps of a saga (actors/repo-saga.ts) sent on behalf of the request, as `callActor` sends one. */
 export function stepCaller(ctx: RequestContext): StepCall {
-  return async (actor, command, input, keyed = true) => {
+  return async (actor, command, input, keyed = true, blobs) => {
     await ctx.connection.connectionSettled();
     const { runtime, config } = ctx.services;
     // Unrestricted (the common case): the message as it is, without a turn of the event loop.
@@ -47,6 +47,7 @@ export function stepCaller(ctx: RequestContext): StepCall {
         actor,
         command,
         input,
+        blobs,
         principal,
         traceId: ctx.traceId,
         idempotency: keyed && ctx.idempotency ? { keyId: ctx.principal.key.id, key: ctx.idempotency.key, fingerprint: ctx.idempotency.fingerprint } : undefined,

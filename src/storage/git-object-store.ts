@@ -237,6 +237,19 @@ export class LmdbObjectStore implements ObjectStore {
     return this.store(object.oid, object.type, object.content, object.value);
   }
 
+  /**
+   * Stores an object given as its stored value alone, encoded by the front end (ActorRequest.blobs,
+   * `prepareObject` there): its size is read from the value, its content is not decoded. Only a
+   * command's store takes one, never a scratch store.
+   */
+  writeEncoded(oid: string, value: Buffer): string {
+    if (this.overlay) throw new Error('a scratch store takes contents, not stored values');
+    if (this.known(oid)) return oid;
+    this.storage.objects.putSync(K.object(this.repoId, oid), value);
+    this.observer?.stored(oid, storedObjectSize(value));
+    return oid;
+  }
+
   private store(oid: string, type: ObjectType, content: Uint8Array, value: Buffer): string {
     this.storage.objects.putSync(K.object(this.repoId, oid), value);
     if (content.length <= CACHED_OBJECT_BYTES) this.cache.set(oid, { type, size: content.length, chunked: null, content: Uint8Array.from(content) });

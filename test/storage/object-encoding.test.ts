@@ -9,7 +9,7 @@ import { DEFLATED_BLOB, ZLIB_BLOB, LmdbObjectStore, decodeObjectValue, encodeInl
 import { K } from '../../src/storage/keys.js';
 import { hashObject } from '../../src/vcs/git-object.js';
 import { exportRepo, startWithRepo } from '../changes/helpers.js';
-import { ROOT, noise } from './storage-helpers.js';
+import { ROOT, noise, storedState } from './storage-helpers.js';
 
 /**
  * How git objects are stored: text blobs of 1–64 KiB compressed as zlib streams (so a 2 KiB source
@@ -62,6 +62,31 @@ t.test('a text blob is stored deflated and reads back byte-identical through the
   t.equal(stored(files['tiny.txt'])[0], 3, 'a blob under 1 KiB is stored as is');
   t.equal(stored(files['noise.bin'])[0], 3, 'random bytes, which do not compress, are stored as is');
   t.equal(stored(files['large.txt']).length, 100 * 1024 + 1, 'a blob over 64 KiB is stored as is');
+});
+
+t.test('a compressed blob counts its content size against the quota, once however many writes name it; a file named by its oid finds it', async (t) => {
+  const f = await startWithRepo(t, 'count');
+  const content = text(20 * 1024, 'counted');
+  const oid = hashObject('blob', content);
+  const first = await f.s.api('POST', `${f.base}/apply-ops`, {
+    body: { base_change_id: ROOT, ops: [{ op: 'write', path: 'a.txt', content: content.toString() }, { op: 'write', path: 'b.txt', content: content.toString('base64'), encoding: 'base64' }] },
+  });
+  t.equal(first.status, 201, first.text);
+  // PATCH /changes takes `files` (base64 always): the same content a third time.
+  const again = await f.s.api('PATCH', `${f.base}/changes/${first.json.change.id}`, { body: { files: [{ path: 'c.txt', content: content.toString('base64') }] } });
+  t.equal(again.status, 200, again.text);
+  const named = await f.s.api('POST', `${f.base}/apply-ops`, { body: { change_id: first.json.change.id, ops: [{ op: 'write', path: 'd.txt', blob_oid: oid }] } });
+  t.equal(named.status, 200, `the blob is stored under its git oid: ${named.text}`);
+
+  const orgId = (await f.s.api('GET', `/${f.s.org}`)).json.id as string;
+  const repoId = (await f.s.api('GET', f.base)).json.id as string;
+  await f.s.stop();
+  const state = storedState(f.s.dataDir, orgId, repoId);
+  t.ok(state.repoBytes! >= content.length, `the repository counts ${state.repoBytes} bytes: the content's ${content.length}, not its compressed size`);
+  t.ok(state.repoBytes! < 2 * content.length, 'and counts it once');
+  const storage = openStorage(f.s.dataDir);
+  t.teardown(() => storage.close());
+  t.equal(storage.objects.get(K.object(repoId, oid))![0], ZLIB_BLOB, 'stored compressed');
 });
 
 t.test('an object stored before compression existed (type byte, then the content) still reads', async (t) => {

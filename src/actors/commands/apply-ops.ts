@@ -8,7 +8,7 @@ import { TREE_MODE, readTree, type FileMode, type TreeEntry } from '../../vcs/gi
 import { ROOT_CHANGE_ID } from '../../vcs/ids.js';
 import { applyTreeEdits, type TreeEdit } from '../../vcs/tree-edit.js';
 import { commitStagedBlob, type StagedBlob } from '../../storage/blob-store.js';
-import { CHUNK_SIZE, prepareObject, type PreparedObject } from '../../storage/git-object-store.js';
+import { storedObjectType } from '../../storage/git-object-store.js';
 import { metadataPathRoom, updateFileMetadata } from '../../storage/file-metadata.js';
 import { ObjectAccounting, UPLOAD } from '../../storage/object-accounting.js';
 import type { ChangeRecord } from '../../storage/records.js';
@@ -19,25 +19,29 @@ import type { BookmarkMoveInput } from '../../protocol/schemas/changes.js';
 /**
  * Writing files into changes: the one code path behind `POST /changes`, `PATCH /changes/{id}`
  * and `POST /apply-ops` (API §5.3, §5.4). The front end has already checked the body's shape and
- * paths and staged large contents; what arrives here is small: inline contents as the client
- * sent them, or references to staged blobs.
+ * paths, staged large contents and encoded the others as the objects to store (in the request's
+ * `blobs`); what arrives here is small: references to those.
  */
 export type WriteOpInput =
   | {
       op: 'write';
       path: string;
       mode?: FileMode | null;
-      /** Inline content in `encoding` (the front end checked base64). */
-      content?: string;
-      encoding?: 'utf-8' | 'base64';
-      /** A content the front end staged while the body streamed in. */
+      /** A content the front end staged while the body streamed in (over one chunk). */
       staged?: StagedBlob;
+      /** A content the front end hashed and encoded: ActorRequest.blobs[index], the blob `oid`. */
+      encoded?: EncodedBlobRef;
       /** A blob of this repository (e.g. from `POST …/blobs`). */
       blob_oid?: string;
     }
   | { op: 'delete'; path: string }
   | { op: 'rename'; from: string; to: string }
   | { op: 'set_metadata'; path: string; metadata: Record<string, string | null> };
+
+export interface EncodedBlobRef {
+  index: number;
+  oid: string;
+}
 
 /** What every write of files into a change carries. */
 interface ChangeWriteFields extends AuthorsInput {
@@ -74,7 +78,7 @@ function atOp(err: unknown, listKey: string, opIndexOfEdit: readonly number[]): 
   throw err;
 }
 
-function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where: string, ready: PreparedObject | undefined): string {
+function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where: string, encoded: EncodedBlob | undefined): string {
   if (op.staged) {
     commitStagedBlob(w.ctx.storage, w.repo.id, op.staged, w.accounting);
     return op.staged.oid;
@@ -86,25 +90,33 @@ function blobOf(w: RepoWrite, op: Extract<WriteOpInput, { op: 'write' }>, where:
     w.accounting.existing(op.blob_oid);
     return op.blob_oid;
   }
-  return ready ? w.store.writePrepared(ready) : w.store.write('blob', inlineContent(op));
+  if (!encoded) throw new ServiceError('INTERNAL_ERROR', `${where}: a write names no content`);
+  return w.store.writeEncoded(encoded.oid, encoded.value);
 }
 
-function inlineContent(op: Extract<WriteOpInput, { op: 'write' }>): Buffer {
-  return Buffer.from(op.content ?? '', op.encoding === 'base64' ? 'base64' : 'utf8');
+/** A blob the front end encoded, as the request carries it. */
+interface EncodedBlob {
+  oid: string;
+  value: Buffer;
 }
 
-/** Inline contents hashed and encoded before the write lock, by op index (none for other ops). */
-export type PreparedBlobs = ReadonlyArray<PreparedObject | undefined>;
+/** The request's encoded contents, by the index of the op that writes each (none for other ops). */
+export type PreparedBlobs = ReadonlyArray<EncodedBlob | undefined>;
 
-/** The `prepare` of every command that writes files into a change. */
-export function prepareWriteOps(input: ChangeWriteInput): PreparedBlobs {
-  const prepared: Array<PreparedObject | undefined> = [];
+/** The `prepare` of every command that writes files into a change: finds each op's blob. */
+export function prepareWriteOps(input: ChangeWriteInput, blobs: readonly Uint8Array[]): PreparedBlobs {
+  const prepared: Array<EncodedBlob | undefined> = [];
   input.ops.forEach((op, index) => {
-    if (op.op !== 'write' || op.staged || op.blob_oid) return;
-    const content = inlineContent(op);
-    if (content.length <= CHUNK_SIZE) prepared[index] = prepareObject('blob', content);
+    if (op.op === 'write' && op.encoded) prepared[index] = encodedBlob(op.encoded, blobs);
   });
   return prepared;
+}
+
+function encodedBlob(ref: EncodedBlobRef, blobs: readonly Uint8Array[]): EncodedBlob {
+  const bytes = blobs[ref.index];
+  const value = bytes && Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (!value || storedObjectType(ref.oid, value) !== 'blob') throw new ServiceError('INTERNAL_ERROR', `a write names blob ${ref.index} of its request, which holds no such blob`);
+  return { oid: ref.oid, value };
 }
 
 /**

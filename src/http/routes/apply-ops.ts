@@ -10,17 +10,19 @@ import { repoActor } from '../../actors/actor-names.js';
 import { WRITE_BODY_LIMIT, readWriteBody } from '../write-body-reader.js';
 import { isValidBase64 } from '../base64-decoder.js';
 import type { ContentRef } from '../content-sink.js';
+import { prepareObject } from '../../storage/git-object-store.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
 
 /**
  * `POST /{org}/{repo}/apply-ops` (API §5.4) and the body handling it shares with the change
  * routes: read the body (streamed when large), check it against its schema (errors name the op
- * index), then send the repository's actor a small message — inline contents or references to
- * staged blobs, never a large content.
+ * index), then send the repository's actor a small message — contents hashed and encoded here as
+ * the objects it stores (the actor's thread, one per repository, is the write path's bottleneck),
+ * or references to staged blobs, never a large content.
  */
 const checkApplyOps = compileBodyCheck(applyOpsBody);
 
-type WriteContent = Pick<Extract<WriteOpInput, { op: 'write' }>, 'content' | 'encoding' | 'staged'>;
+type WriteContent = Pick<Extract<WriteOpInput, { op: 'write' }>, 'staged' | 'encoded'>;
 
 /** The op an error is about: `ops[3]` or `files[3]` (API §5.4: errors name the op index). */
 interface Where {
@@ -40,17 +42,20 @@ function checkedPath(path: string, where: Where): string {
   }
 }
 
-/** A write's content as the actor takes it: inline text as sent, or what the streamed body reader decoded. */
-function content(text: string, ref: ContentRef | undefined, encoding: ContentEncoding, where: Where): WriteContent {
-  if (!ref) {
-    if (encoding === 'base64' && !isValidBase64(text)) throw invalid(`${where.list}[${where.index}]: content is not valid base64`, { op_index: where.index });
-    return { content: text, encoding };
-  }
-  if (ref.kind === 'staged') return { staged: ref.blob };
-  return { content: ref.bytes.toString('base64'), encoding: 'base64' };
+/**
+ * A write's content as the actor takes it: a blob the body reader staged, or the content encoded
+ * as a stored object and added to `blobs` (ActorRequest.blobs). What is not staged is at most one
+ * chunk, stored inline: a body parsed whole is under `SMALL_BODY_BYTES`, and a streamed content
+ * past one chunk is staged.
+ */
+function content(text: string, ref: ContentRef | undefined, encoding: ContentEncoding, where: Where, blobs: Uint8Array[]): WriteContent {
+  if (ref?.kind === 'staged') return { staged: ref.blob };
+  if (!ref && encoding === 'base64' && !isValidBase64(text)) throw invalid(`${where.list}[${where.index}]: content is not valid base64`, { op_index: where.index });
+  const object = prepareObject('blob', ref ? ref.bytes : Buffer.from(text, encoding === 'base64' ? 'base64' : 'utf8'));
+  return { encoded: { index: blobs.push(object.value) - 1, oid: object.oid } };
 }
 
-function opInputs(ops: readonly OpInput[], contents: Map<number, ContentRef>): WriteOpInput[] {
+function opInputs(ops: readonly OpInput[], contents: Map<number, ContentRef>, blobs: Uint8Array[]): WriteOpInput[] {
   return ops.map((op, index): WriteOpInput => {
     const where: Where = { list: 'ops', index };
     switch (op.op) {
@@ -58,7 +63,7 @@ function opInputs(ops: readonly OpInput[], contents: Map<number, ContentRef>): W
         const path = checkedPath(op.path, where);
         const mode = op.mode ?? null;
         if (isGiven(op, 'blob_oid')) return { op: 'write', path, mode, blob_oid: op.blob_oid };
-        return { op: 'write', path, mode, ...content(op.content, contents.get(index), op.encoding ?? 'utf-8', where) };
+        return { op: 'write', path, mode, ...content(op.content, contents.get(index), op.encoding ?? 'utf-8', where, blobs) };
       }
       case 'rename':
         return { op: 'rename', from: checkedPath(op.from, where), to: checkedPath(op.to, where) };
@@ -69,12 +74,12 @@ function opInputs(ops: readonly OpInput[], contents: Map<number, ContentRef>): W
 }
 
 /** `files` of §5.3 (`{path, content (base64), encoding?, action?, mode?}`) as ops. */
-export function fileInputs(files: readonly FileInput[], contents: Map<number, ContentRef>): WriteOpInput[] {
+export function fileInputs(files: readonly FileInput[], contents: Map<number, ContentRef>, blobs: Uint8Array[]): WriteOpInput[] {
   return files.map((file, index): WriteOpInput => {
     const where: Where = { list: 'files', index };
     const path = checkedPath(file.path, where);
     if (file.action === 'delete') return { op: 'delete', path };
-    return { op: 'write', path, mode: file.mode ?? null, ...content(file.content, contents.get(index), 'base64', where) };
+    return { op: 'write', path, mode: file.mode ?? null, ...content(file.content, contents.get(index), 'base64', where, blobs) };
   });
 }
 
@@ -99,7 +104,8 @@ export interface WriteRoute<Body> {
   listKey: 'ops' | 'files';
   check: BodyCheck<Body>;
   command: string;
-  toInput(ctx: RequestContext, body: Body, contents: Map<number, ContentRef>): ChangeWriteInput;
+  /** Contents encoded as stored objects go to `blobs`, which the actor's message carries. */
+  toInput(ctx: RequestContext, body: Body, contents: Map<number, ContentRef>, blobs: Uint8Array[]): ChangeWriteInput;
 }
 
 /**
@@ -127,7 +133,8 @@ export async function handleWrite<Body>(ctx: RequestContext, route: WriteRoute<B
   });
   try {
     const body = route.check(parsed.body);
-    return await callActor(ctx, repoActor(ctx.repo!.id), route.command, route.toInput(ctx, body, parsed.contents));
+    const blobs: Uint8Array[] = [];
+    return await callActor(ctx, repoActor(ctx.repo!.id), route.command, route.toInput(ctx, body, parsed.contents, blobs), blobs);
   } catch (err) {
     if (!isServiceError(err) || err.code !== 'UNAVAILABLE') await parsed.discard();
     throw err;
@@ -144,8 +151,8 @@ export const applyOpsRoutes: RouteDef[] = [
         listKey: 'ops',
         check: checkApplyOps,
         command: 'apply-ops',
-        toInput(c, body, contents) {
-          const fields = { ...writeFields(c, body, opInputs(body.ops ?? [], contents), 'ops'), bookmarks: body.bookmarks ?? null };
+        toInput(c, body, contents, blobs) {
+          const fields = { ...writeFields(c, body, opInputs(body.ops ?? [], contents, blobs), 'ops'), bookmarks: body.bookmarks ?? null };
           if (isGiven(body, 'change_id')) return { ...fields, change_id: body.change_id, expected_commit_oid: body.expected_commit_oid ?? null };
           return { ...fields, base_change_id: body.base_change_id };
         },
