@@ -2,7 +2,8 @@
  * `node dist/bench/command-encoding.js [--rounds 9] [--iterations 20000]`: what a command input
  * costs on its way to an actor and back out of the envelope, as JSON inside the `ActorRequest`'s
  * `payload` (what the server does) and as a typed protobuf message in its place. The input is
- * the agent-fleet scenario's apply-ops: three 2 KiB UTF-8 files, a message, one bookmark.
+ * the agent-fleet scenario's apply-ops: three 2 KiB UTF-8 files, a message, one bookmark; the
+ * files' stored values travel in the envelope's `blobs`, the same for both, and the ops name them.
  *
  * One operation = the front end's encode (input → bytes of the envelope) plus the actor's decode
  * (bytes → an input it can read). The typed variant builds its message from the input as the
@@ -14,6 +15,7 @@ import { parseArgs } from 'node:util';
 import protobuf from 'protobufjs';
 import { agentFileContent } from './agent-files.js';
 import { decodeRequest, encodeRequest, type PrincipalMsg } from '../src/protocol/messages.js';
+import { prepareObject } from '../src/storage/git-object-store.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string' }, iterations: { type: 'string' } } });
 const ROUNDS = Number(values.rounds ?? 9);
@@ -22,7 +24,8 @@ const ITERATIONS = Number(values.iterations ?? 20_000);
 /** The apply-ops input as a message of its own: what "typed command inputs" would mean. */
 const { root } = protobuf.parse(`
 syntax = "proto3";
-message WriteOp { string path = 1; string content = 2; string encoding = 3; string mode = 4; string blob_oid = 5; }
+message EncodedRef { uint32 index = 1; string oid = 2; }
+message WriteOp { string path = 1; string mode = 4; string blob_oid = 5; EncodedRef encoded = 6; }
 message DeleteOp { string path = 1; }
 message RenameOp { string from = 1; string to = 2; }
 message SetMetadataOp { string path = 1; map<string, string> set = 2; repeated string unset = 3; }
@@ -50,16 +53,18 @@ interface WriteInput {
   repo_id: string;
   base_change_id: string;
   message: string;
-  ops: Array<{ op: 'write'; path: string; content: string; encoding: 'utf-8'; mode: null }>;
+  ops: Array<{ op: 'write'; path: string; mode: null; encoded: { index: number; oid: string } }>;
   list_key: 'ops';
   bookmarks: Array<{ name: string }>;
 }
+
+const objects = [0, 1, 2].map((f) => prepareObject('blob', Buffer.from(agentFileContent(17, 42, f, 2048))));
 
 const input: WriteInput = {
   repo_id: 'repo_01JD8Y1N7W0Q3K5Z2C4V6B8M9X',
   base_change_id: 'zxywzyrouovswrxtvlnxytmomkspqvur',
   message: 'bench agent 17 write 42',
-  ops: [0, 1, 2].map((f) => ({ op: 'write', path: `agents/17/file-${f}.txt`, content: agentFileContent(17, 42, f, 2048), encoding: 'utf-8', mode: null })),
+  ops: objects.map((o, f) => ({ op: 'write', path: `agents/17/file-${f}.txt`, mode: null, encoded: { index: f, oid: o.oid } })),
   list_key: 'ops',
   bookmarks: [{ name: 'agent-17' }],
 };
@@ -76,7 +81,7 @@ const principal: PrincipalMsg = {
 };
 
 const envelope = (payload: Uint8Array): Uint8Array =>
-  encodeRequest({ actor: `repo:${input.repo_id}`, command: 'apply-ops', payload, principal, traceId: '0123456789abcdef0123456789abcdef', blobs: [] });
+  encodeRequest({ actor: `repo:${input.repo_id}`, command: 'apply-ops', payload, principal, traceId: '0123456789abcdef0123456789abcdef', blobs: objects.map((o) => o.value) });
 
 function viaJson(): number {
   const bytes = envelope(Buffer.from(JSON.stringify(input)));
@@ -90,7 +95,7 @@ function viaMessage(): number {
     repoId: input.repo_id,
     baseChangeId: input.base_change_id,
     message: input.message,
-    ops: input.ops.map((op) => ({ write: { path: op.path, content: op.content, encoding: op.encoding, mode: op.mode ?? '' } })),
+    ops: input.ops.map((op) => ({ write: { path: op.path, mode: op.mode ?? '', encoded: op.encoded } })),
     listKey: input.list_key,
     bookmarks: input.bookmarks,
   };
@@ -123,7 +128,7 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const size = (payload: Uint8Array): number => envelope(payload).length;
 const jsonBytes = size(Buffer.from(JSON.stringify(input)));
-const typedBytes = size(ChangeWrite.encode({ repoId: input.repo_id, baseChangeId: input.base_change_id, message: input.message, ops: input.ops.map((op) => ({ write: { path: op.path, content: op.content, encoding: op.encoding } })), listKey: input.list_key, bookmarks: input.bookmarks }).finish());
+const typedBytes = size(ChangeWrite.encode({ repoId: input.repo_id, baseChangeId: input.base_change_id, message: input.message, ops: input.ops.map((op) => ({ write: { path: op.path, encoded: op.encoded } })), listKey: input.list_key, bookmarks: input.bookmarks }).finish());
 console.log(
   JSON.stringify(
     {

@@ -19,7 +19,7 @@ const MAX_OTHER_CHARS = 64 * 1024 * 1024;
  * tokenized in slices, and once parsing has held the thread this long it lets the others run.
  */
 const TOKENIZE_SLICE_CHARS = 16 * 1024;
-const HOLD_THREAD_MS = 10;
+export const HOLD_THREAD_MS = 10;
 
 const isEncoding = (value: unknown): value is ContentEncoding => (CONTENT_ENCODINGS as readonly unknown[]).includes(value);
 
@@ -226,8 +226,8 @@ export async function readWhole(stream: AsyncIterable<Uint8Array>): Promise<Buff
  * Reads the body of a file-writing request (`POST/PATCH …/changes`, `POST …/apply-ops`).
  *
  * Small bodies (declared length up to `SMALL_BODY_BYTES`) are read whole and parsed with
- * `JSON.parse`: the common agent write (a few KiB files) stays cheap, and its file contents go to
- * the actor inline, as the client sent them.
+ * `JSON.parse`: the common agent write (a few KiB files) stays cheap, and its file contents are
+ * decoded from the parsed strings.
  *
  * Anything larger, or a body without a declared length, is parsed as a stream (stream-json's
  * tokenizer, strings delivered in pieces): every `content` string of the body's file list goes

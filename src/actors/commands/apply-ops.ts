@@ -19,15 +19,15 @@ import type { BookmarkMoveInput } from '../../protocol/schemas/changes.js';
 /**
  * Writing files into changes: the one code path behind `POST /changes`, `PATCH /changes/{id}`
  * and `POST /apply-ops` (API §5.3, §5.4). The front end has already checked the body's shape and
- * paths, staged large contents and encoded the others as the objects to store (in the request's
- * `blobs`); what arrives here is small: references to those.
+ * paths, staged large contents (and any past the request's in-memory budget) and encoded the
+ * others as the objects to store (in the request's `blobs`); what arrives here is references.
  */
 export type WriteOpInput =
   | {
       op: 'write';
       path: string;
       mode?: FileMode | null;
-      /** A content the front end staged while the body streamed in (over one chunk). */
+      /** A content the front end staged while the body streamed in. */
       staged?: StagedBlob;
       /** A content the front end hashed and encoded: ActorRequest.blobs[index], the blob `oid`. */
       encoded?: EncodedBlobRef;

@@ -10,7 +10,7 @@ import { repoActor } from '../../actors/actor-names.js';
 import { WRITE_BODY_LIMIT, readWriteBody } from '../write-body-reader.js';
 import { isValidBase64 } from '../base64-decoder.js';
 import type { ContentRef } from '../content-sink.js';
-import { prepareObject } from '../../storage/git-object-store.js';
+import { ContentEncoder } from '../content-encoder.js';
 import type { Reply, RequestContext, RouteDef } from '../route.js';
 
 /**
@@ -42,20 +42,14 @@ function checkedPath(path: string, where: Where): string {
   }
 }
 
-/**
- * A write's content as the actor takes it: a blob the body reader staged, or the content encoded
- * as a stored object and added to `blobs` (ActorRequest.blobs). What is not staged is at most one
- * chunk, stored inline: a body parsed whole is under `SMALL_BODY_BYTES`, and a streamed content
- * past one chunk is staged.
- */
-function content(text: string, ref: ContentRef | undefined, encoding: ContentEncoding, where: Where, blobs: Uint8Array[]): WriteContent {
+/** A write's content as the actor takes it: a blob the body reader staged, or one for `encoder`. */
+function content(text: string, ref: ContentRef | undefined, encoding: ContentEncoding, where: Where, encoder: ContentEncoder): WriteContent {
   if (ref?.kind === 'staged') return { staged: ref.blob };
   if (!ref && encoding === 'base64' && !isValidBase64(text)) throw invalid(`${where.list}[${where.index}]: content is not valid base64`, { op_index: where.index });
-  const object = prepareObject('blob', ref ? ref.bytes : Buffer.from(text, encoding === 'base64' ? 'base64' : 'utf8'));
-  return { encoded: { index: blobs.push(object.value) - 1, oid: object.oid } };
+  return { encoded: encoder.add(ref ? ref.bytes : Buffer.from(text, encoding === 'base64' ? 'base64' : 'utf8')) };
 }
 
-function opInputs(ops: readonly OpInput[], contents: Map<number, ContentRef>, blobs: Uint8Array[]): WriteOpInput[] {
+function opInputs(ops: readonly OpInput[], contents: Map<number, ContentRef>, encoder: ContentEncoder): WriteOpInput[] {
   return ops.map((op, index): WriteOpInput => {
     const where: Where = { list: 'ops', index };
     switch (op.op) {
@@ -63,7 +57,7 @@ function opInputs(ops: readonly OpInput[], contents: Map<number, ContentRef>, bl
         const path = checkedPath(op.path, where);
         const mode = op.mode ?? null;
         if (isGiven(op, 'blob_oid')) return { op: 'write', path, mode, blob_oid: op.blob_oid };
-        return { op: 'write', path, mode, ...content(op.content, contents.get(index), op.encoding ?? 'utf-8', where, blobs) };
+        return { op: 'write', path, mode, ...content(op.content, contents.get(index), op.encoding ?? 'utf-8', where, encoder) };
       }
       case 'rename':
         return { op: 'rename', from: checkedPath(op.from, where), to: checkedPath(op.to, where) };
@@ -74,12 +68,12 @@ function opInputs(ops: readonly OpInput[], contents: Map<number, ContentRef>, bl
 }
 
 /** `files` of §5.3 (`{path, content (base64), encoding?, action?, mode?}`) as ops. */
-export function fileInputs(files: readonly FileInput[], contents: Map<number, ContentRef>, blobs: Uint8Array[]): WriteOpInput[] {
+export function fileInputs(files: readonly FileInput[], contents: Map<number, ContentRef>, encoder: ContentEncoder): WriteOpInput[] {
   return files.map((file, index): WriteOpInput => {
     const where: Where = { list: 'files', index };
     const path = checkedPath(file.path, where);
     if (file.action === 'delete') return { op: 'delete', path };
-    return { op: 'write', path, mode: file.mode ?? null, ...content(file.content, contents.get(index), 'base64', where, blobs) };
+    return { op: 'write', path, mode: file.mode ?? null, ...content(file.content, contents.get(index), 'base64', where, encoder) };
   });
 }
 
@@ -104,8 +98,8 @@ export interface WriteRoute<Body> {
   listKey: 'ops' | 'files';
   check: BodyCheck<Body>;
   command: string;
-  /** Contents encoded as stored objects go to `blobs`, which the actor's message carries. */
-  toInput(ctx: RequestContext, body: Body, contents: Map<number, ContentRef>, blobs: Uint8Array[]): ChangeWriteInput;
+  /** Contents not staged go to `encoder`, whose values the actor's message carries. */
+  toInput(ctx: RequestContext, body: Body, contents: Map<number, ContentRef>, encoder: ContentEncoder): ChangeWriteInput;
 }
 
 /**
@@ -133,8 +127,9 @@ export async function handleWrite<Body>(ctx: RequestContext, route: WriteRoute<B
   });
   try {
     const body = route.check(parsed.body);
-    const blobs: Uint8Array[] = [];
-    return await callActor(ctx, repoActor(ctx.repo!.id), route.command, route.toInput(ctx, body, parsed.contents, blobs), blobs);
+    const encoder = new ContentEncoder();
+    const input = route.toInput(ctx, body, parsed.contents, encoder);
+    return await callActor(ctx, repoActor(ctx.repo!.id), route.command, input, await encoder.encode());
   } catch (err) {
     if (!isServiceError(err) || err.code !== 'UNAVAILABLE') await parsed.discard();
     throw err;
@@ -151,8 +146,8 @@ export const applyOpsRoutes: RouteDef[] = [
         listKey: 'ops',
         check: checkApplyOps,
         command: 'apply-ops',
-        toInput(c, body, contents, blobs) {
-          const fields = { ...writeFields(c, body, opInputs(body.ops ?? [], contents, blobs), 'ops'), bookmarks: body.bookmarks ?? null };
+        toInput(c, body, contents, encoder) {
+          const fields = { ...writeFields(c, body, opInputs(body.ops ?? [], contents, encoder), 'ops'), bookmarks: body.bookmarks ?? null };
           if (isGiven(body, 'change_id')) return { ...fields, change_id: body.change_id, expected_commit_oid: body.expected_commit_oid ?? null };
           return { ...fields, base_change_id: body.base_change_id };
         },

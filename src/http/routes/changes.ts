@@ -138,7 +138,7 @@ export const changeRoutes: RouteDef[] = [
         listKey: 'files',
         check: checkCreate,
         command: 'change.create',
-        toInput: (c, body, contents, blobs) => ({ ...writeFields(c, body, fileInputs(body.files ?? [], contents, blobs), 'files'), base_change_id: body.base_change_id }),
+        toInput: (c, body, contents, encoder) => ({ ...writeFields(c, body, fileInputs(body.files ?? [], contents, encoder), 'files'), base_change_id: body.base_change_id }),
       }),
   },
   {
@@ -164,8 +164,8 @@ export const changeRoutes: RouteDef[] = [
         listKey: 'files',
         check: checkPatch,
         command: 'change.update',
-        toInput: (c, body, contents, blobs) => ({
-          ...writeFields(c, body, fileInputs(body.files ?? [], contents, blobs), 'files'),
+        toInput: (c, body, contents, encoder) => ({
+          ...writeFields(c, body, fileInputs(body.files ?? [], contents, encoder), 'files'),
           change_id: id,
           expected_commit_oid: body.base_commit_oid ?? null,
         }),
