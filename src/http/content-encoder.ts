@@ -1,14 +1,14 @@
 import type { EncodedBlobRef } from '../actors/commands/apply-ops.js';
 import { CHUNK_SIZE, prepareObject } from '../storage/git-object-store.js';
-import { HOLD_THREAD_MS } from './write-body-reader.js';
+import { FRONT_END_SLICE_MS, TimeSlice } from '../time-slice.js';
 
 /**
  * The contents of one write, hashed and compressed by the front end as the objects the actor
  * stores (`ActorRequest.blobs`): the repository's one thread is what a busy repository waits on,
  * so that work stays off it. Each op gets its reference when the input is built; `encode` fills
  * in the oids. A request may hold up to 8 MiB of contents in memory, which takes tens of
- * milliseconds to compress: once the work has held the front end's thread `HOLD_THREAD_MS`, other
- * requests run.
+ * milliseconds to compress: it is done in slices (`FRONT_END_SLICE_MS`), other requests running
+ * between them.
  */
 export class ContentEncoder {
   private readonly pending: Array<{ ref: EncodedBlobRef; bytes: Buffer }> = [];
@@ -25,15 +25,12 @@ export class ContentEncoder {
   /** The stored values, in the order of the references. */
   async encode(): Promise<Uint8Array[]> {
     const blobs: Uint8Array[] = [];
-    let held = performance.now();
+    const slice = new TimeSlice(FRONT_END_SLICE_MS);
     for (const { ref, bytes } of this.pending) {
+      if (slice.over) await slice.yield();
       const object = prepareObject('blob', bytes);
       ref.oid = object.oid;
       blobs.push(object.value);
-      if (performance.now() - held > HOLD_THREAD_MS) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        held = performance.now();
-      }
     }
     return blobs;
   }

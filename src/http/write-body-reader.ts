@@ -6,6 +6,7 @@ import type { BlobStager } from '../storage/blob-store.js';
 import { checkKey, loneSurrogate, notUtf8, parseJsonBody } from './json-body.js';
 import { CONTENT_ENCODINGS, MAX_WRITE_ITEMS, type ContentEncoding } from '../protocol/schemas/changes.js';
 import { ContentSink, type Budget, type ContentRef } from './content-sink.js';
+import { FRONT_END_SLICE_MS, TimeSlice } from '../time-slice.js';
 
 /** Bodies declared up to this length are read whole and parsed with `JSON.parse`. */
 export const SMALL_BODY_BYTES = 256 * 1024;
@@ -16,10 +17,10 @@ const MAX_OTHER_CHARS = 64 * 1024 * 1024;
 /**
  * The tokenizer runs on the front end's thread at about a microsecond per token, so a body dense
  * with small values (2 MiB of `0,` took 4 s) would hold every other request back: text is
- * tokenized in slices, and once parsing has held the thread this long it lets the others run.
+ * tokenized in pieces of this many characters, and once parsing has held the thread for
+ * `FRONT_END_SLICE_MS` it lets the others run.
  */
 const TOKENIZE_SLICE_CHARS = 16 * 1024;
-export const HOLD_THREAD_MS = 10;
 
 const isEncoding = (value: unknown): value is ContentEncoding => (CONTENT_ENCODINGS as readonly unknown[]).includes(value);
 
@@ -192,15 +193,12 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
       throw notUtf8();
     }
   };
-  let held = performance.now();
+  const slice = new TimeSlice(FRONT_END_SLICE_MS);
   for await (const chunk of stream) {
     const text = decode(chunk);
     for (let at = 0; at < text.length; at += TOKENIZE_SLICE_CHARS) {
       await feed(tokens(text.length <= TOKENIZE_SLICE_CHARS ? text : text.slice(at, at + TOKENIZE_SLICE_CHARS)));
-      if (performance.now() - held > HOLD_THREAD_MS) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        held = performance.now();
-      }
+      if (slice.over) await slice.yield();
     }
   }
   const tail = decode();

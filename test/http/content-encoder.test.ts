@@ -3,13 +3,13 @@ import { ContentEncoder } from '../../src/http/content-encoder.js';
 import { CHUNK_SIZE, ZLIB_BLOB, decodeObjectValue } from '../../src/storage/git-object-store.js';
 import { hashObject } from '../../src/vcs/git-object.js';
 
-/** Text of words picked pseudo-randomly: it compresses about by half, as source files do. */
+/** Text of words picked pseudo-randomly: level 1 compresses it to about 0.3 of its size. */
 const text = (n: number, seed: number): Buffer => {
   const words = ['const', 'answer', 'compute', 'input', 'return', 'value', 'if', 'else', 'for', 'of', 'the', 'quick', 'brown', 'fox', '=', '(', ')', '{', '}', ';\n'];
   let state = seed + 1;
   let out = '';
   while (out.length < n) {
-    state = (state * 1103515245 + 12345) % 2147483648;
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
     out += `${words[state % words.length]}${state % 7 === 0 ? state : ''} `;
   }
   return Buffer.from(out.slice(0, n));
@@ -49,7 +49,8 @@ t.test('a request full of contents lets other work run while they are compressed
   const blobs = await encoder.encode();
   encoding = false;
   t.equal(blobs.length, 128);
-  t.ok(turns > 1, `the event loop turned ${turns} times during the encoding`);
+  // Without slices the encoding finishes before any turn; how many turns depends on the machine.
+  t.ok(turns > 0, `the event loop turned ${turns} times during the encoding`);
 });
 
 t.test('a content over one chunk is refused: it should have been staged', async (t) => {

@@ -112,10 +112,12 @@ export function prepareWriteOps(input: ChangeWriteInput, blobs: readonly Uint8Ar
   return prepared;
 }
 
+const OID = /^[0-9a-f]{40}$/;
+
 function encodedBlob(ref: EncodedBlobRef, blobs: readonly Uint8Array[]): EncodedBlob {
   const bytes = blobs[ref.index];
   const value = bytes && Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (!value || storedObjectType(ref.oid, value) !== 'blob') throw new ServiceError('INTERNAL_ERROR', `a write names blob ${ref.index} of its request, which holds no such blob`);
+  if (!value || !OID.test(ref.oid) || storedObjectType(ref.oid, value) !== 'blob') throw new ServiceError('INTERNAL_ERROR', `a write names blob ${ref.index} (${ref.oid}) of its request, which holds no such blob`);
   return { oid: ref.oid, value };
 }
 

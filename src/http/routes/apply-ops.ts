@@ -16,9 +16,9 @@ import type { Reply, RequestContext, RouteDef } from '../route.js';
 /**
  * `POST /{org}/{repo}/apply-ops` (API §5.4) and the body handling it shares with the change
  * routes: read the body (streamed when large), check it against its schema (errors name the op
- * index), then send the repository's actor a small message — contents hashed and encoded here as
- * the objects it stores (the actor's thread, one per repository, is the write path's bottleneck),
- * or references to staged blobs, never a large content.
+ * index), then send the repository's actor a small message — contents hashed and encoded by the
+ * front end as the objects it stores (content-encoder.ts), or references to staged blobs, never a
+ * large content.
  */
 const checkApplyOps = compileBodyCheck(applyOpsBody);
 
@@ -129,7 +129,9 @@ export async function handleWrite<Body>(ctx: RequestContext, route: WriteRoute<B
     const body = route.check(parsed.body);
     const encoder = new ContentEncoder();
     const input = route.toInput(ctx, body, parsed.contents, encoder);
-    return await callActor(ctx, repoActor(ctx.repo!.id), route.command, input, await encoder.encode());
+    // The input's oids are set here: it is serialized only after.
+    const blobs = await encoder.encode();
+    return await callActor(ctx, repoActor(ctx.repo!.id), route.command, input, blobs);
   } catch (err) {
     if (!isServiceError(err) || err.code !== 'UNAVAILABLE') await parsed.discard();
     throw err;

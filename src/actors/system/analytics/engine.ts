@@ -19,6 +19,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { log } from '../../../log.js';
+import { TimeSlice } from '../../../time-slice.js';
 import { COMMIT_THEN_SYNC } from '../../../storage/commit-flags.js';
 import type { Storage } from '../../../storage/database.js';
 import {
@@ -265,7 +266,7 @@ export class AnalyticsEngine {
     const stack = [head];
     let computed = 0;
     let reused = 0;
-    let sliceStart = performance.now();
+    const slice = new TimeSlice(this.#sliceMs);
     while (stack.length > 0) {
       const oid = stack.pop()!;
       if (nodes.has(oid) || boundary.has(oid)) continue;
@@ -290,10 +291,9 @@ export class AnalyticsEngine {
       }
       nodes.set(oid, result);
       for (const parent of result.parents) stack.push(parent);
-      if (performance.now() - sliceStart > this.#sliceMs) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
+      if (slice.over) {
+        await slice.yield();
         if (this.#cancelled) throw new RunCancelled('cancelled');
-        sliceStart = performance.now();
       }
     }
     return { order: topologicalOrder(head, nodes), boundary, computed, reused };
