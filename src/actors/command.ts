@@ -52,9 +52,9 @@ export interface Command<I = unknown, P = unknown> {
   handle(input: I, ctx: CommandContext, prepared: P): CommandResult;
   /**
    * Work that needs no database, done on the decoded input before its batch takes LMDB's write
-   * lock (hashing and encoding contents): every writer of the environment waits while a batch
-   * holds that lock, so what can run outside it should. `blobs` are the request's objects the
-   * front end prepared (ActorRequest.blobs). Its result is handed to `handle`.
+   * lock (decoding a push's objects, finding a write's blobs among `blobs`, the values the front
+   * end encoded: ActorRequest.blobs): every writer of the environment waits while a batch holds
+   * that lock, so what can run outside it should. Its result is handed to `handle`.
    */
   prepare?(input: I, blobs: readonly Uint8Array[]): P;
 }

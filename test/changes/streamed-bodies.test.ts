@@ -5,6 +5,7 @@ import { ROOT, exportRepo, startWithRepo, type RepoFixture } from './helpers.js'
 import { streamRequest } from './streaming-client.js';
 import { readWriteBody } from '../../src/http/write-body-reader.js';
 import type { Storage } from '../../src/storage/database.js';
+import { turnsDuring } from '../helpers/event-loop-turns.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -158,23 +159,16 @@ t.test('streamed bodies - an error answered while the body is still arriving lea
 t.test('streamed bodies - a body dense with small values lets other work run while it is parsed', async (t) => {
   // Two million tokens in one chunk: parsed whole, it held the front end's thread for seconds.
   const body = Buffer.from(`{"base_change_id":"${ROOT}","ops":[],"x":[${'0,'.repeat(MiB)}0]}`);
-  let turns = 0;
-  let parsing = true;
-  const tick = (): void => {
-    if (!parsing) return;
-    turns++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  const parsed = await readWriteBody(
-    (async function* () {
-      yield body;
-    })(),
-    { 'content-type': 'application/json' },
-    // No file contents in this body, so nothing is staged in storage.
-    { storage: undefined as unknown as Storage, repoId: 'repo_x', listKey: 'ops', defaultEncoding: 'utf-8', encodingFixed: false },
+  const { result: parsed, turns } = await turnsDuring(() =>
+    readWriteBody(
+      (async function* () {
+        yield body;
+      })(),
+      { 'content-type': 'application/json' },
+      // No file contents in this body, so nothing is staged in storage.
+      { storage: undefined as unknown as Storage, repoId: 'repo_x', listKey: 'ops', defaultEncoding: 'utf-8', encodingFixed: false },
+    ),
   );
-  parsing = false;
   t.equal((parsed.body.x as unknown[]).length, MiB + 1);
   t.ok(turns > 10, `the event loop turned ${turns} times during the parse`);
 });

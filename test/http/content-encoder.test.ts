@@ -2,6 +2,7 @@ import t from 'tap';
 import { ContentEncoder } from '../../src/http/content-encoder.js';
 import { CHUNK_SIZE, ZLIB_BLOB, decodeObjectValue } from '../../src/storage/git-object-store.js';
 import { hashObject } from '../../src/vcs/git-object.js';
+import { turnsDuring } from '../helpers/event-loop-turns.js';
 
 /** Text of words picked pseudo-randomly: level 1 compresses it to about 0.3 of its size. */
 const text = (n: number, seed: number): Buffer => {
@@ -38,16 +39,7 @@ t.test('a request full of contents lets other work run while they are compressed
   // 8 MiB of text, the most a request keeps in memory: tens of milliseconds of zlib at once.
   const encoder = new ContentEncoder();
   for (let i = 0; i < 128; i++) encoder.add(text(64 * 1024, i));
-  let turns = 0;
-  let encoding = true;
-  const tick = (): void => {
-    if (!encoding) return;
-    turns++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  const blobs = await encoder.encode();
-  encoding = false;
+  const { result: blobs, turns } = await turnsDuring(() => encoder.encode());
   t.equal(blobs.length, 128);
   // Without slices the encoding finishes before any turn; how many turns depends on the machine.
   t.ok(turns > 0, `the event loop turned ${turns} times during the encoding`);
