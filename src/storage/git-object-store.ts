@@ -2,7 +2,7 @@ import { deflateSync, inflateRawSync, inflateSync } from 'node:zlib';
 import { ServiceError } from '../errors.js';
 import { hashObject } from '../vcs/git-object.js';
 import type { GitObject, ObjectStore, ObjectType } from '../vcs/object-store.js';
-import type { Storage } from './database.js';
+import { putIfAbsent, type Storage } from './database.js';
 import { K } from './keys.js';
 
 /**
@@ -219,7 +219,9 @@ export class LmdbObjectStore implements ObjectStore {
   write(type: ObjectType, content: Uint8Array): string {
     const oid = hashObject(type, content);
     if (this.overlay) return this.writeScratch(oid, type, content);
-    if (this.known(oid)) return oid;
+    // A blob is looked up first: encoding one costs more than a lookup, and a large one's chunks
+    // go in before its header. Trees and commits are small and nearly always new.
+    if (type === 'blob' ? this.known(oid) : this.met(oid)) return oid;
     if (type === 'blob' && content.length > CHUNK_SIZE) {
       const uploadId = `obj_${oid}`;
       const n = putChunksSync(this.storage, this.repoId, uploadId, content);
@@ -233,7 +235,7 @@ export class LmdbObjectStore implements ObjectStore {
   /** Stores an object hashed and encoded earlier, outside the write lock (`prepareObject`). */
   writePrepared(object: PreparedObject): string {
     if (this.overlay) return this.writeScratch(object.oid, object.type, object.content);
-    if (this.known(object.oid)) return object.oid;
+    if (this.met(object.oid)) return object.oid;
     return this.store(object.oid, object.type, object.content, object.value);
   }
 
@@ -244,17 +246,32 @@ export class LmdbObjectStore implements ObjectStore {
    */
   writeEncoded(oid: string, value: Buffer): string {
     if (this.overlay) throw new Error('a scratch store takes contents, not stored values');
-    if (this.known(oid)) return oid;
-    this.storage.objects.putSync(K.object(this.repoId, oid), value);
-    this.observer?.stored(oid, storedObjectSize(value));
+    if (!this.met(oid) && this.putNew(oid, value)) this.observer?.stored(oid, storedObjectSize(value));
     return oid;
   }
 
   private store(oid: string, type: ObjectType, content: Uint8Array, value: Buffer): string {
-    this.storage.objects.putSync(K.object(this.repoId, oid), value);
+    if (!this.putNew(oid, value)) return oid;
     if (content.length <= CACHED_OBJECT_BYTES) this.cache.set(oid, { type, size: content.length, chunked: null, content: Uint8Array.from(content) });
     this.observer?.stored(oid, content.length);
     return oid;
+  }
+
+  /**
+   * Puts `value` unless the repository already stores `oid`, in one descent of the B-tree (a
+   * lookup then a put took two); an object met is reported as by `known`.
+   */
+  private putNew(oid: string, value: Buffer): boolean {
+    if (putIfAbsent(this.storage.objects, K.object(this.repoId, oid), value)) return true;
+    this.observer?.existing(oid);
+    return false;
+  }
+
+  /** `known` for an object this instance has read or written: no lookup. */
+  private met(oid: string): boolean {
+    if (!this.cache.has(oid)) return false;
+    this.observer?.existing(oid);
+    return true;
   }
 
   private writeScratch(oid: string, type: ObjectType, content: Uint8Array): string {

@@ -1,6 +1,6 @@
 import { ABORT, asBinary, type Database, type Key, type TransactionFlags } from 'lmdb';
 import { COMMIT_THEN_SYNC } from './commit-flags.js';
-import type { Storage } from './database.js';
+import { putIfAbsent, type Storage } from './database.js';
 import { encodeKey, shardOfKey, type KeyRange } from './keys.js';
 import type { CommittedWrites, ShardWrites, WriteDb, WriteOp, WriteSink } from './write-set.js';
 
@@ -139,8 +139,8 @@ function group(ops: Recorded[], order: bigint, commits: Commits): CommittedWrite
 /**
  * `storage` with every write recorded by `recorder`. Reads pass through untouched; writes of the
  * three databases go to LMDB as the bytes recorded (`asBinary`), so what is recorded is exactly
- * what is stored. Write calls lmdb-js offers but nothing here records (conditional writes,
- * clears, drops) throw, so that no write can bypass the record.
+ * what is stored. Write calls lmdb-js offers but nothing here records (conditional writes other
+ * than `noOverwrite`, clears, drops) throw, so that no write can bypass the record.
  */
 export function recordingStorage(storage: Storage, recorder: WriteRecorder): Storage {
   const root = transactions(storage.root, recorder);
@@ -229,7 +229,14 @@ function transactions<D extends object>(of: D, recorder: WriteRecorder): D {
   return view;
 }
 
-/** `transactions(db)` whose puts and removes are recorded as ops of `name`. */
+const isNoOverwrite = (options: unknown): boolean =>
+  typeof options === 'object' && options !== null && Object.keys(options).length === 1 && (options as { noOverwrite?: unknown }).noOverwrite === true;
+
+/**
+ * `transactions(db)` whose puts and removes are recorded as ops of `name`. The one conditional
+ * write it takes is `putSync(key, value, { noOverwrite: true })`, which a follower can replay as
+ * a plain put because it is recorded only when it wrote.
+ */
 function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorder, encode: Encode): Database<V, Key> {
   const view = transactions(db, recorder);
   const raw = db as unknown as Database<unknown, Key>;
@@ -242,8 +249,15 @@ function recorded<V>(db: Database<V, Key>, name: WriteDb, recorder: WriteRecorde
     recorder.record(name, 'put', key, bytes);
     return raw.putSync(key, asBinary(bytes));
   };
+  /** A put that leaves an existing key as it is: recorded only when it wrote. */
+  const putNewBytes = (key: Key, bytes: Uint8Array): boolean => {
+    const wrote = putIfAbsent(raw, key, asBinary(bytes));
+    if (wrote) recorder.record(name, 'put', key, bytes);
+    return wrote;
+  };
   Object.defineProperty(view, 'putSync', {
     value(key: Key, value: V, ...rest: unknown[]): unknown {
+      if (rest.length === 1 && isNoOverwrite(rest[0])) return inTransaction(() => putNewBytes(key, encode(value)));
       checked(rest.length);
       return inTransaction(() => putBytes(key, encode(value)));
     },

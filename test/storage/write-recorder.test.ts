@@ -111,6 +111,24 @@ t.test('a rolled back outermost transaction hands nothing over; a write outside 
   t.throws(() => storage.meta.ifNoExists(K.repo('x'), () => undefined), /not recorded/, 'a conditional write cannot bypass the record');
 });
 
+t.test('a put that keeps an existing key is recorded only when it wrote', async (t) => {
+  const { raw, storage, committed } = fresh();
+  const key = K.object('N'.repeat(26), 'c'.repeat(40));
+  const results: unknown[] = [];
+  storage.root.transactionSync(() => {
+    results.push(storage.objects.putSync(key, Buffer.from('first'), { noOverwrite: true }));
+    results.push(storage.objects.putSync(key, Buffer.from('second'), { noOverwrite: true }));
+  });
+  t.same(results, [true, false], 'the second put finds the key');
+  t.equal(raw.objects.getBinary(key)?.toString(), 'first', 'and leaves its value');
+  t.same(
+    committed[0]!.shards[0]!.ops.map((op) => `${op.kind} ${Buffer.from(op.value!).toString()}`),
+    ['put first'],
+    'only the put that wrote is recorded',
+  );
+  t.throws(() => storage.objects.putSync(key, Buffer.from('x'), { noOverwrite: true, append: true }), /not recorded/, 'other options are still refused');
+});
+
 t.test('the codec is deterministic and lossless; applying reproduces the bytes', async (t) => {
   const { raw, storage, committed } = fresh();
   const repo = 'C'.repeat(26);
