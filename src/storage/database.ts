@@ -61,8 +61,9 @@ export function openStorage(dataDir: string, migration: MigrationOptions = {}): 
 }
 
 /**
- * `putSync` with `noOverwrite`: stores `value` unless `key` is there, in one descent of the B-tree,
- * and answers whether it wrote (lmdb-js does, though its declared type says it returns nothing).
+ * `putSync` with `noOverwrite`: stores `value` unless `key` is there, in one call (lmdb-js looks the
+ * key up and puts in native code), and answers whether it wrote (lmdb-js does, though its declared
+ * type says it returns nothing).
  */
 export function putIfAbsent<V>(db: Database<V, Key>, key: Key, value: V): boolean {
   return (db.putSync(key, value, { noOverwrite: true }) as unknown as boolean) === true;

@@ -220,7 +220,7 @@ export class LmdbObjectStore implements ObjectStore {
     const oid = hashObject(type, content);
     if (this.overlay) return this.writeScratch(oid, type, content);
     // A blob is looked up first: encoding one costs more than a lookup, and a large one's chunks
-    // go in before its header. Trees and commits are small and nearly always new.
+    // go in before its header. Other objects (trees, commits, tags) are small and nearly always new.
     if (type === 'blob' ? this.known(oid) : this.met(oid)) return oid;
     if (type === 'blob' && content.length > CHUNK_SIZE) {
       const uploadId = `obj_${oid}`;
@@ -258,8 +258,9 @@ export class LmdbObjectStore implements ObjectStore {
   }
 
   /**
-   * Puts `value` unless the repository already stores `oid`, in one descent of the B-tree (a
-   * lookup then a put took two); an object met is reported as by `known`.
+   * Puts `value` unless the repository already stores `oid`, in one call into lmdb-js (a lookup
+   * from here, then a put, took two, each encoding the key); an object met is reported as by
+   * `known`.
    */
   private putNew(oid: string, value: Buffer): boolean {
     if (putIfAbsent(this.storage.objects, K.object(this.repoId, oid), value)) return true;

@@ -138,3 +138,35 @@ t.test('a blob stored as raw deflate (before zlib streams) reads back through th
   t.equal(spawnSync('git', ['show', 'main:old.txt'], { cwd: join(dir, 'c'), env, encoding: 'utf8' }).stdout, content.toString(), 'a clone gets it, framed as a zlib stream');
   t.equal(spawnSync('git', ['fsck', '--strict'], { cwd: join(dir, 'c'), env, encoding: 'utf8' }).status, 0);
 });
+
+t.test('every write tells the observer whether it stored the object or met it, once', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'repohost-object-observer-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const storage = openStorage(dir);
+  t.teardown(() => storage.close());
+  const repoId = 'O'.repeat(26);
+  const seen: string[] = [];
+  const observer = { stored: (oid: string, size: number) => void seen.push(`stored ${oid.slice(0, 7)} ${size}`), existing: (oid: string) => void seen.push(`existing ${oid.slice(0, 7)}`) };
+  const tree = Buffer.from('100644 a\0' + '\x01'.repeat(20), 'latin1');
+  const blob = text(2048, 'observed');
+  const blobOid = hashObject('blob', blob);
+  const treeOid = hashObject('tree', tree);
+  const write = (fn: (store: LmdbObjectStore) => void): void => storage.root.transactionSync(() => fn(new LmdbObjectStore(storage, repoId, { observer })));
+  write((store) => {
+    store.write('tree', tree);
+    store.write('tree', tree); // met in this store's own cache
+    store.writeEncoded(blobOid, encodeInlineObject('blob', blob));
+  });
+  // New stores: the objects are met in LMDB, not in a cache.
+  write((store) => store.write('tree', tree));
+  write((store) => store.writeEncoded(blobOid, encodeInlineObject('blob', blob)));
+  write((store) => store.write('blob', blob));
+  t.same(seen, [
+    `stored ${treeOid.slice(0, 7)} ${tree.length}`,
+    `existing ${treeOid.slice(0, 7)}`,
+    `stored ${blobOid.slice(0, 7)} 2048`,
+    `existing ${treeOid.slice(0, 7)}`,
+    `existing ${blobOid.slice(0, 7)}`,
+    `existing ${blobOid.slice(0, 7)}`,
+  ]);
+});

@@ -127,6 +127,22 @@ t.test('a put that keeps an existing key is recorded only when it wrote', async 
     'only the put that wrote is recorded',
   );
   t.throws(() => storage.objects.putSync(key, Buffer.from('x'), { noOverwrite: true, append: true }), /not recorded/, 'other options are still refused');
+  // A child that put the key and rolled back leaves it free for its parent.
+  const other = K.object('N'.repeat(26), 'd'.repeat(40));
+  storage.root.transactionSync(() => {
+    t.throws(() =>
+      storage.root.transactionSync(() => {
+        storage.objects.putSync(other, Buffer.from('rolled back'), { noOverwrite: true });
+        throw new Error('command failed');
+      }),
+    );
+    t.equal(storage.objects.putSync(other, Buffer.from('kept'), { noOverwrite: true }), true, 'the parent writes the key');
+  });
+  t.same(
+    committed[1]!.shards[0]!.ops.map((op) => Buffer.from(op.value!).toString()),
+    ['kept'],
+    'and only its put is recorded',
+  );
 });
 
 t.test('the codec is deterministic and lossless; applying reproduces the bytes', async (t) => {
