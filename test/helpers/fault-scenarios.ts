@@ -134,7 +134,17 @@ export async function runFaultScenario(t: Test, cluster: TestCluster, o: Scenari
   const unknown = recorder.ops.filter((h) => h.outcome === 'info').length;
   t.ok(acknowledged > 10, `${stats.operations} operations: ${acknowledged} acknowledged writes, ${unknown} unknown outcomes, ${stats.changes.length} changes`);
   for (const node of cluster.live()) {
-    t.same(await missingChanges(node.call, cluster.org, stats.changes), [], `${node.id}: all ${stats.changes.length} acknowledged changes are readable`);
+    const missing = await missingChanges(node.call, cluster.org, stats.changes);
+    t.same(missing, [], `${node.id}: all ${stats.changes.length} acknowledged changes are readable`);
+    if (missing.length > 0) {
+      // Whether the node still runs and its operator port answers, and what it logged: for a
+      // look at why it did not answer.
+      const file = join(tmpdir(), `repohost-${node.id}-${process.pid}-${Date.now()}.log`);
+      const { exitCode, signalCode } = node.process;
+      const operator = await node.status().then((s) => `answers (${s.shards.length} shards)`, (err: unknown) => String(err));
+      writeFileSync(file, `exit code ${exitCode}, signal ${signalCode}; operator port: ${operator}\n${node.logs.join('\n')}`);
+      t.comment(`${node.id}'s log: ${file}`);
+    }
   }
   const verdict = checkRegisterHistory(recorder.ops);
   t.ok(verdict.linearizable, describeVerdict(verdict) || `linearizable: ${verdict.keys.map((k) => `${k.key.split('/')[1]} ${k.operations} ops`).join(', ')}`);
