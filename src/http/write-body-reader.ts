@@ -15,6 +15,15 @@ export const WRITE_BODY_LIMIT = 700 * 1024 * 1024;
 /** Everything but file contents (paths, messages, resolutions) must fit in this many characters. */
 const MAX_OTHER_CHARS = 64 * 1024 * 1024;
 /**
+ * Values (objects, arrays, strings, numbers, literals) outside file contents: each is held as a
+ * JavaScript value until the body ends, at tens of bytes even when its text is one character, so
+ * the character budget alone would let `[[[[…` or `[null,null,…` fill the heap. 10,000 items
+ * with a hundred fields each fit.
+ */
+const MAX_VALUES = 1024 * 1024;
+/** Nesting of the body's containers; the writing routes' bodies nest five deep at most. */
+const MAX_DEPTH = 32;
+/**
  * The tokenizer runs on the front end's thread at about a microsecond per token, so a body dense
  * with small values (2 MiB of `0,` took 4 s) would hold every other request back: text is
  * tokenized in pieces of this many characters, and once parsing has held the thread for
@@ -57,10 +66,12 @@ type Tokenizer = (input: string | typeof none) => Many<Token> | typeof none;
 
 /** Parses a streamed body; see `readWriteBody`. */
 async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyOptions, stagers: BlobStager[]): Promise<Omit<ParsedWriteBody, 'discard'>> {
-  const parse = jsonParser({ packKeys: true, streamKeys: false, packStrings: false, streamStrings: true, packNumbers: true, streamNumbers: false }) as Tokenizer;
+  // Keys and numbers arrive in pieces too, so that no piece of text is held whole before it is counted.
+  const parse = jsonParser({ packKeys: false, streamKeys: true, packStrings: false, streamStrings: true, packNumbers: false, streamNumbers: true }) as Tokenizer;
   const text = new TextDecoder('utf-8', { fatal: true });
   const budget: Budget = { decoded: 0, inMemory: 0 };
   let otherChars = 0;
+  let values = 0;
   const contents = new Map<number, ContentRef>();
   const frames: Frame[] = [];
   let root: unknown = undefined;
@@ -69,6 +80,7 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
   const sinks = new Map<Container, { index: number; sink: ContentSink }>();
 
   const addValue = (value: unknown): void => {
+    if (++values > MAX_VALUES) throw new ServiceError('PAYLOAD_TOO_LARGE', `the request body holds more than ${MAX_VALUES} values outside file contents`);
     const top = frames[frames.length - 1];
     if (!top) {
       root = value;
@@ -104,6 +116,7 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
     switch (token.name) {
       case 'startObject':
       case 'startArray': {
+        if (frames.length === MAX_DEPTH) throw invalid(`the request body nests deeper than ${MAX_DEPTH} levels`);
         const value: Container = token.name === 'startObject' ? {} : [];
         const name = frames[frames.length - 1]?.key ?? null;
         addValue(value);
@@ -121,11 +134,23 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
         const pending = sinks.get(done.value);
         return pending ? finishItem(done.value, pending) : undefined;
       }
-      case 'keyValue':
+      case 'startKey':
+      case 'startNumber':
+        pieces = [];
+        return;
+      case 'endKey': {
+        const key = pieces.join('');
+        checkKey(key);
+        if (!key.isWellFormed()) throw loneSurrogate();
+        frames[frames.length - 1]!.key = key;
+        return;
+      }
+      case 'numberChunk':
         countOther(token.value.length);
-        checkKey(token.value);
-        if (!token.value.isWellFormed()) throw loneSurrogate();
-        frames[frames.length - 1]!.key = token.value;
+        pieces.push(token.value);
+        return;
+      case 'endNumber':
+        addValue(Number(pieces.join('')));
         return;
       case 'startString': {
         const target = frames[frames.length - 1]?.key === 'content' ? contentItem() : null;
@@ -155,10 +180,6 @@ async function parseStreamed(stream: AsyncIterable<Uint8Array>, opts: WriteBodyO
           if (!value.isWellFormed()) throw loneSurrogate();
           addValue(value);
         }
-        return;
-      case 'numberValue':
-        countOther(token.value.length);
-        addValue(Number(token.value));
         return;
       case 'trueValue':
       case 'falseValue':

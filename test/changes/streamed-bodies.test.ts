@@ -158,7 +158,7 @@ t.test('streamed bodies - an error answered while the body is still arriving lea
 
 t.test('streamed bodies - a body dense with small values lets other work run while it is parsed', async (t) => {
   // Two million tokens in one chunk: parsed whole, it held the front end's thread for seconds.
-  const body = Buffer.from(`{"base_change_id":"${ROOT}","ops":[],"x":[${'0,'.repeat(MiB)}0]}`);
+  const body = Buffer.from(`{"base_change_id":"${ROOT}","ops":[],"x":[${'0,'.repeat(999_999)}0]}`);
   const { result: parsed, turns } = await turnsDuring(() =>
     readWriteBody(
       (async function* () {
@@ -169,6 +169,58 @@ t.test('streamed bodies - a body dense with small values lets other work run whi
       { storage: undefined as unknown as Storage, repoId: 'repo_x', listKey: 'ops', defaultEncoding: 'utf-8', encodingFixed: false },
     ),
   );
-  t.equal((parsed.body.x as unknown[]).length, MiB + 1);
+  t.equal((parsed.body.x as unknown[]).length, 1_000_000);
   t.ok(turns > 10, `the event loop turned ${turns} times during the parse`);
+});
+
+/** `readWriteBody` on a body given as pieces, with how many pieces it took before it answered. */
+async function parsePieces(pieces: Iterable<string>): Promise<{ error: unknown; taken: number }> {
+  let taken = 0;
+  const stream = (async function* () {
+    for (const piece of asBuffers(pieces)) {
+      taken++;
+      yield piece;
+    }
+  })();
+  // No file contents in these bodies, so nothing is staged in storage.
+  const opts = { storage: undefined as unknown as Storage, repoId: 'repo_x', listKey: 'ops' as const, defaultEncoding: 'utf-8' as const, encodingFixed: false };
+  const error = await readWriteBody(stream, { 'content-type': 'application/json' }, opts).then(() => null, (err: unknown) => err);
+  return { error, taken };
+}
+
+function* asBuffers(pieces: Iterable<string>): Generator<Buffer> {
+  for (const piece of pieces) yield Buffer.from(piece);
+}
+
+function* repeated(head: string, piece: string, count: number, tail: string): Generator<string> {
+  yield head;
+  for (let i = 0; i < count; i++) yield piece;
+  yield tail;
+}
+
+t.test('streamed bodies - structure, keys and numbers are bounded as they arrive, not once held', async (t) => {
+  // Each case would hold gigabytes if parsed to its end: a nesting of arrays (about 100 bytes of
+  // heap per byte of body), a sea of nulls, one key and one number of 100 million characters.
+  const cases: Array<[string, Iterable<string>, string, RegExp]> = [
+    ['nested arrays', repeated('{"ops":[],"x":', '['.repeat(64 * KiB), 1000, ''), 'INVALID_REQUEST', /nests deeper than 32 levels/],
+    ['a sea of nulls', repeated('{"ops":[],"x":[null', ',null'.repeat(16 * KiB), 1000, ']}'), 'PAYLOAD_TOO_LARGE', /more than 1048576 values/],
+    ['a huge key', repeated('{"ops":[],"', 'k'.repeat(MiB), 100, '":1}'), 'PAYLOAD_TOO_LARGE', /outside file contents exceeds/],
+    ['a huge number', repeated('{"ops":[],"x":1', '0'.repeat(MiB), 100, '}'), 'PAYLOAD_TOO_LARGE', /outside file contents exceeds/],
+  ];
+  for (const [name, pieces, code, message] of cases) {
+    const { error, taken } = await parsePieces(pieces);
+    t.match(error, { code, message }, name);
+    t.ok(taken < 100, `${name}: refused after ${taken} pieces of the body`);
+  }
+  // Nesting up to the bound is still read.
+  const { error } = await parsePieces([`{"ops":[],"x":${'['.repeat(31)}${']'.repeat(31)}}`]);
+  t.equal(error, null, '32 levels are accepted');
+});
+
+t.test('streamed bodies - a body nesting too deep is answered 400 and the server keeps serving', async (t) => {
+  const f = await startWithRepo(t, 'streamed-deep');
+  const res = await streamRequest(`${f.s.url}/v1${f.base}/apply-ops`, 'POST', { authorization: `Bearer ${await f.s.token()}`, 'content-type': 'application/json' }, asBuffers(repeated(`{"base_change_id":"${ROOT}","ops":[],"x":`, '['.repeat(64 * KiB), 64, '')));
+  t.equal(res.status, 400, res.text.slice(0, 300));
+  t.equal(res.json?.error?.code, 'INVALID_REQUEST');
+  t.equal((await fetch(`${f.s.url}/healthz`)).status, 200, 'still serving');
 });
