@@ -22,7 +22,8 @@ import { applyTreeEdits } from './tree-edit.js';
 import type { TreeEdit } from './tree-edit.js';
 import { listTreeSetConflicts, mergeTreeSet } from './tree-merge.js';
 import type { PathConflict, TreeMergeResult } from './tree-merge.js';
-import { TEXT_MERGE_MAX_BYTES, joinLines, mergeTextRegions, splitLines, unmergeableReason } from './text-merge.js';
+import { joinLines, splitLines } from './lines.js';
+import { TEXT_MERGE_MAX_BYTES, mergeTextRegions, unmergeableReason } from './text-merge.js';
 import type { TextMergeRegion } from './text-merge.js';
 
 export const MARKER_TARGET = '<<<<<<< target';

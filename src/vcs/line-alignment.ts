@@ -15,7 +15,7 @@
  * or CRLF ending survives.
  */
 import { diffArrays } from 'diff';
-import { splitLines } from './text-merge.js';
+import { splitLines } from './lines.js';
 
 /** Largest edit distance (of the lines both sides have) Myers may explore: ≈ 0.4 s. */
 export const MAX_EDITS = 1000;

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { TEXT_MERGE_MAX_BYTES, isBinaryContent, mergeText, splitLines } from '../../src/vcs/text-merge.js';
+import { splitLines } from '../../src/vcs/lines.js';
+import { TEXT_MERGE_MAX_BYTES, isBinaryContent, mergeText } from '../../src/vcs/text-merge.js';
 
 const b = (s: string): Buffer => Buffer.from(s, 'utf8');
 const text = (r: ReturnType<typeof mergeText>): string => (r.kind === 'clean' ? Buffer.from(r.content).toString('utf8') : `<${r.kind}>`);
@@ -32,4 +33,26 @@ t.test('text merge - binary or oversized files merge only when two sides are equ
   const big = Buffer.alloc(TEXT_MERGE_MAX_BYTES + 1, 0x61);
   t.same(mergeText(b('x\n'), big, b('y\n')), { kind: 'unmergeable', reason: 'too_large' });
   t.same(splitLines(b('a\nb')), ['a\n', 'b']);
+});
+
+t.test('text merge - an insertion among equal lines goes below them, as git places it', async (t) => {
+  // The target repeats k and n; where its second n goes (before or after the first) decides
+  // whether it touches the source's y: placed below, the two merge cleanly.
+  const lines = (words: string): string => words.replaceAll(' ', '\n') + '\n';
+  t.equal(text(mergeText(b(lines('k m n o')), b(lines('k k m n n o')), b(lines('k m y n o')))), lines('k k m y n n o'));
+  t.equal(text(mergeText(b(lines('k m n n o')), b(lines('k k m n o')), b(lines('k m y n n o')))), lines('k k m y n o'), 'a deletion among equal lines too');
+});
+
+t.test('text merge - long files of repeated lines merge line-exact, without a quadratic search', { timeout: 60_000 }, async (t) => {
+  // node-diff3's search was cubic in repeated lines: 2,000 blank lines took 30 s, these would
+  // take days. Each side's alignment with the base costs about (N+M)·D.
+  const blank = '\n'.repeat(100_000);
+  t.equal(text(mergeText(b(blank), b(`${blank}end\n`), b(`start\n${blank}`))), `start\n${blank}end\n`);
+  const code = Array.from({ length: 50_000 }, (_, i) => (i % 7 === 0 ? '\n' : i % 5 === 0 ? '}\n' : `line ${i}\n`)).join('');
+  const target = code.replace('line 101\n', 'TARGET\n');
+  const source = code.replace('line 49999\n', 'SOURCE\n');
+  t.equal(text(mergeText(b(code), b(target), b(source))), code.replace('line 101\n', 'TARGET\n').replace('line 49999\n', 'SOURCE\n'));
+  const r = mergeText(b(code), b(code.replace('line 3\n', 'T\n')), b(code.replace('line 3\n', 'S\n')));
+  t.equal(r.kind, 'conflict');
+  if (r.kind === 'conflict') t.same(r.regions[1], { kind: 'conflict', base: ['line 3\n'], target: ['T\n'], source: ['S\n'], baseStart: 3, targetStart: 3, sourceStart: 3 });
 });

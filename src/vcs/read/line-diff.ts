@@ -7,7 +7,7 @@
  * latin1 is byte-exact. JSON consumers get each line decoded as UTF-8 (`displayText`).
  */
 import { alignLines } from '../line-alignment.js';
-import { splitLines } from '../text-merge.js';
+import { splitLines } from '../lines.js';
 
 export const CONTEXT_LINES = 3;
 
