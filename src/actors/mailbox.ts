@@ -95,7 +95,7 @@ export class Mailboxes {
     this.scheduled = false;
     if (this.queues.size === 0) return;
     const batch: Pending[] = [];
-    for (const queue of this.queues.values()) batch.push(...queue);
+    for (const queue of this.queues.values()) for (const pending of queue) batch.push(pending);
     this.queues.clear();
 
     // Decoding needs no write lock, and every writer of the environment shares that one lock.

@@ -82,7 +82,7 @@ export function* planShallow(
   for (const oid of clientShallow) {
     if (!inside.has(oid)) continue;
     plan.unshallow.push(oid);
-    plan.extraWants.push(...graph.reachedCommit(oid).parents);
+    for (const parent of graph.reachedCommit(oid).parents) plan.extraWants.push(parent);
   }
   return plan;
 }

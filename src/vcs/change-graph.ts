@@ -48,7 +48,7 @@ export function reparentChange(store: RepoStore, record: ChangeRecord, oldParent
     const updated = { ...child, generation };
     store.putChange(updated);
     rewritten.push(updated);
-    queue.push(...store.children(updated.id));
+    for (const id of store.children(updated.id)) queue.push(id);
   }
   return rewritten;
 }

@@ -275,13 +275,13 @@ function resolveHunks(
   const lines: string[] = [];
   for (const region of regions!) {
     if (region.kind === 'clean') {
-      lines.push(...region.lines);
+      for (const line of region.lines) lines.push(line);
       continue;
     }
     const chosen = byId.get(hunkId(conflict.path, region))!;
     if (chosen.take !== undefined) {
       takeSide(conflict, chosen.take, where);
-      lines.push(...(chosen.take === 'target' ? region.target : region.source));
+      for (const line of chosen.take === 'target' ? region.target : region.source) lines.push(line);
     } else {
       lines.push(decodeContent(chosen.content!, chosen.encoding).toString('latin1'));
     }

@@ -169,7 +169,7 @@ export class PackStoreSink implements PackSink {
       if (!mark || mark.sync === this.target.owner) continue;
       this.pendingRefs.add(oid);
       const info = decodeObjectValue(oid, this.storedValue(oid)!);
-      if (info.chunked === null && info.type !== 'blob') stack.push(...referencesOf(info));
+      if (info.chunked === null && info.type !== 'blob') for (const ref of referencesOf(info)) stack.push(ref);
     }
     if (this.expected.size + this.pendingRefs.size > this.options.maxExpected) throw new PackError('the pack names more missing objects than a pack may hold');
   }

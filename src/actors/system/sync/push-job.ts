@@ -65,7 +65,7 @@ export function objectsToSend(store: LmdbObjectStore, tips: readonly string[], r
     const oid = stack.pop()!;
     if (remoteCommits.has(oid) || !store.has(oid)) continue;
     remoteCommits.add(oid);
-    stack.push(...readCommit(store, oid).parents);
+    for (const parent of readCommit(store, oid).parents) stack.push(parent);
   }
 
   const out: string[] = [];
@@ -95,7 +95,7 @@ export function objectsToSend(store: LmdbObjectStore, tips: readonly string[], r
     seen.add(oid);
     out.push(oid);
     newCommits.push(oid);
-    stack.push(...readCommit(store, oid).parents);
+    for (const parent of readCommit(store, oid).parents) stack.push(parent);
   }
 
   const excluded = new Set<string>();
