@@ -33,6 +33,13 @@ export function readBody(res: HttpResponse, state: RequestState, limit: number, 
     state.onAbort(() => reject(clientGone()));
     res.onData((chunk, isLast) => {
       if (failed) return;
+      if (state.finished) {
+        // Answered before the body ended (a refused token, say): what came is let go and the rest
+        // is dropped as it arrives, instead of held up to the limit until the connection closes.
+        failed = true;
+        chunks.length = 0;
+        return;
+      }
       total += chunk.byteLength;
       if (total > limit) {
         failed = true;
