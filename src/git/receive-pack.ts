@@ -21,7 +21,7 @@ import type { StagedBlob } from '../storage/blob-store.js';
 import { getRepo } from '../storage/repo-store.js';
 import type { ObjectType } from '../vcs/object-store.js';
 import type { Refill } from '../actors/allowance-port.js';
-import { PackStoreSink } from '../actors/system/sync/pack-store-sink.js';
+import { PackStoreSink, type PackStoreTarget } from '../actors/system/sync/pack-store-sink.js';
 import { PackError, readPack, type PackLimits } from '../actors/system/sync/pack-reader.js';
 import { PktReader } from '../actors/system/sync/pkt-line.js';
 import { PULL_PACK_LIMITS } from '../actors/system/sync/upstream-limits.js';
@@ -41,6 +41,7 @@ export interface ReceivePackRequest {
   maxPushBytes: number;
   /** The org quota batches are charged against (0: unlimited). */
   quotaBytes: number;
+  disk: PackStoreTarget['disk'];
 }
 
 /** An object of the pack's last batch as the actor's command carries it: its stored value, base64. */
@@ -136,7 +137,7 @@ export async function receivePack(storage: Storage, request: ReceivePackRequest,
     if (tips.length === 0) return { kind: 'received', capabilities, command };
     let sink: PackStoreSink | null = null;
     try {
-      sink = new PackStoreSink(storage, { repoId: request.repoId, owner: request.pushId, quotaBytes: request.quotaBytes, refill }, { maxExpected: limits.maxObjects, strict: true });
+      sink = new PackStoreSink(storage, { repoId: request.repoId, owner: request.pushId, quotaBytes: request.quotaBytes, refill, disk: request.disk }, { maxExpected: limits.maxObjects, strict: true });
       await readPack(reader.remaining(), sink, limits);
       sink.reference(tips);
       const rest = sink.take();

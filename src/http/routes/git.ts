@@ -81,7 +81,7 @@ async function receivePack(ctx: RequestContext): Promise<Reply> {
   let outcome;
   try {
     outcome = await receivePool(config.dataDir).receive(
-      { repoId, pushId: newId('push'), gzip, maxPushBytes: config.maxPushBytes, quotaBytes: config.orgQuotaBytes },
+      { repoId, pushId: newId('push'), gzip, maxPushBytes: config.maxPushBytes, quotaBytes: config.orgQuotaBytes, disk: { dataDir: config.dataDir, minFreeBytes: config.minFreeBytes } },
       ctx.bodyStream!,
       allowance?.port ?? null,
     );

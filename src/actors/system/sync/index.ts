@@ -29,6 +29,7 @@ export function startSyncActor(services: Services): SystemActor {
     dataDir: config.dataDir,
     allowPrivateUpstreams: config.allowPrivateUpstreams,
     orgQuotaBytes: config.orgQuotaBytes,
+    minFreeBytes: config.minFreeBytes,
     idleTimeoutMs: IDLE_TIMEOUT_MS,
     logLevel: config.logLevel,
   };

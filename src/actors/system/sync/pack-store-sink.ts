@@ -32,6 +32,7 @@ import { getPending, pendingOf } from '../../../storage/pending-objects.js';
 import { assertRoom, refusalAfterRefill, shortfallOf } from '../../../storage/quota.js';
 import type { Refill } from '../../allowance-port.js';
 import { getRepo } from '../../../storage/repo-store.js';
+import { assertDiskRoom } from '../../../storage/disk-room.js';
 import { parseCommit, parseTree } from '../../../vcs/git-object.js';
 import { checkObject } from '../../../vcs/object-check.js';
 import type { GitObject, ObjectType } from '../../../vcs/object-store.js';
@@ -48,7 +49,16 @@ export interface PackStoreTarget {
   quotaBytes: number;
   /** Asks the org for more allowance on the repository's shard when a batch does not fit it (allowance-port.ts). */
   refill: Refill | null;
+  /** The data directory and REPOHOST_MIN_FREE_BYTES: storing stops (503) before the disk is that full. */
+  disk: { dataDir: string; minFreeBytes: number };
 }
+
+/**
+ * Bytes received between two looks at the disk's free space. What a pack stores is not its size:
+ * a few KiB of deltas can expand to gigabytes, and a commit LMDB cannot extend its file for has
+ * aborted the process (disk-room.ts), so the disk is watched while the pack is stored.
+ */
+const DISK_CHECK_BYTES = 16 * 1024 * 1024;
 
 export interface PackStoreOptions {
   /** Refs this many oids still missing, or pending objects named, make the pack refused. */
@@ -128,6 +138,8 @@ export class PackStoreSink implements PackSink {
   private staged = new Map<string, StagedBlob>();
   private bytes = 0;
   private storedBatches = 0;
+  /** Bytes received since the disk was last looked at. */
+  private sinceDiskCheck = 0;
   /** Oids named by received objects, neither stored nor received yet. */
   private readonly expected = new Set<string>();
   /** Stored objects still pending under another owner that received objects name. */
@@ -141,6 +153,14 @@ export class PackStoreSink implements PackSink {
     const repo = getRepo(storage.meta, target.repoId);
     if (!repo) throw repoGone();
     this.orgId = repo.org_id;
+  }
+
+  /** Refuses (503) when the bytes received since the last look could leave the disk under its reserve. */
+  private watchDisk(bytes: number): void {
+    this.sinceDiskCheck += bytes;
+    if (this.sinceDiskCheck < DISK_CHECK_BYTES) return;
+    this.sinceDiskCheck = 0;
+    assertDiskRoom(this.target.disk.dataDir, DISK_CHECK_BYTES, this.target.disk.minFreeBytes);
   }
 
   private storedValue(oid: string): Buffer | undefined {
@@ -188,6 +208,7 @@ export class PackStoreSink implements PackSink {
 
   async object(object: PackObject): Promise<void> {
     this.received(object.oid, this.referencesOfReceived(object));
+    this.watchDisk(object.content.length);
     this.batch.set(object.oid, { ...object, value: encodeInlineObject(object.type, object.content) });
     this.bytes += object.content.length;
     if (this.batch.size + this.staged.size >= BATCH_OBJECTS || this.bytes >= BATCH_BYTES) await this.flush();
@@ -202,6 +223,7 @@ export class PackStoreSink implements PackSink {
           await this.withRoom(() => assertRoom(this.storage.meta, this.orgId, this.target.repoId, this.target.quotaBytes, size));
           stager = new BlobStager(this.storage, this.target.repoId, size);
         }
+        this.watchDisk(bytes.length);
         await stager.append(bytes);
       },
       finish: async (oid) => {

@@ -27,6 +27,8 @@ export interface SyncWorkerData {
   allowPrivateUpstreams: boolean;
   /** The org storage quota a pull's objects are charged against (0: unlimited). */
   orgQuotaBytes: number;
+  /** REPOHOST_MIN_FREE_BYTES: a pull stops storing before the disk is that full. */
+  minFreeBytes: number;
   idleTimeoutMs: number;
   logLevel: string;
 }
@@ -71,7 +73,7 @@ export default async function runSyncJob(job: SyncJob): Promise<SyncJobResult> {
   try {
     remote = openUpstream(job.repo_id);
     if (job.direction === 'pull') {
-      const target = { repoId: job.repo_id, owner: job.sync_id, quotaBytes: data.orgQuotaBytes, refill: job.quota_port ? allowanceRequester(job.quota_port) : null };
+      const target = { repoId: job.repo_id, owner: job.sync_id, quotaBytes: data.orgQuotaBytes, refill: job.quota_port ? allowanceRequester(job.quota_port) : null, disk: { dataDir: data.dataDir, minFreeBytes: data.minFreeBytes } };
       return { ok: true, pulled: await fetchUpstream(storage, remote, target, job.ref_globs) };
     }
     return { ok: true, pushed: await pushUpstream(storage, remote, job.repo_id, job.ref_globs) };
