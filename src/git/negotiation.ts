@@ -8,48 +8,71 @@ import type { ObjectGraph } from './object-graph.js';
 
 /** Commits read per readiness check before it answers "not ready". */
 const READY_BUDGET = 10_000;
+/**
+ * Commits read by all the checks of one request: a v0 round checks again each time its common set
+ * grew, and a body of 16 MiB holds a hundred thousand haves.
+ */
+const ROUND_BUDGET = 100_000;
 
 /**
  * Whether every want reaches a commit the client has (a common commit or a parent of one)
- * without going back past the oldest common commit's time.
+ * without going back past the oldest common commit's time, over a common set that grows as the
+ * client's haves are read: each common commit is read once, whatever the number of checks.
  */
-export function readyToSend(graph: ObjectGraph, wants: readonly string[], common: readonly string[]): boolean {
-  const theyHave = new Set<string>();
-  let cutoff = Infinity;
-  for (const oid of common) {
-    const commit = graph.commit(oid);
-    if (!commit) continue;
-    theyHave.add(oid);
-    for (const p of commit.parents) theyHave.add(p);
-    cutoff = Math.min(cutoff, commit.time);
+export class Readiness {
+  private readonly theyHave = new Set<string>();
+  private cutoff = Infinity;
+  private budget = ROUND_BUDGET;
+
+  constructor(
+    private readonly graph: ObjectGraph,
+    private readonly wants: readonly string[],
+  ) {}
+
+  /** A have the repository holds. */
+  addCommon(oid: string): void {
+    const commit = this.graph.commit(oid);
+    if (!commit) return;
+    this.theyHave.add(oid);
+    for (const p of commit.parents) this.theyHave.add(p);
+    this.cutoff = Math.min(this.cutoff, commit.time);
   }
-  if (theyHave.size === 0) return false;
-  let budget = READY_BUDGET;
-  for (const want of wants) {
-    // A want that is not a commit cannot be judged by ancestry: git does not wait for it either.
-    const start = graph.peel(want);
-    if (!graph.commit(start)) continue;
-    const stack = [start];
-    const seen = new Set<string>(stack);
-    let found = false;
-    while (stack.length) {
-      const oid = stack.pop()!;
-      if (theyHave.has(oid)) {
-        found = true;
-        break;
+
+  ready(): boolean {
+    const { graph, theyHave, cutoff } = this;
+    if (theyHave.size === 0) return false;
+    const allowed = Math.min(READY_BUDGET, this.budget);
+    let read = 0;
+    try {
+      for (const want of this.wants) {
+        // A want that is not a commit cannot be judged by ancestry: git does not wait for it either.
+        const start = graph.peel(want);
+        if (!graph.commit(start)) continue;
+        const stack = [start];
+        const seen = new Set<string>(stack);
+        let found = false;
+        while (stack.length) {
+          const oid = stack.pop()!;
+          if (theyHave.has(oid)) {
+            found = true;
+            break;
+          }
+          if (++read > allowed) return false;
+          const commit = graph.reachedCommit(oid);
+          if (commit.time < cutoff) continue;
+          for (const p of commit.parents) {
+            if (seen.has(p)) continue;
+            seen.add(p);
+            stack.push(p);
+          }
+        }
+        if (!found) return false;
+        // A later want that reaches this one reaches what the client has, in this check and the next.
+        theyHave.add(start);
       }
-      if (--budget < 0) return false;
-      const commit = graph.reachedCommit(oid);
-      if (commit.time < cutoff) continue;
-      for (const p of commit.parents) {
-        if (seen.has(p)) continue;
-        seen.add(p);
-        stack.push(p);
-      }
+      return true;
+    } finally {
+      this.budget -= read;
     }
-    if (!found) return false;
-    // A later want that reaches this one reaches what the client has.
-    theyHave.add(start);
   }
-  return true;
 }

@@ -18,7 +18,7 @@ import { getRepoAt } from '../storage/repo-store.js';
 import type { RepoRecord } from '../storage/records.js';
 import { ObjectReader } from '../storage/read/object-reader.js';
 import { parseV0Fetch, parseV2Command, type FetchRequest } from './fetch-request.js';
-import { readyToSend } from './negotiation.js';
+import { Readiness } from './negotiation.js';
 import { parseObjectFilter } from './object-filter.js';
 import { ObjectGraph } from './object-graph.js';
 import { streamPack } from './pack-stream.js';
@@ -126,7 +126,9 @@ async function commandV2(session: Session, body: Buffer): Promise<void> {
     out.line('acknowledgments');
     if (common.length === 0) out.line('NAK');
     for (const oid of common) out.line(`ACK ${oid}`);
-    if (!readyToSend(session.graph, request.wants, common)) {
+    const readiness = new Readiness(session.graph, request.wants);
+    for (const oid of common) readiness.addCommon(oid);
+    if (!readiness.ready()) {
       out.flushPkt();
       return;
     }
@@ -161,13 +163,14 @@ async function fetchV0(session: Session, body: Buffer): Promise<void> {
   const seen = new Set<string>();
   let gotOther = false;
   let sentReady = false;
+  const readiness = new Readiness(graph, request.wants);
   let readyFor = -1;
   let ready = false;
   const isReady = (): boolean => {
     // Re-checked only when the common set grew since the last answer.
     if (readyFor !== common.length) {
       readyFor = common.length;
-      ready = readyToSend(graph, request.wants, common);
+      ready = readiness.ready();
     }
     return ready;
   };
@@ -183,6 +186,7 @@ async function fetchV0(session: Session, body: Buffer): Promise<void> {
     if (!seen.has(oid)) {
       seen.add(oid);
       common.push(oid);
+      readiness.addCommon(oid);
     }
     if (multiAck) out.line(`ACK ${oid} common`);
     else if (common.length === 1) out.line(`ACK ${oid}`);
