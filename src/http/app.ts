@@ -5,7 +5,7 @@ import { log } from '../log.js';
 import { getRepoByName, getRepoResolvedElsewhere } from '../storage/repo-store.js';
 import { LARGE_BODY_BYTES, assertDiskRoom } from '../storage/disk-room.js';
 import { checkRepoName } from '../protocol/names.js';
-import { canAccessRepo, mayNameRepo, type Principal } from './auth/principal.js';
+import { canAccessRepo, mayNameRepo, tokenReach, type Principal } from './auth/principal.js';
 import { compileBodyCheck, type BodyCheck } from './body-validator.js';
 import { closesAfterTooLarge, DEFAULT_BODY_LIMIT, readBody, streamBody } from './body-reader.js';
 import { ambiguousLength, unreadableLength } from './content-length.js';
@@ -334,7 +334,7 @@ class FrontEnd implements HttpFrontEnd {
 
   /** An Idempotency-Key (API §1): the handler runs behind the gate (idempotency-gate.ts). */
   private idempotent(x: Exchange, r: Routed, access: Authorized, query: ReturnType<typeof parseQuery>, body: unknown, raw: Buffer | null): Promise<Reply> {
-    const request = { method: x.method, path: r.path!, raw, stream: r.bodyStream };
+    const request = { method: x.method, path: r.path!, reach: tokenReach(access.principal), raw, stream: r.bodyStream };
     const { route, params } = r.match;
     const target = idempotencyTarget(this.services.storage.meta, route, access.principal.org.id, params.repo, access.repo);
     return this.idempotency.run(access.principal.key.id, access.idemKey, request, target, access.missing, (idempotency, stream) =>

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { keyReused, type ServiceError } from '../errors.js';
 import { loadLegacyOutcome, loadOutcome, outcomeKeys, type IdempotentOutcome } from '../storage/idempotency-store.js';
 import type { Services } from './services.js';
@@ -28,7 +28,7 @@ export class IdempotencyGate {
   async run(
     keyId: string,
     key: string,
-    request: { method: string; path: string; raw: Buffer | null; stream: AsyncIterable<Uint8Array> | null },
+    request: { method: string; path: string; reach: string; raw: Buffer | null; stream: AsyncIterable<Uint8Array> | null },
     target: IdempotencyTarget,
     missing: ServiceError | null,
     handler: (idempotency: Idempotency, stream: AsyncIterable<Uint8Array> | null) => Reply | Promise<Reply>,
@@ -36,11 +36,11 @@ export class IdempotencyGate {
     let stream: AsyncIterable<Uint8Array> | null = null;
     let fingerprint: () => string;
     if (request.stream) {
-      const hashed = fingerprintStream(request.method, request.path, request.stream);
+      const hashed = fingerprintStream(request.method, request.path, request.reach, request.stream);
       stream = hashed.stream;
       fingerprint = hashed.fingerprint;
     } else {
-      const whole = requestFingerprint(request.method, request.path, request.raw ?? '');
+      const whole = requestFingerprint(request.method, request.path, request.raw ?? '', request.reach);
       fingerprint = () => whole;
     }
     const slot = `${keyId}\0${key}`;
@@ -92,17 +92,28 @@ async function drain(body: AsyncIterable<Uint8Array>): Promise<void> {
   while (!(await pieces.next()).done);
 }
 
-/** Fingerprint of a request for idempotency: same route, same body. */
-export function requestFingerprint(method: string, path: string, body: Uint8Array | string): string {
-  return createHash('sha256').update(method).update('\0').update(path).update('\0').update(body).digest('base64url');
+/**
+ * The start of a request's fingerprint: the route, and the token's own narrowing of its key's
+ * repositories when it has one (`reach`, see app.ts), so that a stored response is replayed only
+ * to a token that reaches what the one that made it reached. An unnarrowed token adds nothing, so
+ * its fingerprints are those of records stored before `reach` was part of them.
+ */
+function fingerprintHash(method: string, path: string, reach: string): Hash {
+  const hash = createHash('sha256').update(method).update('\0').update(path).update('\0');
+  return reach ? hash.update('\x01').update(reach).update('\0') : hash;
+}
+
+/** Fingerprint of a request for idempotency: same route, same body, a token of the same reach. */
+export function requestFingerprint(method: string, path: string, body: Uint8Array | string, reach = ''): string {
+  return fingerprintHash(method, path, reach).update(body).digest('base64url');
 }
 
 /**
  * The same fingerprint for a body that streams through: `stream` hashes each piece as its consumer
  * reads it; `fingerprint()` covers what has been read (the whole body once the consumer is done).
  */
-function fingerprintStream(method: string, path: string, body: AsyncIterable<Uint8Array>): { stream: AsyncIterable<Uint8Array>; fingerprint: () => string } {
-  const hash = createHash('sha256').update(method).update('\0').update(path).update('\0');
+function fingerprintStream(method: string, path: string, reach: string, body: AsyncIterable<Uint8Array>): { stream: AsyncIterable<Uint8Array>; fingerprint: () => string } {
+  const hash = fingerprintHash(method, path, reach);
   let digest: string | null = null;
   return {
     stream: {

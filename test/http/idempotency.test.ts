@@ -233,3 +233,27 @@ t.test('idempotency - a record written before records moved into shards still re
   t.equal(repeat.text, stored);
   t.equal(await repoCount(), before, 'nothing applied again');
 });
+
+t.test('idempotency - a stored response is replayed only to a token of the same reach', async (t) => {
+  // A token narrowed to some repositories may not be handed what a wider token of its key was
+  // answered: here an org-wide webhook target and its secret, which it could not create itself.
+  const target = { url: 'http://127.0.0.1:9/reach' };
+  const orgWide = await s.api('POST', '/acme/webhook-targets', { body: target, headers: { 'idempotency-key': 'reach-target' } });
+  t.equal(orgWide.status, 201, orgWide.text);
+  t.ok(orgWide.json.secret, 'the response that created the target carries its secret');
+  await s.api('POST', '/acme/repos', { body: { name: 'reach' } });
+  const narrowed = (): Promise<string> => s.token({ scopes: ['admin'], repos: ['acme/reach'] });
+  const replay = await s.api('POST', '/acme/webhook-targets', { body: target, token: await narrowed(), headers: { 'idempotency-key': 'reach-target' } });
+  t.equal(replay.status, 409, replay.text);
+  t.notOk(replay.text.includes(orgWide.json.secret), 'the secret is not replayed');
+
+  // Tokens narrowed alike replay each other; a wider one is another request.
+  const write = { base_change_id: ROOT, ops: [{ op: 'write', path: 'a.txt', content: 'a\n' }] };
+  const first = await s.api('POST', '/acme/reach/apply-ops', { body: write, token: await narrowed(), headers: { 'idempotency-key': 'reach-write' } });
+  t.equal(first.status, 201, first.text);
+  const alike = await s.api('POST', '/acme/reach/apply-ops', { body: write, token: await narrowed(), headers: { 'idempotency-key': 'reach-write' } });
+  t.equal(alike.json.change?.id, first.json.change.id, 'a token narrowed alike replays');
+  const wider = await s.api('POST', '/acme/reach/apply-ops', { body: write, headers: { 'idempotency-key': 'reach-write' } });
+  t.equal(wider.status, 409, wider.text);
+  t.equal(await changeCount('reach'), 1, 'the write applied once');
+});

@@ -29,6 +29,16 @@ export function isRestricted(p: Principal): boolean {
   return p.key.repo_ids !== null || p.repoIds !== null || p.repoNames !== null;
 }
 
+/**
+ * The token's own narrowing of its key's repositories ('' when it narrows nothing): what an
+ * idempotent request's fingerprint adds, so that a response stored for one token is replayed only
+ * to a token of the same key that reaches the same repositories (idempotency-gate.ts).
+ */
+export function tokenReach(p: Principal): string {
+  if (p.repoIds === null && p.repoNames === null) return '';
+  return JSON.stringify([p.repoIds && [...p.repoIds].sort(), p.repoNames && [...p.repoNames].sort()]);
+}
+
 /** Whether the token (and its key) may reach a repository (API §2, restrictions). */
 export function canAccessRepo(p: Principal, repo: Pick<RepoRecord, 'id' | 'name'>): boolean {
   if (p.key.repo_ids && !p.key.repo_ids.includes(repo.id)) return false;
