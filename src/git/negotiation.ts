@@ -23,11 +23,23 @@ export class Readiness {
   private readonly theyHave = new Set<string>();
   private cutoff = Infinity;
   private budget = ROUND_BUDGET;
+  /** The wants that are commits, peeled once and each once: the only ones ancestry can judge. */
+  private readonly starts: string[];
+  /** Wants before this index reach what the client has (that only becomes more true). */
+  private reached = 0;
 
   constructor(
     private readonly graph: ObjectGraph,
-    private readonly wants: readonly string[],
-  ) {}
+    wants: readonly string[],
+  ) {
+    // A want that is not a commit cannot be judged by ancestry: git does not wait for it either.
+    const starts = new Set<string>();
+    for (const want of new Set(wants)) {
+      const start = graph.peel(want);
+      if (graph.commit(start)) starts.add(start);
+    }
+    this.starts = [...starts];
+  }
 
   /** A have the repository holds. */
   addCommon(oid: string): void {
@@ -39,15 +51,13 @@ export class Readiness {
   }
 
   ready(): boolean {
-    const { graph, theyHave, cutoff } = this;
+    const { graph, theyHave, cutoff, starts } = this;
     if (theyHave.size === 0) return false;
     const allowed = Math.min(READY_BUDGET, this.budget);
     let read = 0;
     try {
-      for (const want of this.wants) {
-        // A want that is not a commit cannot be judged by ancestry: git does not wait for it either.
-        const start = graph.peel(want);
-        if (!graph.commit(start)) continue;
+      for (; this.reached < starts.length; this.reached++) {
+        const start = starts[this.reached]!;
         const stack = [start];
         const seen = new Set<string>(stack);
         let found = false;
@@ -67,7 +77,7 @@ export class Readiness {
           }
         }
         if (!found) return false;
-        // A later want that reaches this one reaches what the client has, in this check and the next.
+        // A later want that reaches this one reaches what the client has.
         theyHave.add(start);
       }
       return true;

@@ -34,10 +34,12 @@ export function readBody(res: HttpResponse, state: RequestState, limit: number, 
     res.onData((chunk, isLast) => {
       if (failed) return;
       if (state.finished) {
-        // Answered before the body ended (a refused token, say): what came is let go and the rest
-        // is dropped as it arrives, instead of held up to the limit until the connection closes.
+        // Answered before the body ended (a refused token, say): what came is let go, the rest is
+        // dropped as it arrives instead of held up to the limit until the connection closes, and
+        // nothing waits for the body any more.
         failed = true;
         chunks.length = 0;
+        reject(clientGone());
         return;
       }
       total += chunk.byteLength;

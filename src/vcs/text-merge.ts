@@ -70,7 +70,9 @@ function hunksOf(baseLines: readonly string[], sideLines: readonly string[], bas
   const hunks = alignedHunks(base, content, side);
   for (let i = 0; i < hunks.length; i++) {
     const h = hunks[i]!;
-    const limit = hunks[i + 1]?.oStart ?? baseLines.length;
+    // A common line stays between it and the side's next hunk, which the combining below relies on.
+    const next = hunks[i + 1];
+    const limit = next ? next.oStart - 1 : baseLines.length;
     if (h.oLength === 0 && h.sLength > 0) {
       while (h.oStart < limit && sideLines[h.sStart] === sideLines[h.sStart + h.sLength]) {
         h.oStart++;

@@ -222,5 +222,6 @@ t.test('streamed bodies - a body nesting too deep is answered 400 and the server
   const res = await streamRequest(`${f.s.url}/v1${f.base}/apply-ops`, 'POST', { authorization: `Bearer ${await f.s.token()}`, 'content-type': 'application/json' }, asBuffers(repeated(`{"base_change_id":"${ROOT}","ops":[],"x":`, '['.repeat(64 * KiB), 64, '')));
   t.equal(res.status, 400, res.text.slice(0, 300));
   t.equal(res.json?.error?.code, 'INVALID_REQUEST');
+  t.match(res.json?.error?.message, /nests deeper than 32 levels/, 'refused for its nesting, as it arrived');
   t.equal((await fetch(`${f.s.url}/healthz`)).status, 200, 'still serving');
 });

@@ -142,8 +142,10 @@ export async function runFaultScenario(t: Test, cluster: TestCluster, o: Scenari
       // whose lease lapsed leaves by design; settled() starts it again, as a supervisor would,
       // and the node restarted on its data directory must serve every acknowledged change.
       t.comment(`${node.id} lost its lease during the check and left; checked again after its restart`);
-      await cluster.settled(30_000);
-      missing = await missingChanges(node.call, cluster.org, stats.changes);
+      missing = await cluster.settled(30_000).then(
+        () => missingChanges(node.call, cluster.org, stats.changes),
+        (err: unknown) => [`no restart: ${String(err)}`],
+      );
     }
     t.same(missing, [], `${node.id}: all ${stats.changes.length} acknowledged changes are readable`);
     if (missing.length > 0) {

@@ -155,12 +155,21 @@ export class PackStoreSink implements PackSink {
     this.orgId = repo.org_id;
   }
 
-  /** Refuses (503) when the bytes received since the last look could leave the disk under its reserve. */
-  private watchDisk(bytes: number): void {
+  /**
+   * Every DISK_CHECK_BYTES received, refuses (503) when what may be written before the next look
+   * (those bytes again, and a batch received but not stored yet) could leave the disk under its
+   * reserve; what the pack stored is taken back first, for a pull as for a push.
+   */
+  private async watchDisk(bytes: number): Promise<void> {
     this.sinceDiskCheck += bytes;
     if (this.sinceDiskCheck < DISK_CHECK_BYTES) return;
     this.sinceDiskCheck = 0;
-    assertDiskRoom(this.target.disk.dataDir, DISK_CHECK_BYTES, this.target.disk.minFreeBytes);
+    try {
+      assertDiskRoom(this.target.disk.dataDir, DISK_CHECK_BYTES + BATCH_BYTES, this.target.disk.minFreeBytes);
+    } catch (err) {
+      await this.discard();
+      throw err;
+    }
   }
 
   private storedValue(oid: string): Buffer | undefined {
@@ -208,7 +217,7 @@ export class PackStoreSink implements PackSink {
 
   async object(object: PackObject): Promise<void> {
     this.received(object.oid, this.referencesOfReceived(object));
-    this.watchDisk(object.content.length);
+    await this.watchDisk(object.content.length);
     this.batch.set(object.oid, { ...object, value: encodeInlineObject(object.type, object.content) });
     this.bytes += object.content.length;
     if (this.batch.size + this.staged.size >= BATCH_OBJECTS || this.bytes >= BATCH_BYTES) await this.flush();
@@ -223,7 +232,7 @@ export class PackStoreSink implements PackSink {
           await this.withRoom(() => assertRoom(this.storage.meta, this.orgId, this.target.repoId, this.target.quotaBytes, size));
           stager = new BlobStager(this.storage, this.target.repoId, size);
         }
-        this.watchDisk(bytes.length);
+        await this.watchDisk(bytes.length);
         await stager.append(bytes);
       },
       finish: async (oid) => {
