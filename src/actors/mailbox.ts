@@ -8,6 +8,7 @@ import type { WriteSink } from '../storage/write-set.js';
 import type { OrgDirectory } from '../storage/org-directory.js';
 import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
+import { receiveGrant } from '../storage/quota.js';
 import { serialize } from '../protocol/serializers.js';
 import { errorData, type ActorReplyMsg, type ActorRequestMsg } from '../protocol/messages.js';
 import type { Command, CommandContext } from './command.js';
@@ -213,6 +214,8 @@ export class Mailboxes {
     const idem = req.idempotency;
     // The record lives on this actor's shard: the only one its batch may write.
     const shard = shardOf(req.actor);
+    // Outside the command's own transaction: the shard keeps the grant even if the command fails.
+    if (req.quotaGrant) receiveGrant(this.storage.meta, shard, req.quotaGrant.orgId, req.quotaGrant.granted);
     try {
       return this.storage.root.transactionSync((): Outcome => {
         if (idem) {

@@ -9,7 +9,7 @@
  * absolute totals settle it (quota.ts).
  */
 import { isServiceError } from '../errors.js';
-import type { PrincipalMsg } from '../protocol/messages.js';
+import type { PrincipalMsg, QuotaGrantMsg } from '../protocol/messages.js';
 import type { Storage } from '../storage/database.js';
 import type { GrantAnswer } from '../storage/quota-ledger.js';
 import { quotaFull, refusalAfterRefill, roomOf, shardAllowance, shortfallOf } from '../storage/quota.js';
@@ -26,10 +26,10 @@ async function send<T>(runtime: ActorCaller, actor: string, command: string, inp
 }
 
 /**
- * Gets `need` more bytes of allowance onto the repository's shard. Returns 0 once they are there,
- * or how many bytes the org lacks even after recalling what other shards held unused.
+ * Has the org's ledger grant `need` more bytes to the repository's shard: the ledger's new total
+ * for the shard, or how many bytes the org lacks even after recalling what other shards held unused.
  */
-export async function refillAllowance(runtime: ActorCaller, orgId: string, repoId: string, need: number, traceId: string): Promise<number> {
+async function grantAllowance(runtime: ActorCaller, orgId: string, repoId: string, need: number, traceId: string): Promise<{ granted: number } | { short: number }> {
   const shard = repoShard(repoId);
   const actor = repoActor(repoId);
   const ask = (returns: QuotaGrantInput['returns']): Promise<GrantAnswer> =>
@@ -45,8 +45,18 @@ export async function refillAllowance(runtime: ActorCaller, orgId: string, repoI
     );
     answer = await ask(returns);
   }
+  return 'short' in answer ? { short: answer.short } : { granted: answer.granted };
+}
+
+/**
+ * Gets `need` more bytes of allowance onto the repository's shard. Returns 0 once they are there,
+ * or how many bytes the org lacks even after recalling what other shards held unused.
+ */
+export async function refillAllowance(runtime: ActorCaller, orgId: string, repoId: string, need: number, traceId: string): Promise<number> {
+  const answer = await grantAllowance(runtime, orgId, repoId, need, traceId);
   if ('short' in answer) return answer.short;
-  await send(runtime, actor, 'quota.receive', { org_id: orgId, shard, granted: answer.granted } satisfies QuotaShardInput, traceId);
+  const input: QuotaShardInput = { org_id: orgId, shard: repoShard(repoId), granted: answer.granted };
+  await send(runtime, repoActor(repoId), 'quota.receive', input, traceId);
   return 0;
 }
 
@@ -63,16 +73,18 @@ export async function ensureRoom(runtime: ActorCaller, storage: Storage, orgId: 
 }
 
 /**
- * Sends a repository's write; when its shard's allowance refuses it, refills the shard and sends
- * it once more. A refusal that stands reports the room the org really had.
+ * Sends a repository's write; when its shard's allowance refuses it, has the org grant the shard
+ * what it lacks and sends the write once more, carrying the grant (received in the write's own
+ * batch: a recall by another shard's refill cannot take it in between). A refusal that stands
+ * reports the room the org really had.
  */
-export async function withAllowance<T>(runtime: ActorCaller, orgId: string, repoId: string, limit: number, traceId: string, write: () => Promise<T>): Promise<T> {
+export async function withAllowance<T>(runtime: ActorCaller, orgId: string, repoId: string, limit: number, traceId: string, write: (grant: QuotaGrantMsg | null) => Promise<T>): Promise<T> {
   try {
-    return await write();
+    return await write(null);
   } catch (err) {
     if (!isServiceError(err) || err.code !== 'QUOTA_EXCEEDED' || limit <= 0) throw err;
-    const short = await refillAllowance(runtime, orgId, repoId, shortfallOf(err), traceId);
-    if (short > 0) throw refusalAfterRefill(err, short);
-    return write();
+    const answer = await grantAllowance(runtime, orgId, repoId, shortfallOf(err), traceId);
+    if ('short' in answer) throw refusalAfterRefill(err, answer.short);
+    return write({ orgId, granted: answer.granted });
   }
 }

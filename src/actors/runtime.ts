@@ -2,7 +2,7 @@ import { Piscina } from 'piscina';
 import type { PiscinaTask } from 'piscina';
 import { fileURLToPath } from 'node:url';
 import { ServiceError } from '../errors.js';
-import { decodeReply, encodeRequest, errorFromData, type ActorReplyMsg, type IdempotencyMsg, type PrincipalMsg } from '../protocol/messages.js';
+import { decodeReply, encodeRequest, errorFromData, type ActorReplyMsg, type IdempotencyMsg, type PrincipalMsg, type QuotaGrantMsg } from '../protocol/messages.js';
 import { shardOf, slotOf } from './shard-map.js';
 import type { ActorSettings } from './settings.js';
 import type { ActorCaller } from './actor-caller.js';
@@ -17,6 +17,8 @@ export interface ActorCall {
   idempotency?: IdempotencyMsg;
   /** ActorRequest.blobs: objects the input's ops name by index (none for most commands). */
   blobs?: Uint8Array[];
+  /** ActorRequest.quota_grant: allowance for the command's shard, received before it runs. */
+  quotaGrant?: QuotaGrantMsg;
 }
 
 export interface ActorResponse {
@@ -45,6 +47,7 @@ export function encodeCall(call: ActorCall): Uint8Array {
     traceId: call.traceId,
     idempotency: call.idempotency,
     blobs: call.blobs ?? [],
+    quotaGrant: call.quotaGrant,
   });
 }
 

@@ -2,7 +2,7 @@ import { isRestricted } from './auth/principal.js';
 import { reachableRepoIds } from './auth/restriction-reads.js';
 import { repoIdOfActor } from '../actors/actor-names.js';
 import { withAllowance } from '../actors/quota-refill.js';
-import type { PrincipalMsg } from '../protocol/messages.js';
+import type { PrincipalMsg, QuotaGrantMsg } from '../protocol/messages.js';
 import type { Reply, RequestContext } from './route.js';
 import type { ActorResponse } from '../actors/runtime.js';
 import type { StepCall } from '../actors/repo-saga.js';
@@ -42,7 +42,7 @@ export function stepCaller(ctx: RequestContext): StepCall {
     const { runtime, config } = ctx.services;
     // Unrestricted (the common case): the message as it is, without a turn of the event loop.
     const principal = isRestricted(ctx.principal) ? await restrictedMsg(ctx) : ctx.principal.msg;
-    const send = () =>
+    const send = (quotaGrant: QuotaGrantMsg | null = null) =>
       runtime.call({
         actor,
         command,
@@ -51,6 +51,7 @@ export function stepCaller(ctx: RequestContext): StepCall {
         principal,
         traceId: ctx.traceId,
         idempotency: keyed && ctx.idempotency ? { keyId: ctx.principal.key.id, key: ctx.idempotency.key, fingerprint: ctx.idempotency.fingerprint } : undefined,
+        quotaGrant: quotaGrant ?? undefined,
       });
     const repoId = repoIdOfActor(actor);
     return repoId === null ? send() : withAllowance(runtime, ctx.org.id, repoId, config.orgQuotaBytes, ctx.traceId, send);

@@ -11,6 +11,7 @@ const { ActorRequest, ActorReply } = repohost.actor;
 export type AuthorMsg = repohost.actor.Author;
 export type PrincipalMsg = repohost.actor.Principal;
 export type IdempotencyMsg = repohost.actor.Idempotency;
+export type QuotaGrantMsg = repohost.actor.QuotaGrant;
 export type ErrorDataMsg = repohost.actor.ErrorData;
 export type ActorRequestMsg = repohost.actor.ActorRequest;
 export type ActorReplyMsg = repohost.actor.ActorReply;
