@@ -11,7 +11,7 @@
  *
  * Rounds alternate the variants; each round prints the median and 90th percentile of the write
  * latency, and the actor commands answered per write (from /metrics: the write, and the refill's
- * `quota.grant` and `quota.receive` plus the write sent again).
+ * `quota.grant` plus the write sent again with the grant).
  */
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';

@@ -10,7 +10,7 @@ import type { SecretBox } from '../storage/secret-box.js';
 import { loadOutcome, saveOutcome } from '../storage/idempotency-store.js';
 import { receiveGrant } from '../storage/quota.js';
 import { serialize } from '../protocol/serializers.js';
-import { errorData, type ActorReplyMsg, type ActorRequestMsg } from '../protocol/messages.js';
+import { errorData, type ActorReplyMsg, type ActorRequestMsg, type QuotaGrantMsg } from '../protocol/messages.js';
 import type { Command, CommandContext } from './command.js';
 import { Batch } from './batch.js';
 import { Mutation } from './mutation.js';
@@ -208,14 +208,26 @@ export class Mailboxes {
     return { ...outcome, written };
   }
 
+  /**
+   * The org allowance a refilled write carries, taken by its shard before the write runs, in a
+   * transaction of its own: kept if the command fails, and a failure here costs only the grant
+   * (the ledger counts it as held until its next exchange with the shard, quota.ts).
+   */
+  private receiveQuotaGrant(shard: number, grant: QuotaGrantMsg): void {
+    try {
+      this.storage.root.transactionSync(() => void receiveGrant(this.storage.meta, shard, grant.orgId, grant.granted));
+    } catch (err) {
+      log.warn('quota grant not received', { err, shard, org_id: grant.orgId });
+    }
+  }
+
   private applyCommand(p: Pending, input: Decoded, batch: Batch): Outcome {
     const { req } = p;
     const { now } = batch;
     const idem = req.idempotency;
     // The record lives on this actor's shard: the only one its batch may write.
     const shard = shardOf(req.actor);
-    // Outside the command's own transaction: the shard keeps the grant even if the command fails.
-    if (req.quotaGrant) receiveGrant(this.storage.meta, shard, req.quotaGrant.orgId, req.quotaGrant.granted);
+    if (req.quotaGrant) this.receiveQuotaGrant(shard, req.quotaGrant);
     try {
       return this.storage.root.transactionSync((): Outcome => {
         if (idem) {

@@ -73,18 +73,29 @@ export async function ensureRoom(runtime: ActorCaller, storage: Storage, orgId: 
 }
 
 /**
+ * Grants a refused write is sent again with. A recall by another shard's refill that reaches the
+ * write's actor between the grant and the write takes the grant back (the recall carries the
+ * ledger's total, fresh grant included); each further round follows a write of the org that stored
+ * what it took, so a few settle a burst.
+ */
+const REFILL_ROUNDS = 4;
+
+/**
  * Sends a repository's write; when its shard's allowance refuses it, has the org grant the shard
- * what it lacks and sends the write once more, carrying the grant (received in the write's own
- * batch: a recall by another shard's refill cannot take it in between). A refusal that stands
- * reports the room the org really had.
+ * what it lacks and sends the write again, carrying the grant: its shard takes it in the write's
+ * own batch, one message rather than two, which leaves a recall less room to come in between.
+ * A refusal that stands reports the room the org really had.
  */
 export async function withAllowance<T>(runtime: ActorCaller, orgId: string, repoId: string, limit: number, traceId: string, write: (grant: QuotaGrantMsg | null) => Promise<T>): Promise<T> {
-  try {
-    return await write(null);
-  } catch (err) {
-    if (!isServiceError(err) || err.code !== 'QUOTA_EXCEEDED' || limit <= 0) throw err;
-    const answer = await grantAllowance(runtime, orgId, repoId, shortfallOf(err), traceId);
-    if ('short' in answer) throw refusalAfterRefill(err, answer.short);
-    return write({ orgId, granted: answer.granted });
+  let grant: QuotaGrantMsg | null = null;
+  for (let round = 0; ; round++) {
+    try {
+      return await write(grant);
+    } catch (err) {
+      if (!isServiceError(err) || err.code !== 'QUOTA_EXCEEDED' || limit <= 0 || round === REFILL_ROUNDS) throw err;
+      const answer = await grantAllowance(runtime, orgId, repoId, shortfallOf(err), traceId);
+      if ('short' in answer) throw refusalAfterRefill(err, answer.short);
+      grant = { orgId, granted: answer.granted };
+    }
   }
 }

@@ -19,4 +19,7 @@ t.test('a call keeps its input and its blobs, in order, through its encoding', a
   blobs.forEach((b, i) => t.ok(Buffer.from(req.blobs[i]!).equals(b), `blob ${i} is byte-identical`));
   const bare = decodeRequest(encodeCall({ actor: 'org:org_1', command: 'repo.create', input: {}, principal, traceId: 't' }));
   t.same(bare.blobs, [], 'a call without contents carries none');
+  t.equal(bare.quotaGrant, null, 'nor a quota grant');
+  const granted = decodeRequest(encodeCall({ actor: 'repo:repo_1', command: 'apply-ops', input, principal, traceId: 't', quotaGrant: { orgId: 'org_1', granted: 3 * 2 ** 40 + 5 } }));
+  t.same({ orgId: granted.quotaGrant?.orgId, granted: granted.quotaGrant?.granted }, { orgId: 'org_1', granted: 3 * 2 ** 40 + 5 }, 'a refilled write carries its grant, totals past 2^32 exact');
 });
