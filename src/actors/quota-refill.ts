@@ -86,8 +86,8 @@ const REFILL_ROUNDS = 4;
  * own batch, one message rather than two, which leaves a recall less room to come in between.
  * A refusal that stands reports the room the org really had.
  */
-export async function withAllowance<T>(runtime: ActorCaller, orgId: string, repoId: string, limit: number, traceId: string, write: (grant: QuotaGrantMsg | null) => Promise<T>): Promise<T> {
-  let grant: QuotaGrantMsg | null = null;
+export async function withAllowance<T>(runtime: ActorCaller, orgId: string, repoId: string, limit: number, traceId: string, write: (grant?: QuotaGrantMsg) => Promise<T>): Promise<T> {
+  let grant: QuotaGrantMsg | undefined;
   for (let round = 0; ; round++) {
     try {
       return await write(grant);

@@ -42,7 +42,7 @@ export function stepCaller(ctx: RequestContext): StepCall {
     const { runtime, config } = ctx.services;
     // Unrestricted (the common case): the message as it is, without a turn of the event loop.
     const principal = isRestricted(ctx.principal) ? await restrictedMsg(ctx) : ctx.principal.msg;
-    const send = (quotaGrant: QuotaGrantMsg | null = null) =>
+    const send = (quotaGrant?: QuotaGrantMsg) =>
       runtime.call({
         actor,
         command,
@@ -51,7 +51,7 @@ export function stepCaller(ctx: RequestContext): StepCall {
         principal,
         traceId: ctx.traceId,
         idempotency: keyed && ctx.idempotency ? { keyId: ctx.principal.key.id, key: ctx.idempotency.key, fingerprint: ctx.idempotency.fingerprint } : undefined,
-        quotaGrant: quotaGrant ?? undefined,
+        quotaGrant,
       });
     const repoId = repoIdOfActor(actor);
     return repoId === null ? send() : withAllowance(runtime, ctx.org.id, repoId, config.orgQuotaBytes, ctx.traceId, send);
